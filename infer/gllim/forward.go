@@ -1,0 +1,305 @@
+package gllim
+
+import (
+	"fmt"
+	"math"
+)
+
+// Forward is the precomputed float32 forward model θ* of a hybrid GLLiM
+// (paper eqs. direct1–direct6, METHOD §4). It is immutable and safe for
+// concurrent use; each goroutine predicts through its own Predictor.
+type Forward struct {
+	K, D, Lt, L int
+	outputs     []Output
+
+	mu   []float32 // D: μ = Σ_k π_k c*_k, subtracted from y before the products
+	rows []float32 // K·L × D: B_k = A_kᵀ Σ_k⁻¹, component after component
+	cc   []float32 // K × D: c*_k − μ
+	s    []float32 // K × D: 1/σ_kd
+
+	g     []float64 // K × L: g_k = B_k (c*_k − μ), from the float32 B_k and c*_k − μ
+	sstar []float64 // K × L × L: Σ*_k
+	m     []float64 // K × L: m_k = c_k = [c^t_k ; 0] = A*_k c*_k + b*_k
+	cst   []float64 // K: log π_k − ½(D log 2π + log|Γ*_k|)
+}
+
+// NewForward derives the forward model of m. The parameters are first
+// rounded to float32, as a model file stores them, so a model derived from a
+// trainer's float64 parameters and one loaded from the file it wrote predict
+// identically. The derivation itself is in float64.
+func NewForward(m *Model) (*Forward, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	p := m.Params
+	K, D, Lt, Lw := p.K, p.D, p.Lt, p.Lw
+	L := Lt + Lw
+	f := &Forward{
+		K: K, D: D, Lt: Lt, L: L,
+		outputs: append([]Output(nil), m.Outputs...),
+		mu:      make([]float32, D),
+		rows:    make([]float32, K*L*D),
+		cc:      make([]float32, K*D),
+		s:       make([]float32, K*D),
+		g:       make([]float64, K*L),
+		sstar:   make([]float64, K*L*L),
+		m:       make([]float64, K*L),
+		cst:     make([]float64, K),
+	}
+	r32 := func(x float64) float64 { return float64(float32(x)) }
+
+	cstar := make([]float64, K*D) // c*_k = A_k c_k + b_k  (direct1)
+	sigma := make([]float64, D)
+	gam := make([]float64, Lt*Lt)
+	ginv := make([]float64, L*L) // Γ_k⁻¹ = blockdiag(Γ^t_k⁻¹, I)
+	prec := make([]float64, L*L) // Γ_k⁻¹ + A_kᵀ Σ_k⁻¹ A_k, then its factor
+	ck := make([]float64, L)     // c_k = [c^t_k ; 0]
+	for k := 0; k < K; k++ {
+		A := p.Ak(k)
+		b := p.Bk(k)
+		for i := range ck {
+			ck[i] = 0
+		}
+		for i, v := range p.Ck(k) {
+			ck[i] = r32(v)
+		}
+		for d := 0; d < D; d++ {
+			sigma[d] = r32(p.SigmaK(k)[d])
+			v := r32(b[d])
+			for l := 0; l < L; l++ {
+				v += r32(A[d*L+l]) * ck[l]
+			}
+			cstar[k*D+d] = v
+		}
+		// Γ^t_k⁻¹ and log|Γ^t_k|.
+		for i, v := range p.GammaK(k) {
+			gam[i] = r32(v)
+		}
+		if !cholesky(gam, Lt) {
+			return nil, fmt.Errorf("gllim: component %d: gamma is not positive definite", k)
+		}
+		logDetGamma := cholLogDet(gam, Lt)
+		for i := range ginv {
+			ginv[i] = 0
+		}
+		gi := make([]float64, Lt*Lt)
+		cholInverse(gi, gam, Lt)
+		for i := 0; i < L; i++ {
+			for j := 0; j < L; j++ {
+				switch {
+				case i < Lt && j < Lt:
+					ginv[i*L+j] = gi[i*Lt+j]
+				case i == j:
+					ginv[i*L+j] = 1
+				}
+			}
+		}
+		// prec = Γ⁻¹ + Aᵀ Σ⁻¹ A;  B_k = Aᵀ Σ⁻¹ (rows).
+		copy(prec, ginv)
+		logSigma := 0.0
+		for d := 0; d < D; d++ {
+			inv := 1 / sigma[d]
+			logSigma += math.Log(sigma[d])
+			f.s[k*D+d] = float32(inv)
+			row := A[d*L : (d+1)*L]
+			for i := 0; i < L; i++ {
+				ai := r32(row[i]) * inv
+				f.rows[(k*L+i)*D+d] = float32(ai)
+				for j := 0; j <= i; j++ {
+					prec[i*L+j] += ai * r32(row[j])
+				}
+			}
+		}
+		for i := 0; i < L; i++ {
+			for j := 0; j < i; j++ {
+				prec[j*L+i] = prec[i*L+j]
+			}
+		}
+		if !cholesky(prec, L) {
+			return nil, fmt.Errorf("gllim: component %d: Γ⁻¹ + AᵀΣ⁻¹A is not positive definite", k)
+		}
+		logDetPrec := cholLogDet(prec, L)
+		ss := f.sstar[k*L*L : (k+1)*L*L]
+		cholInverse(ss, prec, L) // Σ*_k (direct6)
+		// A*_k y + b*_k (direct4, direct5) at y = c*_k is
+		// Σ*_k (AᵀΣ⁻¹(A c_k + b_k) + Γ⁻¹c_k − AᵀΣ⁻¹b_k) = Σ*_k Σ*_k⁻¹ c_k = c_k,
+		// so x̂_k = A*_k y + b*_k = c_k + Σ*_k B_k (y − c*_k): m_k = c_k.
+		copy(f.m[k*L:(k+1)*L], ck)
+		// log|Γ*_k| = log|Σ_k| + log|Γ_k| − log|Σ*_k|  (matrix determinant lemma on direct2)
+		logDetGammaStar := logSigma + logDetGamma + logDetPrec
+		f.cst[k] = math.Log(r32(p.Pi[k])) - 0.5*(float64(D)*math.Log(2*math.Pi)+logDetGammaStar)
+	}
+	// μ = Σ_k π_k c*_k centres the products so that B_k y and B_k c*_k do not
+	// cancel in float32.
+	for k := 0; k < K; k++ {
+		w := r32(p.Pi[k])
+		for d := 0; d < D; d++ {
+			f.mu[d] += float32(w * cstar[k*D+d])
+		}
+	}
+	for k := 0; k < K; k++ {
+		for d := 0; d < D; d++ {
+			f.cc[k*D+d] = float32(cstar[k*D+d] - float64(f.mu[d]))
+		}
+		for l := 0; l < L; l++ {
+			row := f.rows[(k*L+l)*D : (k*L+l+1)*D]
+			s := 0.0
+			for d, w := range row {
+				s += float64(w) * float64(f.cc[k*D+d])
+			}
+			f.g[k*L+l] = s
+		}
+	}
+	return f, nil
+}
+
+// Outputs describes the predicted outputs, in order.
+func (f *Forward) Outputs() []Output { return f.outputs }
+
+// Prediction is the forward model's answer for one feature vector, in the
+// outputs' natural units.
+type Prediction struct {
+	Mean []float64 // Lt: E[t | y]
+	Cov  []float64 // Lt×Lt: Cov[t | y], the mixture's predictive covariance
+	// LogDensity is log p(y) under the model: low for inputs unlike the
+	// training features.
+	LogDensity float64
+}
+
+// Std returns the predictive standard deviation of output i.
+func (p *Prediction) Std(i int) float64 {
+	n := len(p.Mean)
+	return math.Sqrt(math.Max(p.Cov[i*n+i], 0))
+}
+
+// NewPrediction allocates a Prediction sized for f.
+func (f *Forward) NewPrediction() Prediction {
+	return Prediction{Mean: make([]float64, f.Lt), Cov: make([]float64, f.Lt*f.Lt)}
+}
+
+// Predictor holds the scratch space of one goroutine's predictions.
+type Predictor struct {
+	f    *Forward
+	yc   []float32 // y − μ
+	u    []float32 // K·L: B_k (y − μ)
+	z    []float64 // L
+	logv []float64 // K
+	xk   []float64 // K × Lt: E[t | y, Z = k]
+}
+
+// NewPredictor returns a Predictor for f. It is not safe for concurrent use.
+func (f *Forward) NewPredictor() *Predictor {
+	return &Predictor{
+		f:    f,
+		yc:   make([]float32, f.D),
+		u:    make([]float32, f.K*f.L),
+		z:    make([]float64, f.L),
+		logv: make([]float64, f.K),
+		xk:   make([]float64, f.K*f.Lt),
+	}
+}
+
+// Predict computes E[t | y] and Cov[t | y] into dst (METHOD §4):
+//
+//	u_k    = B_k (y − μ)                      one stacked (K·L)×D product
+//	q_k    = Σ_d (y_d − c*_kd)² / σ_kd
+//	v_k    = u_k − g_k,  z_k = Σ*_k v_k
+//	maha_k = q_k − v_kᵀ z_k                   (Woodbury on Γ*_k, direct2)
+//	log ν_k = const_k − ½ maha_k,  normalised by logsumexp
+//	x̂_k    = A*_k y + b*_k = c_k + z_k        (direct4, direct5)
+//	x̂      = Σ_k ν_k x̂_k,  Cov = Σ_k ν_k (Σ*_k + (x̂_k − x̂)(x̂_k − x̂)ᵀ)
+//
+// on the t block, then maps to natural units. In steady state it allocates
+// nothing; nil slices in dst are allocated. It panics if len(y) != D.
+func (p *Predictor) Predict(dst *Prediction, y []float32) {
+	f := p.f
+	if len(y) != f.D {
+		panic(fmt.Sprintf("gllim: Predict: feature vector has %d values, model has D=%d", len(y), f.D))
+	}
+	if len(dst.Mean) != f.Lt {
+		dst.Mean = make([]float64, f.Lt)
+	}
+	if len(dst.Cov) != f.Lt*f.Lt {
+		dst.Cov = make([]float64, f.Lt*f.Lt)
+	}
+	D, L, Lt := f.D, f.L, f.Lt
+	for d, v := range y {
+		p.yc[d] = v - f.mu[d]
+	}
+	matVec(p.u, f.rows, p.yc, D)
+	maxLog := math.Inf(-1)
+	for k := 0; k < f.K; k++ {
+		q := float64(weightedSqDist(p.yc, f.cc[k*D:(k+1)*D], f.s[k*D:(k+1)*D]))
+		ss := f.sstar[k*L*L : (k+1)*L*L]
+		g := f.g[k*L : (k+1)*L]
+		u := p.u[k*L : (k+1)*L]
+		vz := 0.0
+		for i := 0; i < L; i++ {
+			zi := 0.0
+			for j := 0; j < L; j++ {
+				zi += ss[i*L+j] * (float64(u[j]) - g[j])
+			}
+			p.z[i] = zi
+			vz += (float64(u[i]) - g[i]) * zi
+		}
+		for i := 0; i < Lt; i++ {
+			p.xk[k*Lt+i] = f.m[k*L+i] + p.z[i]
+		}
+		lv := f.cst[k] - 0.5*(q-vz)
+		p.logv[k] = lv
+		if lv > maxLog {
+			maxLog = lv
+		}
+	}
+	sum := 0.0
+	for k, lv := range p.logv {
+		w := math.Exp(lv - maxLog)
+		p.logv[k] = w
+		sum += w
+	}
+	dst.LogDensity = maxLog + math.Log(sum)
+	mean, cov := dst.Mean, dst.Cov
+	for i := range mean {
+		mean[i] = 0
+	}
+	for i := range cov {
+		cov[i] = 0
+	}
+	for k := 0; k < f.K; k++ {
+		nu := p.logv[k] / sum
+		p.logv[k] = nu
+		for i := 0; i < Lt; i++ {
+			mean[i] += nu * p.xk[k*Lt+i]
+		}
+	}
+	for k := 0; k < f.K; k++ {
+		nu := p.logv[k]
+		if nu == 0 {
+			continue
+		}
+		ss := f.sstar[k*L*L : (k+1)*L*L]
+		xk := p.xk[k*Lt : (k+1)*Lt]
+		for i := 0; i < Lt; i++ {
+			di := xk[i] - mean[i]
+			for j := 0; j < Lt; j++ {
+				cov[i*Lt+j] += nu * (ss[i*L+j] + di*(xk[j]-mean[j]))
+			}
+		}
+	}
+	for i, o := range f.outputs {
+		mean[i] = o.Mean + o.Scale*mean[i]
+		for j, oj := range f.outputs {
+			cov[i*Lt+j] *= o.Scale * oj.Scale
+		}
+	}
+}
+
+// PredictBatch predicts for each ys[i] into dst[i].
+func (p *Predictor) PredictBatch(dst []Prediction, ys [][]float32) {
+	if len(dst) != len(ys) {
+		panic(fmt.Sprintf("gllim: PredictBatch: %d destinations for %d feature vectors", len(dst), len(ys)))
+	}
+	for i, y := range ys {
+		p.Predict(&dst[i], y)
+	}
+}

@@ -1,0 +1,94 @@
+package gllim
+
+import (
+	"fmt"
+	"math"
+)
+
+// Output describes one observed output t_l: its name and unit, and the
+// standardisation the model was trained in: t_std = (t − Mean) / Scale.
+// Callers of the forward model see natural units.
+type Output struct {
+	Name  string  `json:"name"`
+	Unit  string  `json:"unit"`
+	Mean  float64 `json:"mean"`
+	Scale float64 `json:"scale"`
+}
+
+// FeatureRecipe records how the feature vectors y were computed, so that
+// run-time features match training. Name identifies the extractor; the other
+// fields are its settings (zero when they do not apply).
+type FeatureRecipe struct {
+	Name     string `json:"name"`               // e.g. "phog"
+	Version  int    `json:"version"`            // of the extractor's definition
+	Patch    int    `json:"patch,omitempty"`    // side of the square patch in pixels
+	Cells    []int  `json:"cells,omitempty"`    // cell sizes in pixels, one HOG level each
+	Block    int    `json:"block,omitempty"`    // block side in cells
+	Bins     int    `json:"bins,omitempty"`     // orientation bins
+	Equalize bool   `json:"equalize,omitempty"` // histogram equalisation of the patch
+	Norm     string `json:"norm,omitempty"`     // block normalisation
+}
+
+// BoxCalibration maps a detector's box to the box the model was trained on:
+// centre += (DX, DY)·side, side ·= Scale (DX, DY in detector box sizes).
+type BoxCalibration struct {
+	Detector string  `json:"detector"`
+	DX       float64 `json:"dx"`
+	DY       float64 `json:"dy"`
+	Scale    float64 `json:"scale"`
+	N        int     `json:"n"` // detections it was learnt from
+}
+
+// Training records how a model was made.
+type Training struct {
+	Tool       string            `json:"tool,omitempty"`
+	Data       []string          `json:"data,omitempty"`
+	N          int               `json:"n,omitempty"` // training samples
+	Settings   map[string]string `json:"settings,omitempty"`
+	Date       string            `json:"date,omitempty"` // RFC 3339
+	Iterations int               `json:"iterations,omitempty"`
+	LogL       float64           `json:"logl,omitempty"` // final log-likelihood, natural units of t
+	BIC        float64           `json:"bic,omitempty"`
+}
+
+// Model is a trained hybrid GLLiM with what is needed to use it: what its
+// outputs mean, how its inputs are made and how it was trained.
+type Model struct {
+	Params      *Params
+	Outputs     []Output
+	Features    FeatureRecipe
+	Calibration *BoxCalibration // nil: none
+	Training    Training
+}
+
+// Validate checks the parameters and that the outputs match them.
+func (m *Model) Validate() error {
+	if m.Params == nil {
+		return fmt.Errorf("gllim: model has no parameters")
+	}
+	if err := m.Params.Validate(); err != nil {
+		return err
+	}
+	if len(m.Outputs) != m.Params.Lt {
+		return fmt.Errorf("gllim: %d outputs described, model has Lt=%d", len(m.Outputs), m.Params.Lt)
+	}
+	for i, o := range m.Outputs {
+		if o.Name == "" {
+			return fmt.Errorf("gllim: output %d has no name", i)
+		}
+		if !(o.Scale > 0) || math.IsInf(o.Scale, 0) || math.IsNaN(o.Mean) || math.IsInf(o.Mean, 0) {
+			return fmt.Errorf("gllim: output %q: mean %g, scale %g: need a finite mean and a positive scale", o.Name, o.Mean, o.Scale)
+		}
+	}
+	return nil
+}
+
+// OutputIndex returns the index of the output called name, or -1.
+func (m *Model) OutputIndex(name string) int {
+	for i, o := range m.Outputs {
+		if o.Name == name {
+			return i
+		}
+	}
+	return -1
+}
