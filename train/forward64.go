@@ -149,3 +149,21 @@ func (f *Forward64) Predict(y []float64) (x []float64, nu []float64) {
 	}
 	return x, lp
 }
+
+// ComponentMean returns A*_k y + b*_k, component k's prediction.
+func (f *Forward64) ComponentMean(k int, y []float64) []float64 {
+	var xk mat.VecDense
+	xk.MulVec(f.astar[k], mat.NewVecDense(len(y), y))
+	xk.AddVec(&xk, f.bstar[k])
+	return xk.RawVector().Data
+}
+
+// SstarDiag returns the diagonal of Σ*_k, component k's predictive covariance.
+func (f *Forward64) SstarDiag(k int) []float64 {
+	L := f.p.L()
+	d := make([]float64, L)
+	for i := range d {
+		d[i] = f.sstar[k].At(i, i)
+	}
+	return d
+}

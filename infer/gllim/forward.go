@@ -12,12 +12,10 @@ type Forward struct {
 	K, D, Lt, L int
 	outputs     []Output
 
-	mu   []float32 // D: μ = Σ_k π_k c*_k, subtracted from y before the products
-	rows []float32 // K·L × D: B_k = A_kᵀ Σ_k⁻¹, component after component
-	cc   []float32 // K × D: c*_k − μ
-	s    []float32 // K × D: 1/σ_kd
+	rows  []float32 // K·L × D: B_k = A_kᵀ Σ_k⁻¹, component after component
+	cstar []float32 // K × D: c*_k
+	s     []float32 // K × D: 1/σ_kd
 
-	g     []float64 // K × L: g_k = B_k (c*_k − μ), from the float32 B_k and c*_k − μ
 	sstar []float64 // K × L × L: Σ*_k
 	m     []float64 // K × L: m_k = c_k = [c^t_k ; 0] = A*_k c*_k + b*_k
 	cst   []float64 // K: log π_k − ½(D log 2π + log|Γ*_k|)
@@ -37,18 +35,15 @@ func NewForward(m *Model) (*Forward, error) {
 	f := &Forward{
 		K: K, D: D, Lt: Lt, L: L,
 		outputs: append([]Output(nil), m.Outputs...),
-		mu:      make([]float32, D),
 		rows:    make([]float32, K*L*D),
-		cc:      make([]float32, K*D),
+		cstar:   make([]float32, K*D),
 		s:       make([]float32, K*D),
-		g:       make([]float64, K*L),
 		sstar:   make([]float64, K*L*L),
 		m:       make([]float64, K*L),
 		cst:     make([]float64, K),
 	}
 	r32 := func(x float64) float64 { return float64(float32(x)) }
 
-	cstar := make([]float64, K*D) // c*_k = A_k c_k + b_k  (direct1)
 	sigma := make([]float64, D)
 	gam := make([]float64, Lt*Lt)
 	ginv := make([]float64, L*L) // Γ_k⁻¹ = blockdiag(Γ^t_k⁻¹, I)
@@ -63,13 +58,13 @@ func NewForward(m *Model) (*Forward, error) {
 		for i, v := range p.Ck(k) {
 			ck[i] = r32(v)
 		}
-		for d := 0; d < D; d++ {
+		for d := 0; d < D; d++ { // c*_k = A_k c_k + b_k  (direct1)
 			sigma[d] = r32(p.SigmaK(k)[d])
 			v := r32(b[d])
 			for l := 0; l < L; l++ {
 				v += r32(A[d*L+l]) * ck[l]
 			}
-			cstar[k*D+d] = v
+			f.cstar[k*D+d] = float32(v)
 		}
 		// Γ^t_k⁻¹ and log|Γ^t_k|.
 		for i, v := range p.GammaK(k) {
@@ -129,27 +124,6 @@ func NewForward(m *Model) (*Forward, error) {
 		logDetGammaStar := logSigma + logDetGamma + logDetPrec
 		f.cst[k] = math.Log(r32(p.Pi[k])) - 0.5*(float64(D)*math.Log(2*math.Pi)+logDetGammaStar)
 	}
-	// μ = Σ_k π_k c*_k centres the products so that B_k y and B_k c*_k do not
-	// cancel in float32.
-	for k := 0; k < K; k++ {
-		w := r32(p.Pi[k])
-		for d := 0; d < D; d++ {
-			f.mu[d] += float32(w * cstar[k*D+d])
-		}
-	}
-	for k := 0; k < K; k++ {
-		for d := 0; d < D; d++ {
-			f.cc[k*D+d] = float32(cstar[k*D+d] - float64(f.mu[d]))
-		}
-		for l := 0; l < L; l++ {
-			row := f.rows[(k*L+l)*D : (k*L+l+1)*D]
-			s := 0.0
-			for d, w := range row {
-				s += float64(w) * float64(f.cc[k*D+d])
-			}
-			f.g[k*L+l] = s
-		}
-	}
 	return f, nil
 }
 
@@ -180,8 +154,8 @@ func (f *Forward) NewPrediction() Prediction {
 // Predictor holds the scratch space of one goroutine's predictions.
 type Predictor struct {
 	f    *Forward
-	yc   []float32 // y − μ
-	u    []float32 // K·L: B_k (y − μ)
+	r    []float32 // D: y − c*_k
+	v    []float32 // L: B_k (y − c*_k)
 	z    []float64 // L
 	logv []float64 // K
 	xk   []float64 // K × Lt: E[t | y, Z = k]
@@ -191,8 +165,8 @@ type Predictor struct {
 func (f *Forward) NewPredictor() *Predictor {
 	return &Predictor{
 		f:    f,
-		yc:   make([]float32, f.D),
-		u:    make([]float32, f.K*f.L),
+		r:    make([]float32, f.D),
+		v:    make([]float32, f.L),
 		z:    make([]float64, f.L),
 		logv: make([]float64, f.K),
 		xk:   make([]float64, f.K*f.Lt),
@@ -201,15 +175,17 @@ func (f *Forward) NewPredictor() *Predictor {
 
 // Predict computes E[t | y] and Cov[t | y] into dst (METHOD §4):
 //
-//	u_k    = B_k (y − μ)                      one stacked (K·L)×D product
-//	q_k    = Σ_d (y_d − c*_kd)² / σ_kd
-//	v_k    = u_k − g_k,  z_k = Σ*_k v_k
+//	r_k    = y − c*_k
+//	q_k    = Σ_d r_kd² / σ_kd
+//	v_k    = B_k r_k,  z_k = Σ*_k v_k          K·L dot products of length D
 //	maha_k = q_k − v_kᵀ z_k                   (Woodbury on Γ*_k, direct2)
 //	log ν_k = const_k − ½ maha_k,  normalised by logsumexp
 //	x̂_k    = A*_k y + b*_k = c_k + z_k        (direct4, direct5)
 //	x̂      = Σ_k ν_k x̂_k,  Cov = Σ_k ν_k (Σ*_k + (x̂_k − x̂)(x̂_k − x̂)ᵀ)
 //
-// on the t block, then maps to natural units. In steady state it allocates
+// on the t block, then maps to natural units. Taking y − c*_k before any
+// product keeps float32 from cancelling large terms (B_k y and B_k c*_k are
+// each far larger than their difference). In steady state it allocates
 // nothing; nil slices in dst are allocated. It panics if len(y) != D.
 func (p *Predictor) Predict(dst *Prediction, y []float32) {
 	f := p.f
@@ -223,24 +199,19 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 		dst.Cov = make([]float64, f.Lt*f.Lt)
 	}
 	D, L, Lt := f.D, f.L, f.Lt
-	for d, v := range y {
-		p.yc[d] = v - f.mu[d]
-	}
-	matVec(p.u, f.rows, p.yc, D)
 	maxLog := math.Inf(-1)
 	for k := 0; k < f.K; k++ {
-		q := float64(weightedSqDist(p.yc, f.cc[k*D:(k+1)*D], f.s[k*D:(k+1)*D]))
+		q := float64(diffSqDist(p.r, y, f.cstar[k*D:(k+1)*D], f.s[k*D:(k+1)*D]))
+		matVec(p.v, f.rows[k*L*D:(k+1)*L*D], p.r, D)
 		ss := f.sstar[k*L*L : (k+1)*L*L]
-		g := f.g[k*L : (k+1)*L]
-		u := p.u[k*L : (k+1)*L]
 		vz := 0.0
 		for i := 0; i < L; i++ {
 			zi := 0.0
 			for j := 0; j < L; j++ {
-				zi += ss[i*L+j] * (float64(u[j]) - g[j])
+				zi += ss[i*L+j] * float64(p.v[j])
 			}
 			p.z[i] = zi
-			vz += (float64(u[i]) - g[i]) * zi
+			vz += float64(p.v[i]) * zi
 		}
 		for i := 0; i < Lt; i++ {
 			p.xk[k*Lt+i] = f.m[k*L+i] + p.z[i]

@@ -70,13 +70,13 @@ func dot(a, x []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// weightedSqDist returns q = Σ_d (x_d − c_d)² s_d, the Σ⁻¹-weighted squared
-// distance with s = 1/σ. The difference is taken before squaring so that no
-// large terms cancel (the expanded form x²s − 2xcs + c²s loses digits in
-// float32).
-func weightedSqDist(x, c, s []float32) float32 {
+// diffSqDist writes r = x − c and returns q = Σ_d r_d² s_d, the
+// Σ⁻¹-weighted squared distance with s = 1/σ. The difference is taken before
+// squaring so that no large terms cancel (the expanded form x²s − 2xcs + c²s
+// loses digits in float32).
+func diffSqDist(r, x, c, s []float32) float32 {
 	n := len(x)
-	c, s = c[:n], s[:n]
+	r, c, s = r[:n], c[:n], s[:n]
 	var q0, q1, q2, q3 float32
 	d := 0
 	for ; d+4 <= n; d += 4 {
@@ -84,14 +84,16 @@ func weightedSqDist(x, c, s []float32) float32 {
 		r1 := x[d+1] - c[d+1]
 		r2 := x[d+2] - c[d+2]
 		r3 := x[d+3] - c[d+3]
+		r[d], r[d+1], r[d+2], r[d+3] = r0, r1, r2, r3
 		q0 += r0 * r0 * s[d]
 		q1 += r1 * r1 * s[d+1]
 		q2 += r2 * r2 * s[d+2]
 		q3 += r3 * r3 * s[d+3]
 	}
 	for ; d < n; d++ {
-		r := x[d] - c[d]
-		q0 += r * r * s[d]
+		r0 := x[d] - c[d]
+		r[d] = r0
+		q0 += r0 * r0 * s[d]
 	}
 	return (q0 + q1) + (q2 + q3)
 }

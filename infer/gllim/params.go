@@ -114,6 +114,13 @@ func (p *Params) NumFree() int {
 	return n + sig
 }
 
+// Bounds that keep every derived quantity finite in float64 (AᵀΣ⁻¹A is at
+// most D·maxMagnitude²/minSigma ≈ 1e56) and far outside any trained model.
+const (
+	maxMagnitude = 1e15
+	minSigma     = 1e-20
+)
+
 // Validate checks sizes and that every parameter is usable: finite values,
 // π on the simplex, Σ_k > 0 and Γ^t_k symmetric positive definite. It returns
 // an error naming the first problem found.
@@ -148,8 +155,8 @@ func (p *Params) Validate() error {
 		v    []float64
 	}{{"pi", p.Pi}, {"c", p.C}, {"gamma", p.Gamma}, {"A", p.A}, {"b", p.B}, {"sigma", p.Sigma}} {
 		for i, x := range s.v {
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("gllim: %s[%d] is %v", s.name, i, x)
+			if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > maxMagnitude {
+				return fmt.Errorf("gllim: %s[%d] = %v is not a finite value of magnitude at most %g", s.name, i, x, maxMagnitude)
 			}
 		}
 	}
@@ -164,8 +171,8 @@ func (p *Params) Validate() error {
 		return fmt.Errorf("gllim: pi sums to %g, not 1", sum)
 	}
 	for i, s := range p.Sigma {
-		if s <= 0 {
-			return fmt.Errorf("gllim: sigma[%d] (component %d, dimension %d) = %g is not positive", i, i/p.D, i%p.D, s)
+		if !(s >= minSigma) {
+			return fmt.Errorf("gllim: sigma[%d] (component %d, dimension %d) = %g is below %g", i, i/p.D, i%p.D, s, minSigma)
 		}
 	}
 	g := make([]float64, p.Lt*p.Lt)
