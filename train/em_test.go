@@ -182,9 +182,9 @@ func TestNumFreeByHand(t *testing.T) {
 		shared bool
 		want   int
 	}{
-		{gllim.Diagonal, false, 1 + 2*(6+3+1+1+3)}, // 29
-		{gllim.Isotropic, false, 1 + 2*(6+3+1+1+1)}, // 25
-		{gllim.Diagonal, true, 1 + 2*(6+3+1+1) + 3}, // 26
+		{gllim.Diagonal, false, 1 + 2*(6+3+1+1+3)},   // 29
+		{gllim.Isotropic, false, 1 + 2*(6+3+1+1+1)},  // 25
+		{gllim.Diagonal, true, 1 + 2*(6+3+1+1) + 3},  // 26
 		{gllim.Isotropic, true, 1 + 2*(6+3+1+1) + 1}, // 24
 	}
 	for _, c := range cases {
