@@ -1,0 +1,97 @@
+package gllim
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// benchModel is a model of the size the issue measures: K = 50, D = 1888,
+// Lt = 5, Lw = 4, with random well-conditioned parameters (the speed does
+// not depend on the values).
+func benchModel(b *testing.B) (*Forward, []float32) {
+	const K, D, Lt, Lw = 50, 1888, 5, 4
+	rng := rand.New(rand.NewPCG(1, 1))
+	p := NewParams(K, D, Lt, Lw)
+	for k := range p.Pi {
+		p.Pi[k] = 1.0 / K
+		for i := 0; i < Lt; i++ {
+			p.GammaK(k)[i*Lt+i] = 0.2
+			p.Ck(k)[i] = rng.NormFloat64()
+		}
+	}
+	for i := range p.A {
+		p.A[i] = 0.1 * rng.NormFloat64()
+	}
+	for i := range p.B {
+		p.B[i] = rng.Float64()
+		p.Sigma[i] = 0.01 + 0.01*rng.Float64()
+	}
+	outs := make([]Output, Lt)
+	for i := range outs {
+		outs[i] = Output{Name: string(rune('a' + i)), Scale: 1}
+	}
+	f, err := NewForward(&Model{Params: p, Outputs: outs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	y := make([]float32, D)
+	for i := range y {
+		y[i] = float32(rng.Float64())
+	}
+	return f, y
+}
+
+// floorNaive is a plain float32 matrix–vector product: one row at a time,
+// one accumulator.
+func floorNaive(dst, w, x []float32, n int) {
+	for r := range dst {
+		row := w[r*n : (r+1)*n]
+		var s float32
+		for d, v := range row {
+			s += v * x[d]
+		}
+		dst[r] = s
+	}
+}
+
+// BenchmarkForward measures one prediction at K = 50, D = 1888, Lt = 5,
+// Lw = 4 beside the floor measured in the same run: a float32 (K·L)×D
+// matrix–vector product (the unavoidable part of a forward pass), both in
+// its plain form and with the tuned kernel the model uses. x-floor is the
+// prediction's time over the tuned product's.
+func BenchmarkForward(b *testing.B) {
+	f, y := benchModel(b)
+	rows := f.K * f.L
+	w := f.rows[:rows*f.D]
+	dst := make([]float32, rows)
+	var plain, tuned float64 // ns per product, from the sub-benchmarks below
+	nsPerOp := func(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }
+	b.Run("floor-plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			floorNaive(dst, w, y, f.D)
+		}
+		plain = nsPerOp(b)
+	})
+	b.Run("floor-tuned", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			matVec(dst, w, y, f.D)
+		}
+		tuned = nsPerOp(b)
+	})
+	b.Run("predict", func(b *testing.B) {
+		pr := f.NewPredictor()
+		out := f.NewPrediction()
+		b.ReportAllocs()
+		for b.Loop() {
+			pr.Predict(&out, y)
+		}
+		ns := nsPerOp(b)
+		if tuned > 0 && plain > 0 { // measured in this run (not filtered out)
+			b.ReportMetric(ns/tuned, "x-floor")
+			b.ReportMetric(ns/plain, "x-plain")
+		}
+		b.ReportMetric(float64(f.K*(f.L+1)*f.D)/ns, "madd/ns")
+	})
+}
