@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/edgepose/posed/infer/gllim"
+)
+
+func runInspect(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the header as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: want one model file, got %d arguments", errUsage, fs.NArg())
+	}
+	path := fs.Arg(0)
+	m, err := gllim.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		p := m.Params
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"file": path, "bytes": st.Size(), "version": gllim.FormatVersion,
+			"k": p.K, "d": p.D, "lt": p.Lt, "lw": p.Lw, "covariance": p.Cov, "shared": p.Shared,
+			"free_parameters": p.NumFree(), "outputs": m.Outputs, "features": m.Features,
+			"calibration": m.Calibration, "training": m.Training,
+		})
+	}
+	describe(stdout, path, st.Size(), m)
+	return nil
+}
+
+// describe prints a model's header in words.
+func describe(w io.Writer, path string, size int64, m *gllim.Model) {
+	p := m.Params
+	kind := "plain GLLiM (no latent part)"
+	if p.Lw > 0 {
+		kind = fmt.Sprintf("hybrid GLLiM with %d latent dimension(s)", p.Lw)
+	}
+	cov := "diagonal Σ_k"
+	if p.Cov == gllim.Isotropic {
+		cov = "isotropic Σ_k"
+	}
+	if p.Shared {
+		cov += ", shared by all components"
+	} else {
+		cov += ", one per component"
+	}
+	fmt.Fprintf(w, "model       %s (%s), format version %d, checksum ok\n", path, humanBytes(size), gllim.FormatVersion)
+	fmt.Fprintf(w, "mixture     K = %d components, D = %d features → Lt = %d outputs; %s; %s\n", p.K, p.D, p.Lt, kind, cov)
+	fmt.Fprintf(w, "parameters  %d free (the BIC's count), %d float32 weights\n", p.NumFree(), len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma))
+	fmt.Fprintln(w, "outputs")
+	for _, o := range m.Outputs {
+		fmt.Fprintf(w, "  %-10s %-6s trained around %.3g, spread %.3g\n", o.Name, o.Unit, o.Mean, o.Scale)
+	}
+	f := m.Features
+	fmt.Fprintf(w, "features    %s", orNone(f.Name))
+	if f.Version != 0 {
+		fmt.Fprintf(w, " v%d", f.Version)
+	}
+	var parts []string
+	if f.Patch > 0 {
+		parts = append(parts, fmt.Sprintf("%d×%d patch", f.Patch, f.Patch))
+	}
+	if f.Equalize {
+		parts = append(parts, "histogram-equalised")
+	}
+	if len(f.Cells) > 0 {
+		cs := make([]string, len(f.Cells))
+		for i, c := range f.Cells {
+			cs[i] = fmt.Sprint(c)
+		}
+		parts = append(parts, "cells of "+strings.Join(cs, ", ")+" px")
+	}
+	if f.Block > 0 {
+		parts = append(parts, fmt.Sprintf("blocks of %d×%d cells", f.Block, f.Block))
+	}
+	if f.Bins > 0 {
+		parts = append(parts, fmt.Sprintf("%d orientation bins", f.Bins))
+	}
+	if f.Norm != "" {
+		parts = append(parts, f.Norm+" normalisation")
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, ": %s", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
+	if c := m.Calibration; c != nil {
+		fmt.Fprintf(w, "calibration %s boxes: centre moved by (%+.3f, %+.3f) box sizes, size ×%.3f (learnt from %d detections)\n", c.Detector, c.DX, c.DY, c.Scale, c.N)
+	} else {
+		fmt.Fprintln(w, "calibration none")
+	}
+	t := m.Training
+	fmt.Fprintf(w, "training    %s", orNone(t.Tool))
+	if t.Date != "" {
+		fmt.Fprintf(w, " on %s", t.Date)
+	}
+	if t.N > 0 {
+		fmt.Fprintf(w, ", %d samples", t.N)
+	}
+	if t.Iterations > 0 {
+		fmt.Fprintf(w, ", %d EM iterations", t.Iterations)
+	}
+	fmt.Fprintln(w)
+	if t.LogL != 0 || t.BIC != 0 {
+		fmt.Fprintf(w, "            final log-likelihood %.6g, BIC %.6g\n", t.LogL, t.BIC)
+	}
+	for _, d := range t.Data {
+		fmt.Fprintf(w, "  data      %s\n", d)
+	}
+	keys := make([]string, 0, len(t.Settings))
+	for k := range t.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  setting   %s = %s\n", k, t.Settings[k])
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range p.Pi {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	fmt.Fprintf(w, "weights     π_k from %.3g to %.3g\n", lo, hi)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(not recorded)"
+	}
+	return s
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
