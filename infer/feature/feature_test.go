@@ -1,0 +1,355 @@
+package feature
+
+import (
+	"image"
+	"image/color"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+const (
+	atanTol  = 2e-5 // rad: the polynomial against math.Atan2
+	phogTol  = 2e-4 // p-HOG against the float64 reference, per value (values ≤ 0.2·~1.1)
+	greyTolY = 2    // grey levels: YCbCr's Y plane against GrayModel of its RGB
+)
+
+func randomGray(rng *rand.Rand, w, h int) *image.Gray {
+	g := image.NewGray(image.Rect(0, 0, w, h))
+	for i := range g.Pix {
+		g.Pix[i] = uint8(rng.IntN(256))
+	}
+	return g
+}
+
+func TestGreyFastPathsMatchGrayModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	r := image.Rect(3, 5, 40, 30)
+	rgba := image.NewRGBA(r)
+	nrgba := image.NewNRGBA(r)
+	for i := range rgba.Pix {
+		rgba.Pix[i] = uint8(rng.IntN(256))
+		nrgba.Pix[i] = uint8(rng.IntN(256))
+	}
+	for i := 3; i < len(rgba.Pix); i += 4 {
+		rgba.Pix[i], nrgba.Pix[i] = 255, 255
+	}
+	for _, src := range []image.Image{rgba, nrgba} {
+		g := Grey(nil, src)
+		if g.Rect != r {
+			t.Fatalf("%T: bounds %v, want %v", src, g.Rect, r)
+		}
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				want := color.GrayModel.Convert(src.At(x, y)).(color.Gray).Y
+				if got := g.GrayAt(x, y).Y; got != want {
+					t.Fatalf("%T at (%d,%d): %d, want %d", src, x, y, got, want)
+				}
+			}
+		}
+	}
+	// YCbCr: a view of the Y plane, no copy.
+	yc := image.NewYCbCr(r, image.YCbCrSubsampleRatio420)
+	// Colours inside the RGB gamut (no channel clips when decoded).
+	for i := range yc.Y {
+		yc.Y[i] = uint8(40 + rng.IntN(176))
+	}
+	for i := range yc.Cb {
+		yc.Cb[i], yc.Cr[i] = uint8(118+rng.IntN(20)), uint8(118+rng.IntN(20))
+	}
+	g := Grey(nil, yc)
+	if &g.Pix[0] != &yc.Y[0] {
+		t.Error("YCbCr was copied")
+	}
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			want := int(color.GrayModel.Convert(yc.At(x, y)).(color.Gray).Y)
+			if d := int(g.GrayAt(x, y).Y) - want; d > greyTolY || d < -greyTolY {
+				t.Fatalf("YCbCr at (%d,%d): Y %d, GrayModel %d", x, y, g.GrayAt(x, y).Y, want)
+			}
+		}
+	}
+	// Reuse of dst: no allocation once it is large enough.
+	dst := image.NewGray(r)
+	if a := testing.AllocsPerRun(10, func() { Grey(dst, rgba) }); a != 0 {
+		t.Errorf("Grey into a large enough dst allocates %.0f times", a)
+	}
+}
+
+func TestCropKnownAnswers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	src := randomGray(rng, 100, 80)
+	src.Rect = src.Rect.Add(image.Pt(10, 20)) // an origin away from 0 is honoured
+	p := make([]uint8, 64*64)
+	// An integer-aligned 64×64 box copies the pixels.
+	Crop(p, 64, src, Box{X: 15, Y: 25, W: 64, H: 64})
+	for i := 0; i < 64; i++ {
+		for j := 0; j < 64; j++ {
+			if want := src.GrayAt(15+j, 25+i).Y; p[i*64+j] != want {
+				t.Fatalf("aligned crop (%d,%d): %d, want %d", i, j, p[i*64+j], want)
+			}
+		}
+	}
+	// A half-pixel shift of a horizontal ramp interpolates.
+	ramp := image.NewGray(image.Rect(0, 0, 200, 100))
+	for y := 0; y < 100; y++ {
+		for x := 0; x < 200; x++ {
+			ramp.Pix[y*200+x] = uint8(x)
+		}
+	}
+	Crop(p, 64, ramp, Box{X: 10.5, Y: 5, W: 64, H: 64})
+	for j := 0; j < 64; j++ {
+		// Sample at continuous x = 10.5 + j + 0.5 → pixel-centre coordinate 10.5 + j.
+		want := uint8(math.Round(10.5 + float64(j)))
+		if p[5*64+j] != want && p[5*64+j] != want-1 {
+			t.Fatalf("ramp column %d: %d, want ≈ %d", j, p[5*64+j], want)
+		}
+	}
+	// A box hanging off the left edge replicates column 0.
+	Crop(p, 64, ramp, Box{X: -40, Y: 0, W: 64, H: 64})
+	if p[0] != 0 || p[30] != 0 || p[63] == 0 {
+		t.Errorf("off-image crop: %d %d %d", p[0], p[30], p[63])
+	}
+	// Shrinking a 1-pixel checkerboard 4× averages it to mid-grey (no aliasing).
+	cb := image.NewGray(image.Rect(0, 0, 256, 256))
+	for i := range cb.Pix {
+		if (i%256+i/256)%2 == 0 {
+			cb.Pix[i] = 255
+		}
+	}
+	Crop(p, 64, cb, Box{X: 0, Y: 0, W: 256, H: 256})
+	for _, v := range p {
+		if v < 120 || v > 135 {
+			t.Fatalf("shrunk checkerboard has %d, want ≈ 128", v)
+		}
+	}
+}
+
+func TestEqualize(t *testing.T) {
+	// Four levels, equally frequent: they spread over 0, 85, 170, 255.
+	p := make([]uint8, 64)
+	for i := range p {
+		p[i] = uint8(100 + i%4)
+	}
+	Equalize(p)
+	for i, want := range []uint8{0, 85, 170, 255} {
+		if p[i] != want {
+			t.Errorf("level %d → %d, want %d", 100+i, p[i], want)
+		}
+	}
+	flat := []uint8{7, 7, 7, 7}
+	Equalize(flat)
+	if flat[0] != 7 {
+		t.Errorf("flat patch changed to %d", flat[0])
+	}
+}
+
+func TestOrientationAgainstAtan2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	worst := 0.0
+	for i := 0; i < 200000; i++ {
+		gx, gy := float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		if i%50 == 0 {
+			gy = 0
+		}
+		want := math.Atan2(float64(gy), float64(gx))
+		if want < 0 {
+			want += math.Pi
+		}
+		if want >= math.Pi {
+			want -= math.Pi
+		}
+		got := float64(orientation(gx, gy)) * math.Pi / Bins
+		d := math.Abs(got - want)
+		d = math.Min(d, math.Pi-d) // π and 0 are the same unsigned orientation
+		worst = math.Max(worst, d)
+	}
+	t.Logf("worst orientation error %.2g rad", worst)
+	if worst > atanTol {
+		t.Errorf("orientation error %.2g rad > %g", worst, atanTol)
+	}
+}
+
+// refPHOG is an independent float64 p-HOG: math.Atan2, every level's cells
+// accumulated straight from the pixels, the same voting and L2-Hys.
+func refPHOG(p []uint8) []float64 {
+	const n = PatchSize
+	at := func(x, y int) float64 {
+		x = min(max(x, 0), n-1)
+		y = min(max(y, 0), n-1)
+		return float64(p[y*n+x]) / 255
+	}
+	var out []float64
+	for _, cs := range cellSizes {
+		c := n / cs
+		hist := make([]float64, c*c*Bins)
+		for y := 0; y < n; y++ {
+			for x := 0; x < n; x++ {
+				gx, gy := at(x+1, y)-at(x-1, y), at(x, y+1)-at(x, y-1)
+				m := math.Hypot(gx, gy)
+				if m == 0 {
+					continue
+				}
+				th := math.Atan2(gy, gx)
+				if th < 0 {
+					th += math.Pi
+				}
+				f := th/(math.Pi/Bins) - 0.5
+				b0 := int(math.Floor(f))
+				w1 := f - float64(b0)
+				b0 = (b0 + Bins) % Bins
+				b1 := (b0 + 1) % Bins
+				cell := ((y/cs)*c + x/cs) * Bins
+				hist[cell+b0] += m * (1 - w1)
+				hist[cell+b1] += m * w1
+			}
+		}
+		for by := 0; by < c-1; by++ {
+			for bx := 0; bx < c-1; bx++ {
+				var v []float64
+				for _, d := range [][2]int{{0, 0}, {0, 1}, {1, 0}, {1, 1}} {
+					k := ((by+d[0])*c + bx + d[1]) * Bins
+					v = append(v, hist[k:k+Bins]...)
+				}
+				norm := func() float64 {
+					s := 0.0
+					for _, x := range v {
+						s += x * x
+					}
+					return math.Sqrt(s + hysEps2)
+				}
+				k := norm()
+				for i := range v {
+					v[i] = math.Min(v[i]/k, hysClip)
+				}
+				k = norm()
+				for i := range v {
+					v[i] /= k
+				}
+				out = append(out, v...)
+			}
+		}
+	}
+	return out
+}
+
+func TestPHOGAgainstFloat64Reference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	var e Extractor
+	d := make([]float32, Dim)
+	for trial := 0; trial < 20; trial++ {
+		p := make([]uint8, PatchSize*PatchSize)
+		// Smooth random texture: a few random sinusoids plus noise.
+		fx, fy, ph := rng.Float64()*0.5, rng.Float64()*0.5, rng.Float64()*6
+		for y := 0; y < PatchSize; y++ {
+			for x := 0; x < PatchSize; x++ {
+				v := 128 + 80*math.Sin(fx*float64(x)+fy*float64(y)+ph) + 20*rng.NormFloat64()
+				p[y*PatchSize+x] = uint8(math.Min(math.Max(v, 0), 255))
+			}
+		}
+		e.Describe(d, p)
+		ref := refPHOG(p)
+		if len(ref) != Dim {
+			t.Fatalf("reference has %d values, want %d", len(ref), Dim)
+		}
+		for i := range ref {
+			if math.Abs(float64(d[i])-ref[i]) > phogTol {
+				t.Fatalf("trial %d value %d: %g, reference %g", trial, i, d[i], ref[i])
+			}
+		}
+	}
+}
+
+// Vertical stripes have horizontal gradients, θ = 0, which sits halfway
+// between bin 7 (centred at −π/16 ≡ 15π/16) and bin 0 (π/16); horizontal
+// stripes have θ = π/2, halfway between bins 3 and 4.
+func TestPHOGKnownOrientations(t *testing.T) {
+	var e Extractor
+	d := make([]float32, Dim)
+	for _, c := range []struct {
+		name   string
+		pix    func(x, y int) uint8
+		b0, b1 int
+	}{
+		{"vertical stripes", func(x, y int) uint8 { return uint8(255 * ((x / 4) % 2)) }, 7, 0},
+		{"horizontal stripes", func(x, y int) uint8 { return uint8(255 * ((y / 4) % 2)) }, 3, 4},
+	} {
+		p := make([]uint8, PatchSize*PatchSize)
+		for y := 0; y < PatchSize; y++ {
+			for x := 0; x < PatchSize; x++ {
+				p[y*PatchSize+x] = c.pix(x, y)
+			}
+		}
+		e.Describe(d, p)
+		// First block (the single 32-pixel block), first cell.
+		cell := d[:Bins]
+		for b, v := range cell {
+			on := b == c.b0 || b == c.b1
+			if on && v < 0.1 || !on && v > 1e-6 {
+				t.Errorf("%s: bin %d = %g (%v)", c.name, b, v, cell)
+			}
+		}
+		if math.Abs(float64(cell[c.b0]-cell[c.b1])) > 1e-6 {
+			t.Errorf("%s: bins %d and %d differ: %v", c.name, c.b0, c.b1, cell)
+		}
+	}
+}
+
+// Mirroring the patch left–right maps each cell to its mirror cell and each
+// orientation θ to π − θ, i.e. bin b to bin 7 − b.
+func TestPHOGMirrorSymmetry(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	p := make([]uint8, PatchSize*PatchSize)
+	for i := range p {
+		p[i] = uint8(rng.IntN(256))
+	}
+	m := make([]uint8, len(p))
+	for y := 0; y < PatchSize; y++ {
+		for x := 0; x < PatchSize; x++ {
+			m[y*PatchSize+x] = p[y*PatchSize+PatchSize-1-x]
+		}
+	}
+	var e Extractor
+	a, b := make([]float32, Dim), make([]float32, Dim)
+	e.Describe(a, p)
+	e.Describe(b, m)
+	perm := MirrorPermutation()
+	for i := range a {
+		if math.Abs(float64(b[i]-a[perm[i]])) > 1e-5 {
+			t.Fatalf("value %d of the mirrored patch is %g, value %d of the original %g", i, b[i], perm[i], a[perm[i]])
+		}
+	}
+}
+
+// Equalisation makes the descriptor invariant to any strictly increasing
+// change of grey levels, such as brightness and contrast.
+func TestExtractInvariantToBrightnessContrast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	img := image.NewGray(image.Rect(0, 0, 120, 120))
+	for y := 0; y < 120; y++ {
+		for x := 0; x < 120; x++ {
+			img.Pix[y*120+x] = uint8(40 + x/2 + rng.IntN(60))
+		}
+	}
+	dim := image.NewGray(img.Rect)
+	for i, v := range img.Pix {
+		dim.Pix[i] = uint8(10 + int(v)/2) // darker, half the contrast, strictly increasing
+	}
+	var e Extractor
+	a, b := make([]float32, Dim), make([]float32, Dim)
+	box := Box{X: 20, Y: 20, W: 64, H: 64}
+	e.Extract(a, img, box)
+	e.Extract(b, dim, box)
+	diff := 0.0
+	for i := range a {
+		diff = math.Max(diff, math.Abs(float64(a[i]-b[i])))
+	}
+	// v/2 merges adjacent levels, so equalisation is not exactly the same;
+	// the descriptors still agree closely.
+	if diff > 0.05 {
+		t.Errorf("descriptor changed by up to %g under a brightness/contrast change", diff)
+	}
+	if a := testing.AllocsPerRun(20, func() { e.Extract(a, img, Box{X: 3.3, Y: 7.1, W: 90, H: 90}) }); a != 0 {
+		t.Errorf("Extract allocates %.0f times", a)
+	}
+}
