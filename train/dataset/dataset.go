@@ -1,0 +1,291 @@
+// Package dataset reads labelled head-pose images: the labels.csv layout of
+// ../shared/data (README there), the original Pointing'04 download (file
+// names and .txt boxes) and the original AFLW2000-3D download (.jpg + .mat).
+//
+// Angles follow the AFLW2000 convention: yaw > 0 when the nose points to the
+// image's left, pitch > 0 looking up, degrees.
+package dataset
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/jpeg" // the data sets are JPEG
+	_ "image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/edgepose/posed/infer/feature"
+)
+
+// Sample is one labelled face.
+type Sample struct {
+	Set     string  // data set name, e.g. "pointing04"
+	Path    string  // image file
+	Subject string  // person id, for leave-one-person-out splits
+	Series  int     // Pointing'04 series (1, 2), else 0
+	Yaw     float64 // degrees
+	Pitch   float64
+	Roll    float64
+	HasRoll bool
+	InRange bool        // all angles within ±99° (AFLW2000's usual subset); true elsewhere
+	Box     feature.Box // annotated box as the data set gives it
+}
+
+// Angle returns the named angle ("yaw", "pitch" or "roll") and whether the
+// sample has it.
+func (s Sample) Angle(name string) (float64, bool) {
+	switch name {
+	case "yaw":
+		return s.Yaw, true
+	case "pitch":
+		return s.Pitch, true
+	case "roll":
+		return s.Roll, s.HasRoll
+	}
+	return 0, false
+}
+
+// ErrLayout is returned for a folder in none of the known layouts.
+var ErrLayout = errors.New("dataset: unknown folder layout")
+
+// Read loads the data set in dir: labels.csv if there is one, else the
+// original Pointing'04 layout (PersonNN/*.jpg with .txt boxes), else the
+// original AFLW2000-3D layout (*.jpg with .mat). Samples are sorted by path.
+func Read(dir string) ([]Sample, error) {
+	if _, err := os.Stat(filepath.Join(dir, "labels.csv")); err == nil {
+		return ReadLabels(dir)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "Person*", "*.txt")); len(m) > 0 {
+		return ReadPointing04(dir)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.mat")); len(m) > 0 {
+		return ReadAFLW2000(dir)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*", "*.mat")); len(m) > 0 {
+		return ReadAFLW2000(filepath.Dir(m[0]))
+	}
+	return nil, fmt.Errorf("%w: %s has no labels.csv, no Person*/*.txt and no *.mat", ErrLayout, dir)
+}
+
+// ReadLabels reads dir/labels.csv (columns path, subject, yaw, pitch, roll,
+// x, y, w, h, and optionally series and in_range_99, in any order).
+func ReadLabels(dir string) ([]Sample, error) {
+	path := filepath.Join(dir, "labels.csv")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	samples, err := parseLabels(f, dir, filepath.Base(filepath.Clean(dir)))
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %s: %w", path, err)
+	}
+	return samples, nil
+}
+
+func parseLabels(r io.Reader, dir, set string) ([]Sample, error) {
+	cr := csv.NewReader(r)
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[strings.TrimSpace(h)] = i
+	}
+	for _, need := range []string{"path", "subject", "yaw", "pitch", "x", "y", "w", "h"} {
+		if _, ok := col[need]; !ok {
+			return nil, fmt.Errorf("no %q column (have %v)", need, head)
+		}
+	}
+	var out []Sample
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		num := func(name string) (float64, error) {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rec[col[name]]), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, fmt.Errorf("line %d: %s %q is not a number", line, name, rec[col[name]])
+			}
+			return v, nil
+		}
+		s := Sample{Set: set, Path: filepath.Join(dir, rec[col["path"]]), Subject: rec[col["subject"]], InRange: true}
+		vals := make([]float64, 6)
+		for i, name := range []string{"yaw", "pitch", "x", "y", "w", "h"} {
+			if vals[i], err = num(name); err != nil {
+				return nil, err
+			}
+		}
+		s.Yaw, s.Pitch = vals[0], vals[1]
+		s.Box = feature.Box{X: vals[2], Y: vals[3], W: vals[4], H: vals[5]}
+		if !s.Box.Valid() {
+			return nil, fmt.Errorf("line %d: box %v has no area", line, s.Box)
+		}
+		if i, ok := col["roll"]; ok && strings.TrimSpace(rec[i]) != "" {
+			if s.Roll, err = num("roll"); err != nil {
+				return nil, err
+			}
+			s.HasRoll = true
+		}
+		if i, ok := col["series"]; ok && rec[i] != "" {
+			s.Series, _ = strconv.Atoi(rec[i])
+		}
+		if i, ok := col["in_range_99"]; ok {
+			s.InRange = strings.TrimSpace(rec[i]) == "1"
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// pointingName matches Pointing'04 file names: "personne" (original) or
+// "person" (../shared/data), person (2 digits), series (1), index (2), tilt
+// and pan (signed degrees).
+var pointingName = regexp.MustCompile(`^person(?:ne)?(\d\d)(\d)(\d\d)([+-]\d+)([+-]\d+)\.jpg$`)
+
+// ReadPointing04 reads the original Pointing'04 layout: dir/PersonNN/ with
+// one .jpg per pose and a .txt beside it holding the annotated box (name,
+// blank line, "Face", centre x, centre y, width, height). The labels come
+// from the file names: tilt is pitch, pan is yaw.
+func ReadPointing04(dir string) ([]Sample, error) {
+	txts, err := filepath.Glob(filepath.Join(dir, "Person*", "*.txt"))
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	var out []Sample
+	for _, txt := range txts {
+		jpg := strings.TrimSuffix(txt, ".txt") + ".jpg"
+		m := pointingName.FindStringSubmatch(filepath.Base(jpg))
+		if m == nil {
+			return nil, fmt.Errorf("dataset: %s: not a Pointing'04 file name", jpg)
+		}
+		data, err := os.ReadFile(txt)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: %w", err)
+		}
+		box, err := parsePointingBox(data)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: %s: %w", txt, err)
+		}
+		series, _ := strconv.Atoi(m[2])
+		tilt, _ := strconv.Atoi(m[4])
+		pan, _ := strconv.Atoi(m[5])
+		out = append(out, Sample{
+			Set: "pointing04", Path: jpg, Subject: strings.TrimLeft(m[1], "0"), Series: series,
+			Yaw: float64(pan), Pitch: float64(tilt), InRange: true, Box: box,
+		})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no Pointing'04 images in %s", ErrLayout, dir)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// parsePointingBox reads the last four numbers of a Pointing'04 .txt file:
+// centre x, centre y, width, height.
+func parsePointingBox(data []byte) (feature.Box, error) {
+	var nums []float64
+	for _, f := range strings.Fields(string(data)) {
+		if v, err := strconv.ParseFloat(f, 64); err == nil {
+			nums = append(nums, v)
+		}
+	}
+	if len(nums) < 4 {
+		return feature.Box{}, fmt.Errorf("want centre x, centre y, width and height, found %d numbers", len(nums))
+	}
+	n := nums[len(nums)-4:]
+	b := feature.Box{X: n[0] - n[2]/2, Y: n[1] - n[3]/2, W: n[2], H: n[3]}
+	if !b.Valid() {
+		return b, fmt.Errorf("box %v has no area", b)
+	}
+	return b, nil
+}
+
+// ReadAFLW2000 reads the original AFLW2000-3D layout: image*.jpg with a .mat
+// beside each. Angles come from Pose_Para (pitch, yaw, roll in radians), the
+// box is the tight box around the 68 landmarks of pt3d_68 (x and y rows).
+func ReadAFLW2000(dir string) ([]Sample, error) {
+	mats, err := filepath.Glob(filepath.Join(dir, "*.mat"))
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	var out []Sample
+	for _, mp := range mats {
+		data, err := os.ReadFile(mp)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: %w", err)
+		}
+		s, err := parseAFLW(data)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: %s: %w", mp, err)
+		}
+		s.Path = strings.TrimSuffix(mp, ".mat") + ".jpg"
+		s.Subject = strings.TrimSuffix(filepath.Base(mp), ".mat")
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no .mat files in %s", ErrLayout, dir)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func parseAFLW(data []byte) (Sample, error) {
+	vars, err := parseMAT(data)
+	if err != nil {
+		return Sample{}, err
+	}
+	pose, ok := vars["Pose_Para"]
+	if !ok || len(pose.Data) < 3 {
+		return Sample{}, fmt.Errorf("no Pose_Para with 3 angles")
+	}
+	pts, ok := vars["pt3d_68"]
+	if !ok || len(pts.Dims) != 2 || pts.Dims[0] < 2 || pts.Dims[1] < 1 {
+		return Sample{}, fmt.Errorf("no pt3d_68 landmark matrix")
+	}
+	minX, minY, maxX, maxY := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
+	for j := 0; j < pts.Dims[1]; j++ {
+		x, y := pts.At(0, j), pts.At(1, j)
+		minX, maxX = math.Min(minX, x), math.Max(maxX, x)
+		minY, maxY = math.Min(minY, y), math.Max(maxY, y)
+	}
+	deg := 180 / math.Pi
+	s := Sample{
+		Set: "aflw2000", Pitch: pose.Data[0] * deg, Yaw: pose.Data[1] * deg, Roll: pose.Data[2] * deg, HasRoll: true,
+		Box: feature.Box{X: minX, Y: minY, W: maxX - minX, H: maxY - minY},
+	}
+	s.InRange = math.Abs(s.Yaw) <= 99 && math.Abs(s.Pitch) <= 99 && math.Abs(s.Roll) <= 99
+	if !s.Box.Valid() {
+		return s, fmt.Errorf("landmark box %v has no area", s.Box)
+	}
+	return s, nil
+}
+
+// LoadGray decodes the image at path as 8-bit grey.
+func LoadGray(path string) (*image.Gray, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	img, _, err := image.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %s: %w", path, err)
+	}
+	return feature.Grey(nil, img), nil
+}

@@ -1,0 +1,129 @@
+package dataset
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// dataDir is ../shared/data, or $POSED_DATA.
+func dataDir(t testing.TB) string {
+	if d := os.Getenv("POSED_DATA"); d != "" {
+		return d
+	}
+	d, _ := filepath.Abs("../../../shared/data")
+	if _, err := os.Stat(d); err != nil {
+		t.Skipf("no data set at %s (set POSED_DATA)", d)
+	}
+	return d
+}
+
+func TestReadLabelsPointing04(t *testing.T) {
+	s, err := Read(filepath.Join(dataDir(t), "pointing04"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 2790 {
+		t.Fatalf("%d samples, want 2790", len(s))
+	}
+	subjects := map[string]int{}
+	for _, x := range s {
+		subjects[x.Subject]++
+		if x.HasRoll {
+			t.Fatalf("%s has a roll", x.Path)
+		}
+	}
+	if len(subjects) != 15 || subjects["1"] != 186 {
+		t.Errorf("subjects %v", subjects)
+	}
+}
+
+// The native Pointing'04 layout (names and .txt boxes) gives the same
+// samples as labels.csv.
+func TestNativePointing04MatchesLabels(t *testing.T) {
+	dir := filepath.Join(dataDir(t), "pointing04")
+	csv, err := ReadLabels(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nat, err := ReadPointing04(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nat) != len(csv) {
+		t.Fatalf("native %d samples, labels.csv %d", len(nat), len(csv))
+	}
+	for i := range csv {
+		a, b := csv[i], nat[i]
+		if a.Path != b.Path || a.Subject != b.Subject || a.Series != b.Series || a.Yaw != b.Yaw || a.Pitch != b.Pitch || a.Box != b.Box {
+			t.Fatalf("sample %d: labels.csv %+v, native %+v", i, a, b)
+		}
+	}
+}
+
+// The AFLW2000 .mat files give the labels.csv angles and boxes.
+func TestNativeAFLWMatchesLabels(t *testing.T) {
+	dir := filepath.Join(dataDir(t), "aflw2000")
+	csv, err := ReadLabels(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nat, err := ReadAFLW2000(filepath.Join(dir, "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nat) != len(csv) || len(csv) != 1500 {
+		t.Fatalf("native %d samples, labels.csv %d", len(nat), len(csv))
+	}
+	near := func(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+	inRange := 0
+	for i := range csv {
+		a, b := csv[i], nat[i]
+		if a.Path != b.Path || a.Subject != b.Subject || !b.HasRoll ||
+			!near(a.Yaw, b.Yaw, 0.006) || !near(a.Pitch, b.Pitch, 0.006) || !near(a.Roll, b.Roll, 0.006) ||
+			!near(a.Box.X, b.Box.X, 0.006) || !near(a.Box.W, b.Box.W, 0.006) || a.InRange != b.InRange {
+			t.Fatalf("sample %d: labels.csv %+v, .mat %+v", i, a, b)
+		}
+		if a.InRange {
+			inRange++
+		}
+	}
+	t.Logf("%d of %d within ±99°", inRange, len(csv))
+}
+
+func TestParseMATErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"short", make([]byte, 50)},
+		{"no header", make([]byte, 200)},
+	} {
+		if _, err := parseMAT(c.data); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+	good, err := os.ReadFile(filepath.Join(dataDir(t), "aflw2000", "images", "image00002.mat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 128; n < len(good); n += 37 {
+		if _, err := parseAFLW(good[:n]); err == nil {
+			t.Fatalf("truncated to %d bytes: no error", n)
+		}
+	}
+}
+
+func FuzzParseMAT(f *testing.F) {
+	if good, err := os.ReadFile(filepath.Join(dataDir(f), "aflw2000", "images", "image00002.mat")); err == nil {
+		f.Add(good)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		parseMAT(data) // must not panic
+	})
+}
