@@ -1,0 +1,160 @@
+// Package pose estimates head pose and refines the face box with a GLLiM
+// forward model (paper Algorithm 1): from the current box it computes the
+// p-HOG features, predicts the pose angles and the box shift, moves the box
+// and repeats until the shift is small.
+package pose
+
+import (
+	"fmt"
+	"image"
+	"math"
+
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/gllim"
+)
+
+// Output names a model may predict. Angles are in degrees (AFLW2000
+// convention: yaw > 0 turns the nose to the image's left, pitch > 0 looks
+// up). The shift is the move that brings the current square box onto the
+// face: its centre moves by (dx, dy)·side and its side is multiplied by
+// exp(ds).
+const (
+	Yaw, Pitch, Roll = "yaw", "pitch", "roll"
+	DX, DY, DS       = "dx", "dy", "ds"
+)
+
+// AngleNames lists the angles in the order Result.Angles holds them.
+var AngleNames = [3]string{Yaw, Pitch, Roll}
+
+// Settings of the iterative refinement.
+type Settings struct {
+	MaxIter int     // predictions per face (≥ 1); the paper stops after 2
+	Eps     float64 // stop when √(dx² + dy² + ds²) ≤ Eps
+}
+
+// DefaultSettings: at most 3 predictions, stop below a 2 % move.
+func DefaultSettings() Settings { return Settings{MaxIter: 3, Eps: 0.02} }
+
+// Estimator holds a loaded model. It is safe for concurrent use; each
+// goroutine estimates through its own Worker.
+type Estimator struct {
+	model    *gllim.Model
+	fwd      *gllim.Forward
+	settings Settings
+	angle    [3]int // output index of yaw, pitch, roll; −1 if absent
+	shift    [3]int // output index of dx, dy, ds; −1 if absent
+}
+
+// New prepares an estimator. It fails if the model was trained on other
+// features than this build computes or predicts no angle.
+func New(m *gllim.Model, s Settings) (*Estimator, error) {
+	if err := feature.CheckRecipe(m.Features); err != nil {
+		return nil, err
+	}
+	if m.Params.D != feature.Dim {
+		return nil, fmt.Errorf("pose: model has D=%d features, p-HOG has %d", m.Params.D, feature.Dim)
+	}
+	if s.MaxIter < 1 {
+		return nil, fmt.Errorf("pose: max iterations %d: want at least 1", s.MaxIter)
+	}
+	f, err := gllim.NewForward(m)
+	if err != nil {
+		return nil, err
+	}
+	e := &Estimator{model: m, fwd: f, settings: s}
+	any := false
+	for i, n := range AngleNames {
+		e.angle[i] = m.OutputIndex(n)
+		any = any || e.angle[i] >= 0
+	}
+	if !any {
+		return nil, fmt.Errorf("pose: model predicts none of yaw, pitch, roll (outputs %v)", m.Outputs)
+	}
+	for i, n := range []string{DX, DY, DS} {
+		e.shift[i] = m.OutputIndex(n)
+	}
+	if (e.shift[0] >= 0) != (e.shift[1] >= 0) {
+		return nil, fmt.Errorf("pose: model predicts only one of dx, dy")
+	}
+	return e, nil
+}
+
+// Model returns the model the estimator uses.
+func (e *Estimator) Model() *gllim.Model { return e.model }
+
+// Refines reports whether the model predicts a box shift.
+func (e *Estimator) Refines() bool { return e.shift[0] >= 0 }
+
+// HasAngle reports whether the model predicts angle i (0 yaw, 1 pitch, 2 roll).
+func (e *Estimator) HasAngle(i int) bool { return e.angle[i] >= 0 }
+
+// Result is the estimate for one face.
+type Result struct {
+	Box        feature.Box // the refined square box
+	Angles     [3]float64  // yaw, pitch, roll in degrees (0 where absent)
+	Std        [3]float64  // their predictive standard deviations
+	Iterations int         // predictions made
+	Shift      float64     // size of the last predicted move (0 without refinement)
+	LogDensity float64     // log p(y) of the last features under the model
+}
+
+// Worker holds one goroutine's buffers.
+type Worker struct {
+	e    *Estimator
+	ex   feature.Extractor
+	pr   *gllim.Predictor
+	pred gllim.Prediction
+	y    []float32
+}
+
+// NewWorker returns a Worker; it is not safe for concurrent use.
+func (e *Estimator) NewWorker() *Worker {
+	return &Worker{e: e, pr: e.fwd.NewPredictor(), pred: e.fwd.NewPrediction(), y: make([]float32, feature.Dim)}
+}
+
+// Features returns the last feature vector computed.
+func (w *Worker) Features() []float32 { return w.y }
+
+// Estimate runs Algorithm 1 from box (made square first) on img. It
+// allocates nothing.
+func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
+	e := w.e
+	b := box.Square()
+	var r Result
+	for it := 1; it <= e.settings.MaxIter; it++ {
+		w.ex.Extract(w.y, img, b)
+		w.pr.Predict(&w.pred, w.y)
+		r.Iterations = it
+		if !e.Refines() {
+			break
+		}
+		cx, cy := b.Centre()
+		s := b.W
+		dx, dy := w.pred.Mean[e.shift[0]], w.pred.Mean[e.shift[1]]
+		ds := 0.0
+		if e.shift[2] >= 0 {
+			ds = w.pred.Mean[e.shift[2]]
+		}
+		// A wild prediction (features unlike any face) must not throw the
+		// box off the frame: clamp the move to one box size per step.
+		dx, dy, ds = clamp(dx, 1), clamp(dy, 1), clamp(ds, 0.7)
+		// Move the box even after the last prediction: like Algorithm 1,
+		// return the last pose with the box updated by the last shift.
+		r.Shift = math.Sqrt(dx*dx + dy*dy + ds*ds)
+		b = feature.SquareAt(cx+dx*s, cy+dy*s, s*math.Exp(ds))
+		if r.Shift <= e.settings.Eps {
+			break
+		}
+	}
+	r.Box = b
+	r.LogDensity = w.pred.LogDensity
+	for i, k := range e.angle {
+		if k >= 0 {
+			r.Angles[i] = w.pred.Mean[k]
+			r.Std[i] = w.pred.Std(k)
+		}
+	}
+	return r
+}
+
+func clamp(v, lim float64) float64 { return math.Max(-lim, math.Min(lim, v)) }

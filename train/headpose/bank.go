@@ -1,0 +1,153 @@
+// Package headpose trains and evaluates head-pose models on labelled faces:
+// the four variants of the paper (METHOD §5), box-shift and mirror
+// augmentation, the detector calibration, and the evaluation protocol of
+// METHOD §6 (leave one person out; annotated, shifted and detected boxes).
+package headpose
+
+import (
+	"fmt"
+	"image"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/train/dataset"
+)
+
+// Shift is a box move in the units the models predict: the centre moves by
+// (DX, DY) box sides and the side is multiplied by exp(DS).
+type Shift struct{ DX, DY, DS float64 }
+
+// Apply returns b (made square) moved by s.
+func (s Shift) Apply(b feature.Box) feature.Box {
+	b = b.Square()
+	cx, cy := b.Centre()
+	return feature.SquareAt(cx+s.DX*b.W, cy+s.DY*b.W, b.W*math.Exp(s.DS))
+}
+
+// Back returns the shift that brings box from onto box to (both square).
+func Back(from, to feature.Box) Shift {
+	from, to = from.Square(), to.Square()
+	fx, fy := from.Centre()
+	tx, ty := to.Centre()
+	return Shift{DX: (tx - fx) / from.W, DY: (ty - fy) / from.W, DS: math.Log(to.W / from.W)}
+}
+
+// Jitter draws a random shift: centre N(0, centre²) per axis in box sides,
+// log-scale N(0, scale²).
+func Jitter(rng *rand.Rand, centre, scale float64) Shift {
+	return Shift{DX: centre * rng.NormFloat64(), DY: centre * rng.NormFloat64(), DS: scale * rng.NormFloat64()}
+}
+
+// FaceBox is the box the models are trained and evaluated on: the square
+// with the annotated box's centre and side √(w·h). Pointing'04's annotated
+// boxes and AFLW2000's landmark boxes both run from the eyebrows to the chin.
+func FaceBox(s dataset.Sample) feature.Box { return s.Box.Square() }
+
+// Bank holds the images of a data set in grey and the p-HOG features of each
+// face at its face box and at Shifts randomly moved boxes.
+type Bank struct {
+	Samples []dataset.Sample
+	Images  []*image.Gray
+	Shifts  int         // moved boxes per image
+	Feat    [][]float32 // image i, box a (0: the face box) at i*(1+Shifts)+a
+	Moves   []Shift     // the move applied to box a; the target is its inverse
+
+	detOnce sync.Once
+	detMu   sync.Mutex
+	detBy   *detect.Detector
+	dets    [][]detect.Face
+	detDone []bool
+}
+
+// BankOptions set the augmentation of a bank.
+type BankOptions struct {
+	Shifts      int     // moved boxes per image
+	CentreSigma float64 // σ of the centre move, box sides (default 0.1)
+	ScaleSigma  float64 // σ of the log-scale move (default 0.1)
+	Seed        uint64
+}
+
+func (o *BankOptions) defaults() {
+	if o.CentreSigma == 0 {
+		o.CentreSigma = 0.1
+	}
+	if o.ScaleSigma == 0 {
+		o.ScaleSigma = 0.1
+	}
+}
+
+// NewBank loads every image and computes the features, in parallel. Each
+// image draws its moves from its own generator (seeded by Seed and its
+// index), so the bank does not depend on the number of cores.
+func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total int)) (*Bank, error) {
+	o.defaults()
+	per := 1 + o.Shifts
+	b := &Bank{
+		Samples: samples, Images: make([]*image.Gray, len(samples)), Shifts: o.Shifts,
+		Feat: make([][]float32, len(samples)*per), Moves: make([]Shift, len(samples)*per),
+	}
+	store := make([]float32, len(samples)*per*feature.Dim)
+	var (
+		mu   sync.Mutex
+		errs []error
+		done int
+		wg   sync.WaitGroup
+		next = make(chan int)
+	)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ex feature.Extractor
+			for i := range next {
+				s := samples[i]
+				img, err := dataset.LoadGray(s.Path)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					continue
+				}
+				b.Images[i] = img
+				rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
+				face := FaceBox(s)
+				for a := 0; a < per; a++ {
+					var m Shift
+					if a > 0 {
+						m = Jitter(rng, o.CentreSigma, o.ScaleSigma)
+					}
+					k := i*per + a
+					b.Moves[k] = m
+					b.Feat[k] = store[k*feature.Dim : (k+1)*feature.Dim]
+					ex.Extract(b.Feat[k], img, m.Apply(face))
+				}
+				if progress != nil {
+					mu.Lock()
+					done++
+					progress(done, len(samples))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range samples {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("headpose: %d images could not be read, first: %w", len(errs), errs[0])
+	}
+	return b, nil
+}
+
+// Target returns the move that brings box a of image i back onto the face
+// box, in units of the moved box (the box the features were computed on).
+func (b *Bank) Target(i, a int) Shift {
+	face := FaceBox(b.Samples[i])
+	return Back(b.Moves[i*(1+b.Shifts)+a].Apply(face), face)
+}
