@@ -124,12 +124,7 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 	for _, d := range t.Data {
 		fmt.Fprintf(w, "  data      %s\n", d)
 	}
-	keys := make([]string, 0, len(t.Settings))
-	for k := range t.Settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(t.Settings) {
 		fmt.Fprintf(w, "  setting   %s = %s\n", k, t.Settings[k])
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -154,4 +149,13 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -1,8 +1,6 @@
-// Command posectl is posed's offline tool: it inspects model files (and,
-// as the pipeline grows, trains, evaluates and predicts with them).
-//
-//	posectl inspect [-json] MODEL.gllim
-//	posectl version
+// Command posectl is posed's offline tool: it trains head-pose models,
+// evaluates them with the paper's protocol, predicts on images, exports
+// features and inspects model files. `posectl help` lists the commands.
 package main
 
 import (
@@ -23,6 +21,10 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"train", "train [flags] -o MODEL.gllim", "train a head-pose model (variants of METHOD §5)", runTrain},
+		{"eval", "eval -protocol lopo|-model M [flags]", "measure MAE/STD/RMSE per angle (METHOD §6)", runEval},
+		{"predict", "predict [-model M] [-box x,y,w,h] [-draw OUT.png] IMAGE...", "estimate the pose of the faces in images", runPredict},
+		{"features", "features [-data DIR] [-o OUT.csv]", "export p-HOG features and labels as CSV", runFeatures},
 		{"inspect", "inspect [-json] MODEL.gllim", "print a model file's header in words", runInspect},
 		{"version", "version", "print the version", func([]string, io.Writer) error {
 			fmt.Println("posectl", version)

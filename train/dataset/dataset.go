@@ -289,3 +289,18 @@ func LoadGray(path string) (*image.Gray, error) {
 	}
 	return feature.Grey(nil, img), nil
 }
+
+// Terms returns the licence terms of a data set, for model cards: a model
+// trained on a data set inherits them.
+func Terms(set string) string {
+	switch set {
+	case "pointing04":
+		return "Pointing'04 / PRIMA head pose database: free for research as long as the source paper is cited — " +
+			"N. Gourier, D. Hall, J. L. Crowley, \"Estimating face orientation from robust detection of salient facial features\", " +
+			"ICPR Workshop on Visual Observation of Deictic Gestures, 2004."
+	case "aflw2000":
+		return "AFLW2000-3D (training part): non-commercial research only (AFLW licence, TU Graz; AFLW2000-3D by X. Zhu et al., " +
+			"\"Face Alignment Across Large Poses: A 3D Solution\", CVPR 2016). A model trained on it inherits these terms."
+	}
+	return "unknown data set: check its licence before using or distributing a model trained on it."
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train"
+	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/headpose"
+)
+
+// dataRoot is $POSED_DATA, else ../shared/data.
+func dataRoot() string {
+	if d := os.Getenv("POSED_DATA"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "shared", "data")
+}
+
+// dataFlags select labelled images.
+type dataFlags struct {
+	dirs    string
+	inRange bool
+}
+
+func (d *dataFlags) register(fs *flag.FlagSet, def string) {
+	fs.StringVar(&d.dirs, "data", def, "comma-separated data set folders (labels.csv, or the original Pointing'04 / AFLW2000 layouts)")
+	fs.BoolVar(&d.inRange, "in-range", true, "keep only faces whose angles are all within ±99° (AFLW2000's usual subset)")
+}
+
+func (d *dataFlags) load() ([]dataset.Sample, error) {
+	var out []dataset.Sample
+	for _, dir := range strings.Split(d.dirs, ",") {
+		if dir = strings.TrimSpace(dir); dir == "" {
+			continue
+		}
+		s, err := dataset.Read(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range s {
+			if x.InRange || !d.inRange {
+				out = append(out, x)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no images in -data %q", errUsage, d.dirs)
+	}
+	return out, nil
+}
+
+// modelFlags choose a variant and its EM settings.
+type modelFlags struct {
+	variant, angles, cov   string
+	k, lw, shifts          int
+	shared, flip, scale    bool
+	useShifted             bool
+	centreSigma, scaleSig  float64
+	starts, maxIter, pcs   int
+	seed                   uint64
+	tol, gammaFloor, floor float64
+}
+
+func (m *modelFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&m.variant, "variant", "pose", "pose (angles) or pose-bb (angles and box shift)")
+	fs.IntVar(&m.lw, "lw", 0, "latent dimensions (0: GLLiM, d > 0: hybrid GLLiM-d)")
+	fs.IntVar(&m.k, "k", 50, "mixture components")
+	fs.StringVar(&m.angles, "angles", "yaw,pitch", "angles to predict: a subset of yaw,pitch,roll that the data labels")
+	fs.StringVar(&m.cov, "cov", "diagonal", "Σ_k: diagonal or isotropic")
+	fs.BoolVar(&m.shared, "shared", false, "one Σ for all components")
+	fs.BoolVar(&m.flip, "flip", true, "add mirrored faces (yaw, roll and the x shift change sign)")
+	fs.IntVar(&m.shifts, "shifts", -1, "moved boxes per image for augmentation (default 0 for pose, 4 for pose-bb)")
+	fs.BoolVar(&m.useShifted, "use-shifted", false, "pose: train on the moved boxes too")
+	fs.BoolVar(&m.scale, "scale", true, "pose-bb: also predict the box's scale correction")
+	fs.Float64Var(&m.centreSigma, "centre-sigma", 0.1, "σ of training box moves, in box sides")
+	fs.Float64Var(&m.scaleSig, "scale-sigma", 0.1, "σ of training box log-scale changes")
+	fs.IntVar(&m.starts, "starts", 1, "EM starts (the best likelihood is kept)")
+	fs.IntVar(&m.maxIter, "max-iter", 200, "EM iterations per start")
+	fs.Float64Var(&m.tol, "tol", 1e-4, "stop EM when the relative log-likelihood gain is below this")
+	fs.IntVar(&m.pcs, "init-pcs", 0, "principal components of the features added to t for the k-means initialisation")
+	fs.Float64Var(&m.gammaFloor, "gamma-floor", 1e-3, "floor on Γ^t_k's eigenvalues (standardised units)")
+	fs.Float64Var(&m.floor, "var-floor", 1e-3, "floor on σ_kd as a fraction of each feature's variance")
+	fs.Uint64Var(&m.seed, "seed", 1, "random seed (initialisation, box moves)")
+}
+
+func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, error) {
+	v := headpose.Variant(m.variant)
+	if v != headpose.VariantPose && v != headpose.VariantPoseBB {
+		return headpose.Options{}, fmt.Errorf("%w: -variant %q is not pose or pose-bb", errUsage, m.variant)
+	}
+	cov := gllim.Covariance(m.cov)
+	if cov != gllim.Diagonal && cov != gllim.Isotropic {
+		return headpose.Options{}, fmt.Errorf("%w: -cov %q is not diagonal or isotropic", errUsage, m.cov)
+	}
+	if m.k < 1 || m.lw < 0 {
+		return headpose.Options{}, fmt.Errorf("%w: -k %d -lw %d: want k ≥ 1, lw ≥ 0", errUsage, m.k, m.lw)
+	}
+	return headpose.Options{
+		Variant: v, Angles: strings.Split(m.angles, ","), Flip: m.flip, Scale: m.scale, UseShifted: m.useShifted,
+		EM: train.Config{
+			K: m.k, Lw: m.lw, Cov: cov, Shared: m.shared, Starts: m.starts, MaxIter: m.maxIter, Tol: m.tol,
+			Seed: m.seed, InitPCs: m.pcs, GammaFloor: m.gammaFloor, VarFloor: m.floor, Progress: progress,
+		},
+	}, nil
+}
+
+func (m *modelFlags) bankOptions() headpose.BankOptions {
+	n := m.shifts
+	if n < 0 {
+		n = 0
+		if m.variant == string(headpose.VariantPoseBB) {
+			n = 4
+		}
+	}
+	return headpose.BankOptions{Shifts: n, CentreSigma: m.centreSigma, ScaleSigma: m.scaleSig, Seed: m.seed}
+}
+
+// detectFlags configure the face detector.
+type detectFlags struct{ p detect.Params }
+
+func (d *detectFlags) register(fs *flag.FlagSet, minSize int) {
+	def := detect.DefaultParams()
+	fs.IntVar(&d.p.MinSize, "min-size", minSize, "detector: smallest face side in pixels")
+	fs.IntVar(&d.p.MaxSize, "max-size", def.MaxSize, "detector: largest face side in pixels")
+	fs.Float64Var(&d.p.Shift, "det-shift", def.Shift, "detector: window step as a fraction of its size")
+	fs.Float64Var(&d.p.Scale, "det-scale", def.Scale, "detector: window growth between scales")
+	fs.Float64Var(&d.p.IoU, "det-iou", def.IoU, "detector: IoU above which detections merge")
+	fs.Float64Var(&d.p.MinScore, "det-score", def.MinScore, "detector: smallest score kept")
+}
+
+// refineFlags configure Algorithm 1.
+type refineFlags struct{ s pose.Settings }
+
+func (r *refineFlags) register(fs *flag.FlagSet) {
+	def := pose.DefaultSettings()
+	fs.IntVar(&r.s.MaxIter, "iterations", def.MaxIter, "predictions per face (box refinement steps)")
+	fs.Float64Var(&r.s.Eps, "eps", def.Eps, "stop refining when the predicted move is below this (box sides)")
+}
+
+// progressBar prints a one-line progress report on stderr, at most ten
+// times a second, when stderr is a terminal or -progress is set.
+type progressBar struct {
+	on   bool
+	last time.Time
+}
+
+func newProgressBar() *progressBar {
+	fi, err := os.Stderr.Stat()
+	return &progressBar{on: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+}
+
+func (p *progressBar) printf(force bool, format string, args ...any) {
+	if !p.on || (!force && time.Since(p.last) < 100*time.Millisecond) {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprintf(os.Stderr, "\r\033[K"+format, args...)
+}
+
+func (p *progressBar) done() {
+	if p.on {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+}
+
+func (p *progressBar) em(pr train.Progress) {
+	p.printf(false, "EM start %d/%d iteration %d  logL %.6g  %s", pr.Start+1, pr.Starts, pr.Iter, pr.LogL, pr.Elapsed.Round(time.Second))
+}
+
+func (p *progressBar) features(done, total int) {
+	p.printf(done == total, "features %d/%d images", done, total)
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q is not a list of integers", errUsage, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

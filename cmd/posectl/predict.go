@@ -1,0 +1,226 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train/dataset"
+)
+
+// faceJSON is what predict prints per face.
+type faceJSON struct {
+	Image      string     `json:"image"`
+	Face       int        `json:"face"`
+	Detected   []float64  `json:"detected_box,omitempty"` // [x1,y1,x2,y2] of the detector, before calibration
+	Box        [4]float64 `json:"box"`                    // refined [x1,y1,x2,y2]
+	Score      float64    `json:"score,omitempty"`
+	Yaw        *float64   `json:"yaw,omitempty"`
+	Pitch      *float64   `json:"pitch,omitempty"`
+	Roll       *float64   `json:"roll,omitempty"`
+	YawStd     *float64   `json:"yaw_std,omitempty"`
+	PitchStd   *float64   `json:"pitch_std,omitempty"`
+	RollStd    *float64   `json:"roll_std,omitempty"`
+	Iterations int        `json:"iterations"`
+}
+
+func runPredict(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
+	var df detectFlags
+	var rf refineFlags
+	df.register(fs, 40)
+	rf.register(fs)
+	modelPath := fs.String("model", "models/default.gllim", "model file")
+	boxFlag := fs.String("box", "", "x,y,w,h: estimate from this box instead of detecting")
+	drawPath := fs.String("draw", "", "write a PNG with detected (red) and refined (green) boxes and the pose as 3-D axes (one image only)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: no image given", errUsage)
+	}
+	if *drawPath != "" && fs.NArg() != 1 {
+		return fmt.Errorf("%w: -draw takes one image, got %d", errUsage, fs.NArg())
+	}
+	var fixed *feature.Box
+	if *boxFlag != "" {
+		b, err := parseBox(*boxFlag)
+		if err != nil {
+			return err
+		}
+		fixed = &b
+	}
+	m, err := gllim.ReadFile(*modelPath)
+	if err != nil {
+		return err
+	}
+	est, err := pose.New(m, rf.s)
+	if err != nil {
+		return err
+	}
+	det, err := detect.New(df.p)
+	if err != nil {
+		return err
+	}
+	calib := detect.Identity
+	if c := m.Calibration; c != nil {
+		calib = detect.Calibration{DX: c.DX, DY: c.DY, Scale: c.Scale}
+	}
+	wk := est.NewWorker()
+	enc := json.NewEncoder(stdout)
+	for _, path := range fs.Args() {
+		img, err := dataset.LoadGray(path)
+		if err != nil {
+			return err
+		}
+		var starts []detect.Face
+		if fixed != nil {
+			starts = []detect.Face{{Box: *fixed}}
+		} else {
+			starts = det.Detect(img)
+		}
+		var results []pose.Result
+		for i, f := range starts {
+			box := f.Box
+			if fixed == nil {
+				box = calib.Apply(f.Box)
+			}
+			r := wk.Estimate(img, box)
+			results = append(results, r)
+			out := faceJSON{Image: path, Face: i, Box: corners(r.Box), Score: f.Score, Iterations: r.Iterations}
+			if fixed == nil {
+				c := corners(f.Box)
+				out.Detected = c[:]
+			}
+			for a, dst := range [][2]**float64{{&out.Yaw, &out.YawStd}, {&out.Pitch, &out.PitchStd}, {&out.Roll, &out.RollStd}} {
+				if est.HasAngle(a) {
+					v, s := round2(r.Angles[a]), round2(r.Std[a])
+					*dst[0], *dst[1] = &v, &s
+				}
+			}
+			if err := enc.Encode(out); err != nil {
+				return err
+			}
+		}
+		if len(starts) == 0 {
+			fmt.Fprintf(os.Stderr, "posectl predict: %s: no face found\n", path)
+		}
+		if *drawPath != "" {
+			if err := drawResults(*drawPath, img, starts, results, fixed == nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+func corners(b feature.Box) [4]float64 {
+	return [4]float64{round2(b.X), round2(b.Y), round2(b.X + b.W), round2(b.Y + b.H)}
+}
+
+func parseBox(s string) (feature.Box, error) {
+	f := strings.Split(s, ",")
+	if len(f) != 4 {
+		return feature.Box{}, fmt.Errorf("%w: -box %q: want x,y,w,h", errUsage, s)
+	}
+	var v [4]float64
+	for i := range f {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f[i]), 64)
+		if err != nil {
+			return feature.Box{}, fmt.Errorf("%w: -box %q: %q is not a number", errUsage, s, f[i])
+		}
+		v[i] = x
+	}
+	b := feature.Box{X: v[0], Y: v[1], W: v[2], H: v[3]}
+	if !b.Valid() {
+		return b, fmt.Errorf("%w: -box %q has no area", errUsage, s)
+	}
+	return b, nil
+}
+
+// drawResults writes img with the detected boxes (red), the refined boxes
+// (green) and each pose as 3-D axes from the box centre: x (red) to the
+// face's left, y (green) up, z (blue) out of the nose.
+func drawResults(path string, img *image.Gray, starts []detect.Face, results []pose.Result, detected bool) error {
+	out := image.NewRGBA(img.Rect)
+	draw.Draw(out, out.Rect, img, img.Rect.Min, draw.Src)
+	for i, r := range results {
+		if detected {
+			rect(out, starts[i].Box, color.RGBA{220, 30, 30, 255})
+		}
+		rect(out, r.Box, color.RGBA{30, 200, 30, 255})
+		cx, cy := r.Box.Centre()
+		yaw, pitch, roll := r.Angles[0]*math.Pi/180, r.Angles[1]*math.Pi/180, r.Angles[2]*math.Pi/180
+		// Head rotation R = Rz(roll)·Rx(pitch)·Ry(yaw) in camera axes (x right,
+		// y down, z into the scene); a face looking at the camera has its
+		// nose along −z. Image y is down, so "up" is −y.
+		axes := [3][3]float64{{1, 0, 0}, {0, -1, 0}, {0, 0, -1}}
+		colours := []color.RGBA{{230, 40, 40, 255}, {40, 200, 40, 255}, {40, 80, 240, 255}}
+		l := 0.5 * r.Box.W
+		for a, v := range axes {
+			x, y, z := rotate(v, yaw, pitch, roll)
+			_ = z
+			line(out, cx, cy, cx+l*x, cy+l*y, colours[a])
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, out); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// rotate applies yaw (about the image's vertical, positive turning the nose
+// to the image's left), then pitch (positive looking up), then roll (about
+// the viewing axis) to v.
+func rotate(v [3]float64, yaw, pitch, roll float64) (float64, float64, float64) {
+	x, y, z := v[0], v[1], v[2]
+	// yaw about y: nose (0,0,−1) → (−sin yaw, 0, −cos yaw), to the image's left.
+	x, z = x*math.Cos(yaw)+z*math.Sin(yaw), -x*math.Sin(yaw)+z*math.Cos(yaw)
+	// pitch about x: nose goes up (−y) for positive pitch.
+	y, z = y*math.Cos(pitch)-z*math.Sin(pitch), y*math.Sin(pitch)+z*math.Cos(pitch)
+	// roll about z.
+	x, y = x*math.Cos(roll)-y*math.Sin(roll), x*math.Sin(roll)+y*math.Cos(roll)
+	return x, y, z
+}
+
+func rect(img *image.RGBA, b feature.Box, c color.RGBA) {
+	x0, y0, x1, y1 := b.X, b.Y, b.X+b.W, b.Y+b.H
+	line(img, x0, y0, x1, y0, c)
+	line(img, x1, y0, x1, y1, c)
+	line(img, x1, y1, x0, y1, c)
+	line(img, x0, y1, x0, y0, c)
+}
+
+// line draws a 2-pixel-wide segment by stepping along its longer axis.
+func line(img *image.RGBA, x0, y0, x1, y1 float64, c color.RGBA) {
+	n := int(math.Max(math.Abs(x1-x0), math.Abs(y1-y0))) + 1
+	for i := 0; i <= n; i++ {
+		t := float64(i) / float64(n)
+		x, y := int(x0+t*(x1-x0)), int(y0+t*(y1-y0))
+		for _, d := range [][2]int{{0, 0}, {1, 0}, {0, 1}, {1, 1}} {
+			if p := image.Pt(x+d[0], y+d[1]); p.In(img.Rect) {
+				img.SetRGBA(p.X, p.Y, c)
+			}
+		}
+	}
+}
