@@ -90,7 +90,7 @@ func (e *Estimator) HasAngle(i int) bool { return e.angle[i] >= 0 }
 
 // Result is the estimate for one face.
 type Result struct {
-	Box        feature.Box // the refined square box
+	Box        feature.Box // the refined box
 	Angles     [3]float64  // yaw, pitch, roll in degrees (0 where absent)
 	Std        [3]float64  // their predictive standard deviations
 	Iterations int         // predictions made
@@ -115,11 +115,21 @@ func (e *Estimator) NewWorker() *Worker {
 // Features returns the last feature vector computed.
 func (w *Worker) Features() []float32 { return w.y }
 
-// Estimate runs Algorithm 1 from box (made square first) on img. It
-// allocates nothing.
+// Move returns b with its centre moved by (dx, dy) box sizes and both
+// sides multiplied by exp(ds), where the size of a box is √(W·H) (its side
+// when square): the box shift the models predict.
+func Move(b feature.Box, dx, dy, ds float64) feature.Box {
+	cx, cy := b.Centre()
+	s := math.Sqrt(b.W * b.H)
+	k := math.Exp(ds)
+	w, h := b.W*k, b.H*k
+	return feature.Box{X: cx + dx*s - w/2, Y: cy + dy*s - h/2, W: w, H: h}
+}
+
+// Estimate runs Algorithm 1 from box on img. It allocates nothing.
 func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 	e := w.e
-	b := box.Square()
+	b := box
 	var r Result
 	for it := 1; it <= e.settings.MaxIter; it++ {
 		w.ex.Extract(w.y, img, b)
@@ -128,8 +138,6 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 		if !e.Refines() {
 			break
 		}
-		cx, cy := b.Centre()
-		s := b.W
 		dx, dy := w.pred.Mean[e.shift[0]], w.pred.Mean[e.shift[1]]
 		ds := 0.0
 		if e.shift[2] >= 0 {
@@ -141,7 +149,7 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 		// Move the box even after the last prediction: like Algorithm 1,
 		// return the last pose with the box updated by the last shift.
 		r.Shift = math.Sqrt(dx*dx + dy*dy + ds*ds)
-		b = feature.SquareAt(cx+dx*s, cy+dy*s, s*math.Exp(ds))
+		b = Move(b, dx, dy, ds)
 		if r.Shift <= e.settings.Eps {
 			break
 		}

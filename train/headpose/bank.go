@@ -9,31 +9,31 @@ import (
 	"image"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train/dataset"
 )
 
 // Shift is a box move in the units the models predict: the centre moves by
-// (DX, DY) box sides and the side is multiplied by exp(DS).
+// (DX, DY) box sizes and both sides are multiplied by exp(DS); the size of a
+// box is √(W·H), its side when square.
 type Shift struct{ DX, DY, DS float64 }
 
-// Apply returns b (made square) moved by s.
-func (s Shift) Apply(b feature.Box) feature.Box {
-	b = b.Square()
-	cx, cy := b.Centre()
-	return feature.SquareAt(cx+s.DX*b.W, cy+s.DY*b.W, b.W*math.Exp(s.DS))
-}
+// Apply returns b moved by s (its aspect ratio is kept).
+func (s Shift) Apply(b feature.Box) feature.Box { return pose.Move(b, s.DX, s.DY, s.DS) }
 
-// Back returns the shift that brings box from onto box to (both square).
+// Back returns the shift that brings box from onto box to: centres and
+// sizes match (aspect ratios are not changed by a shift).
 func Back(from, to feature.Box) Shift {
-	from, to = from.Square(), to.Square()
 	fx, fy := from.Centre()
 	tx, ty := to.Centre()
-	return Shift{DX: (tx - fx) / from.W, DY: (ty - fy) / from.W, DS: math.Log(to.W / from.W)}
+	fs, ts := math.Sqrt(from.W*from.H), math.Sqrt(to.W*to.H)
+	return Shift{DX: (tx - fx) / fs, DY: (ty - fy) / fs, DS: math.Log(ts / fs)}
 }
 
 // Jitter draws a random shift: centre N(0, centre²) per axis in box sides,
@@ -45,7 +45,12 @@ func Jitter(rng *rand.Rand, centre, scale float64) Shift {
 // FaceBox is the box the models are trained and evaluated on: the square
 // with the annotated box's centre and side √(w·h). Pointing'04's annotated
 // boxes and AFLW2000's landmark boxes both run from the eyebrows to the chin.
-func FaceBox(s dataset.Sample) feature.Box { return s.Box.Square() }
+func FaceBox(s dataset.Sample) feature.Box {
+	if os.Getenv("POSED_RAWBOX") != "" {
+		return s.Box
+	}
+	return s.Box.Square()
+}
 
 // Bank holds the images of a data set in grey and the p-HOG features of each
 // face at its face box and at Shifts randomly moved boxes.
