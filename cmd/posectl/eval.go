@@ -25,7 +25,9 @@ func runEval(args []string, stdout io.Writer) error {
 	mf.register(fs)
 	df.register(fs, 40)
 	rf.register(fs)
-	protocol := fs.String("protocol", "", "lopo: leave one person out, training a model per fold")
+	protocol := fs.String("protocol", "", "lopo: leave one person out, a model per fold; holdout: train once, test on -holdout persons of -set")
+	holdout := fs.Int("holdout", 300, "holdout: persons of -set kept for testing")
+	holdoutSeed := fs.Uint64("holdout-seed", 1, "holdout: seed of the draw")
 	modelPath := fs.String("model", "", "evaluate this model on -data (no training)")
 	condition := fs.String("condition", "annotated", "test boxes: annotated, shifted (seeded Gaussian moves) or detected")
 	folds := fs.Int("folds", 0, "lopo: run only the first N folds")
@@ -45,11 +47,11 @@ func runEval(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if (*protocol == "lopo") == (*modelPath != "") {
-		return fmt.Errorf("%w: give either -protocol lopo or -model FILE", errUsage)
+	if (*protocol != "") == (*modelPath != "") {
+		return fmt.Errorf("%w: give either -protocol lopo|holdout or -model FILE", errUsage)
 	}
-	if *protocol != "" && *protocol != "lopo" {
-		return fmt.Errorf("%w: -protocol %q: only lopo is known", errUsage, *protocol)
+	if *protocol != "" && *protocol != "lopo" && *protocol != "holdout" {
+		return fmt.Errorf("%w: -protocol %q is not lopo or holdout", errUsage, *protocol)
 	}
 	samples, err := data.load()
 	if err != nil {
@@ -74,7 +76,8 @@ func runEval(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		bank, err := headpose.NewBank(samples, headpose.BankOptions{}, bar.features)
+		// Test on the kind of face box the model was trained on.
+		bank, err := headpose.NewBank(samples, headpose.BankOptions{Box: headpose.BoxKind(m.Training.Settings["box"])}, bar.features)
 		bar.done()
 		if err != nil {
 			return err
@@ -114,11 +117,16 @@ func runEval(args []string, stdout io.Writer) error {
 			}
 			return sweepK(stdout, bank, lo, ks, *plot)
 		}
-		rep, _, err = headpose.LOPO(bank, lo)
+		if *protocol == "holdout" {
+			rep, _, err = headpose.Holdout(bank, lo, *holdout, *holdoutSeed)
+			title = fmt.Sprintf("%s, K=%d, %d of %s held out, %s boxes", o.Name(), o.EM.K, *holdout, *set, cond)
+		} else {
+			rep, _, err = headpose.LOPO(bank, lo)
+			title = fmt.Sprintf("%s, K=%d, LOPO on %s, %s boxes", o.Name(), o.EM.K, *set, cond)
+		}
 		if err != nil {
 			return err
 		}
-		title = fmt.Sprintf("%s, K=%d, LOPO on %s, %s boxes", o.Name(), o.EM.K, *set, cond)
 	}
 	switch {
 	case *asJSON:

@@ -47,7 +47,7 @@ func runFeatures(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(bw)
 	for i, s := range samples {
-		b := headpose.FaceBox(s)
+		b := bank.FaceBox(i)
 		roll := ""
 		if s.HasRoll {
 			roll = strconv.FormatFloat(s.Roll, 'g', -1, 64)

@@ -61,9 +61,10 @@ func (d *dataFlags) load() ([]dataset.Sample, error) {
 // modelFlags choose a variant and its EM settings.
 type modelFlags struct {
 	variant, angles, cov   string
+	box                    string
 	k, lw, shifts          int
 	shared, flip, scale    bool
-	useShifted             bool
+	useShifted, zeroRoll   bool
 	centreSigma, scaleSig  float64
 	starts, maxIter, pcs   int
 	seed                   uint64
@@ -77,9 +78,11 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.angles, "angles", "yaw,pitch", "angles to predict: a subset of yaw,pitch,roll that the data labels")
 	fs.StringVar(&m.cov, "cov", "diagonal", "Σ_k: diagonal or isotropic")
 	fs.BoolVar(&m.shared, "shared", false, "one Σ for all components")
-	fs.BoolVar(&m.flip, "flip", true, "add mirrored faces (yaw, roll and the x shift change sign)")
+	fs.StringVar(&m.box, "box", "square", "face box: square (as detectors give) or annotated (stretched to the patch, the paper's protocol)")
+	fs.BoolVar(&m.flip, "flip", false, "add mirrored faces (yaw, roll and the x shift change sign)")
 	fs.IntVar(&m.shifts, "shifts", -1, "moved boxes per image for augmentation (default 0 for pose, 4 for pose-bb)")
 	fs.BoolVar(&m.useShifted, "use-shifted", false, "pose: train on the moved boxes too")
+	fs.BoolVar(&m.zeroRoll, "zero-roll", false, "label faces without a roll (Pointing'04) with roll 0")
 	fs.BoolVar(&m.scale, "scale", true, "pose-bb: also predict the box's scale correction")
 	fs.Float64Var(&m.centreSigma, "centre-sigma", 0.1, "σ of training box moves, in box sides")
 	fs.Float64Var(&m.scaleSig, "scale-sigma", 0.1, "σ of training box log-scale changes")
@@ -101,11 +104,14 @@ func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, e
 	if cov != gllim.Diagonal && cov != gllim.Isotropic {
 		return headpose.Options{}, fmt.Errorf("%w: -cov %q is not diagonal or isotropic", errUsage, m.cov)
 	}
+	if m.box != string(headpose.SquareBox) && m.box != string(headpose.AnnotatedBox) {
+		return headpose.Options{}, fmt.Errorf("%w: -box %q is not square or annotated", errUsage, m.box)
+	}
 	if m.k < 1 || m.lw < 0 {
 		return headpose.Options{}, fmt.Errorf("%w: -k %d -lw %d: want k ≥ 1, lw ≥ 0", errUsage, m.k, m.lw)
 	}
 	return headpose.Options{
-		Variant: v, Angles: strings.Split(m.angles, ","), Flip: m.flip, Scale: m.scale, UseShifted: m.useShifted,
+		Variant: v, Angles: strings.Split(m.angles, ","), Flip: m.flip, Scale: m.scale, UseShifted: m.useShifted, ZeroRoll: m.zeroRoll,
 		EM: train.Config{
 			K: m.k, Lw: m.lw, Cov: cov, Shared: m.shared, Starts: m.starts, MaxIter: m.maxIter, Tol: m.tol,
 			Seed: m.seed, InitPCs: m.pcs, GammaFloor: m.gammaFloor, VarFloor: m.floor, Progress: progress,
@@ -121,7 +127,7 @@ func (m *modelFlags) bankOptions() headpose.BankOptions {
 			n = 4
 		}
 	}
-	return headpose.BankOptions{Shifts: n, CentreSigma: m.centreSigma, ScaleSigma: m.scaleSig, Seed: m.seed}
+	return headpose.BankOptions{Box: headpose.BoxKind(m.box), Shifts: n, CentreSigma: m.centreSigma, ScaleSigma: m.scaleSig, Seed: m.seed}
 }
 
 // detectFlags configure the face detector.

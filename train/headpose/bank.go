@@ -9,7 +9,6 @@ import (
 	"image"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"sync"
 
@@ -42,21 +41,38 @@ func Jitter(rng *rand.Rand, centre, scale float64) Shift {
 	return Shift{DX: centre * rng.NormFloat64(), DY: centre * rng.NormFloat64(), DS: scale * rng.NormFloat64()}
 }
 
-// FaceBox is the box the models are trained and evaluated on: the square
-// with the annotated box's centre and side √(w·h). Pointing'04's annotated
-// boxes and AFLW2000's landmark boxes both run from the eyebrows to the chin.
-func FaceBox(s dataset.Sample) feature.Box {
-	if os.Getenv("POSED_RAWBOX") != "" {
+// BoxKind says which box around a face the models are trained and
+// evaluated on. Pointing'04's annotated boxes and AFLW2000's landmark boxes
+// both run from the eyebrows to the chin.
+type BoxKind string
+
+const (
+	// SquareBox: the square with the annotated box's centre and side √(w·h).
+	// Detectors give square boxes, so this is what the daemon's models use.
+	SquareBox BoxKind = "square"
+	// AnnotatedBox: the annotated box as it is, stretched to the 64×64 patch
+	// (the paper's protocol on annotated boxes; its aspect ratio changes
+	// with the pose, which a square detector box cannot know).
+	AnnotatedBox BoxKind = "annotated"
+)
+
+// FaceBox returns the face box of kind k for sample s.
+func FaceBox(s dataset.Sample, k BoxKind) feature.Box {
+	if k == AnnotatedBox {
 		return s.Box
 	}
 	return s.Box.Square()
 }
+
+// FaceBox returns the face box of image i.
+func (b *Bank) FaceBox(i int) feature.Box { return FaceBox(b.Samples[i], b.Box) }
 
 // Bank holds the images of a data set in grey and the p-HOG features of each
 // face at its face box and at Shifts randomly moved boxes.
 type Bank struct {
 	Samples []dataset.Sample
 	Images  []*image.Gray
+	Box     BoxKind     // the face box
 	Shifts  int         // moved boxes per image
 	Feat    [][]float32 // image i, box a (0: the face box) at i*(1+Shifts)+a
 	Moves   []Shift     // the move applied to box a; the target is its inverse
@@ -70,6 +86,7 @@ type Bank struct {
 
 // BankOptions set the augmentation of a bank.
 type BankOptions struct {
+	Box         BoxKind // default SquareBox
 	Shifts      int     // moved boxes per image
 	CentreSigma float64 // σ of the centre move, box sides (default 0.1)
 	ScaleSigma  float64 // σ of the log-scale move (default 0.1)
@@ -83,6 +100,9 @@ func (o *BankOptions) defaults() {
 	if o.ScaleSigma == 0 {
 		o.ScaleSigma = 0.1
 	}
+	if o.Box == "" {
+		o.Box = SquareBox
+	}
 }
 
 // NewBank loads every image and computes the features, in parallel. Each
@@ -92,7 +112,7 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 	o.defaults()
 	per := 1 + o.Shifts
 	b := &Bank{
-		Samples: samples, Images: make([]*image.Gray, len(samples)), Shifts: o.Shifts,
+		Samples: samples, Images: make([]*image.Gray, len(samples)), Shifts: o.Shifts, Box: o.Box,
 		Feat: make([][]float32, len(samples)*per), Moves: make([]Shift, len(samples)*per),
 	}
 	store := make([]float32, len(samples)*per*feature.Dim)
@@ -119,7 +139,7 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 				}
 				b.Images[i] = img
 				rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
-				face := FaceBox(s)
+				face := FaceBox(s, o.Box)
 				for a := 0; a < per; a++ {
 					var m Shift
 					if a > 0 {
@@ -153,6 +173,6 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 // Target returns the move that brings box a of image i back onto the face
 // box, in units of the moved box (the box the features were computed on).
 func (b *Bank) Target(i, a int) Shift {
-	face := FaceBox(b.Samples[i])
+	face := b.FaceBox(i)
 	return Back(b.Moves[i*(1+b.Shifts)+a].Apply(face), face)
 }

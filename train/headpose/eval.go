@@ -196,7 +196,7 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 			for j := range next {
 				i := idx[j]
 				s := b.Samples[i]
-				face := FaceBox(s)
+				face := b.FaceBox(i)
 				var box feature.Box
 				switch o.Condition {
 				case Annotated:
@@ -315,7 +315,7 @@ func LearnCalibration(b *Bank, idx []int, d *detect.Detector) (detect.Calibratio
 		if !ok[j] {
 			continue
 		}
-		sh := Back(found[j].Box, FaceBox(b.Samples[i]))
+		sh := Back(found[j].Box, b.FaceBox(i))
 		dx += sh.DX
 		dy += sh.DY
 		ls += sh.DS

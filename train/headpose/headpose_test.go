@@ -186,7 +186,7 @@ func TestDetectorFindsFrontalFaces(t *testing.T) {
 		faces := det.Detect(b.Images[i])
 		best := 0.0
 		for _, f := range faces {
-			best = math.Max(best, feature.IoU(calib.Apply(f.Box), FaceBox(b.Samples[i])))
+			best = math.Max(best, feature.IoU(calib.Apply(f.Box), b.FaceBox(i)))
 		}
 		if best >= 0.5 {
 			good++

@@ -2,6 +2,8 @@ package headpose
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/edgepose/posed/infer/pose"
@@ -38,13 +40,43 @@ func LOPO(b *Bank, o LOPOOptions) (*Report, []Fold, error) {
 	if o.Folds > 0 && o.Folds < len(subjects) {
 		subjects = subjects[:o.Folds]
 	}
+	groups := make([][]string, len(subjects))
+	for i, s := range subjects {
+		groups[i] = []string{s}
+	}
+	return crossValidate(b, o, groups)
+}
+
+// Holdout keeps n persons of Set, drawn with seed, for testing and trains
+// one model on every other image of the bank (other data sets included):
+// e.g. 300 of AFLW2000's faces held out, the rest and Pointing'04 trained on.
+func Holdout(b *Bank, o LOPOOptions, n int, seed uint64) (*Report, []Fold, error) {
+	subjects := b.Subjects(o.Set)
+	if n < 1 || n >= len(subjects) {
+		return nil, nil, fmt.Errorf("headpose: holding out %d of the %d persons of %q", n, len(subjects), o.Set)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x401d))
+	rng.Shuffle(len(subjects), func(i, j int) { subjects[i], subjects[j] = subjects[j], subjects[i] })
+	return crossValidate(b, o, [][]string{subjects[:n]})
+}
+
+// crossValidate trains and tests one model per group of held-out persons.
+func crossValidate(b *Bank, o LOPOOptions, groups [][]string) (*Report, []Fold, error) {
 	total := NewReport()
 	var folds []Fold
-	for n, subj := range subjects {
+	for n, group := range groups {
 		start := time.Now()
+		held := map[string]bool{}
+		for _, s := range group {
+			held[s] = true
+		}
+		subj := strings.Join(group, ",")
+		if len(group) > 3 {
+			subj = fmt.Sprintf("%d persons", len(group))
+		}
 		var trainIdx, testIdx []int
 		for i, s := range b.Samples {
-			if s.Set == o.Set && s.Subject == subj {
+			if s.Set == o.Set && held[s.Subject] {
 				testIdx = append(testIdx, i)
 			} else {
 				trainIdx = append(trainIdx, i)
@@ -74,7 +106,7 @@ func LOPO(b *Bank, o LOPOOptions) (*Report, []Fold, error) {
 		f := Fold{Subject: subj, Report: rep, Iterations: res.Iterations, LogL: res.LogL, BIC: res.BIC, Elapsed: time.Since(start)}
 		folds = append(folds, f)
 		if o.Progress != nil {
-			o.Progress(n+1, len(subjects), f)
+			o.Progress(n+1, len(groups), f)
 		}
 	}
 	return total, folds, nil

@@ -35,7 +35,11 @@ type Options struct {
 	// pose-bb always does (it must see moves to learn them back); for pose
 	// it is off in the paper's protocol.
 	UseShifted bool
-	EM         train.Config
+	// ZeroRoll labels faces without a roll (Pointing'04: upright heads by
+	// the capture protocol) with roll 0, so they can train a model that
+	// predicts roll alongside data sets that label it.
+	ZeroRoll bool
+	EM       train.Config
 }
 
 // Name is the paper's name of the variant, e.g. hGLLiM_pose&bb-4.
@@ -84,7 +88,7 @@ func (o Options) Validate(b *Bank) error {
 			return fmt.Errorf("headpose: angle %q is not yaw, pitch or roll", a)
 		}
 		for _, s := range b.Samples {
-			if _, ok := s.Angle(a); !ok {
+			if _, ok := s.Angle(a); !ok && !(a == pose.Roll && o.ZeroRoll) {
 				return fmt.Errorf("headpose: %s has no %s label (%s): leave %s out", s.Set, a, s.Path, a)
 			}
 		}
@@ -192,10 +196,10 @@ func (o Options) Settings(b *Bank) map[string]string {
 	return map[string]string{
 		"variant": string(o.Variant), "name": o.Name(), "angles": strings.Join(o.Angles, ","),
 		"k": strconv.Itoa(c.K), "lw": strconv.Itoa(c.Lw), "covariance": string(c.Cov), "shared": strconv.FormatBool(c.Shared),
-		"flip": strconv.FormatBool(o.Flip), "shifts": strconv.Itoa(b.Shifts), "use_shifted": strconv.FormatBool(o.UseShifted),
+		"flip": strconv.FormatBool(o.Flip), "box": string(b.Box), "shifts": strconv.Itoa(b.Shifts), "use_shifted": strconv.FormatBool(o.UseShifted),
 		"scale": strconv.FormatBool(o.Scale), "starts": strconv.Itoa(c.Starts), "seed": strconv.FormatUint(c.Seed, 10),
 		"max_iter": strconv.Itoa(c.MaxIter), "tol": strconv.FormatFloat(c.Tol, 'g', -1, 64),
-		"init_pcs": strconv.Itoa(c.InitPCs), "gamma_floor": strconv.FormatFloat(c.GammaFloor, 'g', -1, 64),
+		"init_pcs": strconv.Itoa(c.InitPCs), "zero_roll": strconv.FormatBool(o.ZeroRoll), "gamma_floor": strconv.FormatFloat(c.GammaFloor, 'g', -1, 64),
 		"var_floor": strconv.FormatFloat(c.VarFloor, 'g', -1, 64),
 	}
 }
