@@ -30,6 +30,11 @@ var AngleNames = [3]string{Yaw, Pitch, Roll}
 type Settings struct {
 	MaxIter int     // predictions per face (≥ 1); the paper stops after 2
 	Eps     float64 // stop when √(dx² + dy² + ds²) ≤ Eps
+	// Mirror also predicts from the mirrored face (its features permuted,
+	// no second crop) and averages the two answers, with yaw, roll and dx
+	// negated for the mirror: test-time augmentation at the cost of a
+	// second forward pass.
+	Mirror bool
 }
 
 // DefaultSettings: at most 3 predictions, stop below a 2 % move.
@@ -100,16 +105,53 @@ type Result struct {
 
 // Worker holds one goroutine's buffers.
 type Worker struct {
-	e    *Estimator
-	ex   feature.Extractor
-	pr   *gllim.Predictor
-	pred gllim.Prediction
-	y    []float32
+	e      *Estimator
+	ex     feature.Extractor
+	pr     *gllim.Predictor
+	pred   gllim.Prediction
+	mpred  gllim.Prediction // the mirrored face's prediction
+	y, ym  []float32        // features, and mirrored features
+	perm   []int
+	negate []bool // outputs that change sign under mirroring
 }
 
 // NewWorker returns a Worker; it is not safe for concurrent use.
 func (e *Estimator) NewWorker() *Worker {
-	return &Worker{e: e, pr: e.fwd.NewPredictor(), pred: e.fwd.NewPrediction(), y: make([]float32, feature.Dim)}
+	w := &Worker{e: e, pr: e.fwd.NewPredictor(), pred: e.fwd.NewPrediction(), y: make([]float32, feature.Dim)}
+	if e.settings.Mirror {
+		w.mpred = e.fwd.NewPrediction()
+		w.ym = make([]float32, feature.Dim)
+		w.perm = feature.MirrorPermutation()
+		w.negate = make([]bool, len(e.model.Outputs))
+		for i, o := range e.model.Outputs {
+			w.negate[i] = o.Name == Yaw || o.Name == Roll || o.Name == DX
+		}
+	}
+	return w
+}
+
+// predict fills w.pred from w.y, averaged with the mirrored face's
+// prediction when Settings.Mirror is on. The variances are averaged too
+// (the two answers are far from independent, so this does not shrink them).
+func (w *Worker) predict() {
+	w.pr.Predict(&w.pred, w.y)
+	if w.perm == nil {
+		return
+	}
+	for d, j := range w.perm {
+		w.ym[d] = w.y[j]
+	}
+	w.pr.Predict(&w.mpred, w.ym)
+	n := len(w.pred.Mean)
+	for i := range w.pred.Mean {
+		m := w.mpred.Mean[i]
+		if w.negate[i] {
+			m = -m
+		}
+		w.pred.Mean[i] = 0.5 * (w.pred.Mean[i] + m)
+		w.pred.Cov[i*n+i] = 0.5 * (w.pred.Cov[i*n+i] + w.mpred.Cov[i*n+i])
+	}
+	w.pred.LogDensity = 0.5 * (w.pred.LogDensity + w.mpred.LogDensity)
 }
 
 // Features returns the last feature vector computed.
@@ -133,7 +175,7 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 	var r Result
 	for it := 1; it <= e.settings.MaxIter; it++ {
 		w.ex.Extract(w.y, img, b)
-		w.pr.Predict(&w.pred, w.y)
+		w.predict()
 		r.Iterations = it
 		if !e.Refines() {
 			break

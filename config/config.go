@@ -1,0 +1,293 @@
+// Package config reads posed's YAML configuration: strict (an unknown key is
+// an error), with every default in Default and a validation that lists each
+// problem with its field path.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration. Field names are the YAML keys.
+type Config struct {
+	Device  string  `yaml:"device"` // device id in MQTT topics; default: the host name
+	Source  Source  `yaml:"source"`
+	Model   Model   `yaml:"model"`
+	Detect  Detect  `yaml:"detect"`
+	Track   Track   `yaml:"track"`
+	MQTT    MQTT    `yaml:"mqtt"`
+	Metrics Metrics `yaml:"metrics"`
+	Log     Log     `yaml:"log"`
+}
+
+// Source is where frames come from.
+type Source struct {
+	// Path is a V4L2 device (/dev/video0, /dev/v4l/by-id/…), a folder of
+	// images, or a video file (.mjpeg/.mjpg, .y4m).
+	Path    string        `yaml:"path"`
+	Width   int           `yaml:"width"`
+	Height  int           `yaml:"height"`
+	FPS     float64       `yaml:"fps"`     // camera rate, or replay pace (0: as fast as possible)
+	Format  string        `yaml:"format"`  // camera: auto, yuyv, grey, mjpeg
+	Buffers int           `yaml:"buffers"` // camera: driver buffers (2–4 keep frames fresh)
+	Timeout time.Duration `yaml:"timeout"` // camera: a frame later than this is a failure
+	Loop    bool          `yaml:"loop"`    // replay: start again at the end
+	// Reopen is the first wait before re-opening a failed source; it
+	// doubles up to ReopenMax.
+	Reopen    time.Duration `yaml:"reopen"`
+	ReopenMax time.Duration `yaml:"reopen_max"`
+}
+
+// Model is the pose model and its refinement.
+type Model struct {
+	Path       string  `yaml:"path"`
+	Iterations int     `yaml:"iterations"` // predictions per face and frame
+	Eps        float64 `yaml:"eps"`        // stop refining below this move (box sizes)
+	Mirror     bool    `yaml:"mirror"`     // also predict from the mirrored face and average
+}
+
+// Detect configures the face detector.
+type Detect struct {
+	MinSize  int     `yaml:"min_size"`
+	MaxSize  int     `yaml:"max_size"`
+	Shift    float64 `yaml:"shift"`
+	Scale    float64 `yaml:"scale"`
+	IoU      float64 `yaml:"iou"`
+	MinScore float64 `yaml:"min_score"`
+	Every    int     `yaml:"every"` // run the full-frame detector every N frames while faces are tracked
+}
+
+// Track configures face tracking between frames.
+type Track struct {
+	MaxFaces  int     `yaml:"max_faces"`  // faces reported per frame, largest first
+	Smoothing float64 `yaml:"smoothing"`  // 0: none … 0.9: heavy (exponential, on angles and boxes)
+	LostAfter int     `yaml:"lost_after"` // frames a track survives without confirmation
+	MinIoU    float64 `yaml:"min_iou"`    // a detection continues a track above this overlap
+	// MaxStd drops a tracked face whose yaw uncertainty exceeds it (degrees):
+	// the model itself says it no longer sees a face.
+	MaxStd float64 `yaml:"max_std"`
+}
+
+// MQTT configures publishing.
+type MQTT struct {
+	Broker         string        `yaml:"broker"` // tcp://host:1883, ssl://host:8883, ws://…, or "embedded"
+	Listen         string        `yaml:"listen"` // embedded broker address
+	Prefix         string        `yaml:"prefix"`
+	ClientID       string        `yaml:"client_id"` // default: posed-<device>-<random>
+	Username       string        `yaml:"username"`
+	Password       string        `yaml:"password"`
+	PasswordFile   string        `yaml:"password_file"`
+	CA             string        `yaml:"ca"`
+	Cert           string        `yaml:"cert"`
+	Key            string        `yaml:"key"`
+	QoS            int           `yaml:"qos"`      // pose messages
+	MaxRate        float64       `yaml:"max_rate"` // pose messages per second (0: every processed frame)
+	StatsInterval  time.Duration `yaml:"stats_interval"`
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	Discovery      bool          `yaml:"discovery"` // Home Assistant MQTT discovery
+	DiscoveryTopic string        `yaml:"discovery_prefix"`
+	Print          bool          `yaml:"print"` // also print every message on standard output
+}
+
+// Metrics configures the HTTP endpoint.
+type Metrics struct {
+	Listen string `yaml:"listen"` // "" disables; default 127.0.0.1:9464
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// Default returns the configuration used for anything a file leaves out.
+func Default() Config {
+	return Config{
+		Source: Source{
+			Path: "/dev/video0", Width: 640, Height: 480, FPS: 15, Format: "auto", Buffers: 3,
+			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second,
+		},
+		Model:   Model{Path: "/usr/local/share/posed/default.gllim", Iterations: 2, Eps: 0.02},
+		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Every: 10},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 15, MinIoU: 0.3, MaxStd: 30},
+		MQTT:    MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant"},
+		Metrics: Metrics{Listen: "127.0.0.1:9464"},
+		Log:     Log{Level: "info", Format: "text"},
+	}
+}
+
+// Load reads the YAML file at path over the defaults. The error lists every
+// problem found.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes YAML over the defaults, strictly, and validates the result.
+func Parse(data []byte) (Config, error) {
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Problems is a list of configuration problems, one per field.
+type Problems []string
+
+func (p Problems) Error() string {
+	if len(p) == 1 {
+		return p[0]
+	}
+	return fmt.Sprintf("%d problems:\n  %s", len(p), strings.Join(p, "\n  "))
+}
+
+// Validate checks every field and returns all the problems as Problems.
+func (c Config) Validate() error {
+	var p Problems
+	bad := func(field, format string, args ...any) {
+		p = append(p, field+": "+fmt.Sprintf(format, args...))
+	}
+	if strings.ContainsAny(c.Device, "/+#") {
+		bad("device", "%q may not contain '/', '+' or '#' (it is part of MQTT topics)", c.Device)
+	}
+	s := c.Source
+	if s.Path == "" {
+		bad("source.path", "is empty: give a /dev/video device, an image folder or a video file")
+	}
+	if s.Width < 16 || s.Width > 8192 {
+		bad("source.width", "%d is not in [16, 8192]", s.Width)
+	}
+	if s.Height < 16 || s.Height > 8192 {
+		bad("source.height", "%d is not in [16, 8192]", s.Height)
+	}
+	if s.FPS < 0 || s.FPS > 1000 {
+		bad("source.fps", "%g is not in [0, 1000]", s.FPS)
+	}
+	switch s.Format {
+	case "auto", "yuyv", "grey", "mjpeg":
+	default:
+		bad("source.format", "%q is not auto, yuyv, grey or mjpeg", s.Format)
+	}
+	if s.Buffers < 1 || s.Buffers > 32 {
+		bad("source.buffers", "%d is not in [1, 32]", s.Buffers)
+	}
+	if s.Timeout <= 0 {
+		bad("source.timeout", "%v is not positive", s.Timeout)
+	}
+	if s.Reopen <= 0 || s.ReopenMax < s.Reopen {
+		bad("source.reopen", "%v (max %v): want 0 < reopen ≤ reopen_max", s.Reopen, s.ReopenMax)
+	}
+	if c.Model.Path == "" {
+		bad("model.path", "is empty")
+	}
+	if c.Model.Iterations < 1 || c.Model.Iterations > 20 {
+		bad("model.iterations", "%d is not in [1, 20]", c.Model.Iterations)
+	}
+	if c.Model.Eps < 0 {
+		bad("model.eps", "%g is negative", c.Model.Eps)
+	}
+	d := c.Detect
+	if d.MinSize < 8 {
+		bad("detect.min_size", "%d is below 8 pixels", d.MinSize)
+	}
+	if d.MaxSize < d.MinSize {
+		bad("detect.max_size", "%d is below detect.min_size %d", d.MaxSize, d.MinSize)
+	}
+	if !(d.Shift > 0 && d.Shift <= 1) {
+		bad("detect.shift", "%g is not in (0, 1]", d.Shift)
+	}
+	if !(d.Scale > 1 && d.Scale <= 2) {
+		bad("detect.scale", "%g is not in (1, 2]", d.Scale)
+	}
+	if d.IoU < 0 || d.IoU > 1 {
+		bad("detect.iou", "%g is not in [0, 1]", d.IoU)
+	}
+	if d.Every < 1 {
+		bad("detect.every", "%d: want at least 1 (every frame)", d.Every)
+	}
+	t := c.Track
+	if t.MaxFaces < 1 || t.MaxFaces > 64 {
+		bad("track.max_faces", "%d is not in [1, 64]", t.MaxFaces)
+	}
+	if t.Smoothing < 0 || t.Smoothing >= 1 {
+		bad("track.smoothing", "%g is not in [0, 1)", t.Smoothing)
+	}
+	if t.LostAfter < 0 {
+		bad("track.lost_after", "%d is negative", t.LostAfter)
+	}
+	if t.MinIoU < 0 || t.MinIoU > 1 {
+		bad("track.min_iou", "%g is not in [0, 1]", t.MinIoU)
+	}
+	if t.MaxStd <= 0 {
+		bad("track.max_std", "%g is not positive", t.MaxStd)
+	}
+	m := c.MQTT
+	if m.Broker != "embedded" && m.Broker != "" {
+		u, err := url.Parse(m.Broker)
+		switch {
+		case err != nil:
+			bad("mqtt.broker", "%q: %v", m.Broker, err)
+		case u.Scheme != "tcp" && u.Scheme != "ssl" && u.Scheme != "tls" && u.Scheme != "mqtt" && u.Scheme != "mqtts" && u.Scheme != "ws" && u.Scheme != "wss":
+			bad("mqtt.broker", "%q: scheme %q is not tcp, ssl, tls, mqtt, mqtts, ws or wss (or give \"embedded\")", m.Broker, u.Scheme)
+		case u.Host == "":
+			bad("mqtt.broker", "%q has no host", m.Broker)
+		}
+	}
+	if m.Broker == "" {
+		bad("mqtt.broker", "is empty: give a URL such as tcp://127.0.0.1:1883, or \"embedded\"")
+	}
+	if m.Prefix == "" || strings.ContainsAny(m.Prefix, "+#") || strings.HasPrefix(m.Prefix, "/") || strings.HasSuffix(m.Prefix, "/") {
+		bad("mqtt.prefix", "%q: want a non-empty topic prefix without '+', '#' or leading/trailing '/'", m.Prefix)
+	}
+	if m.QoS < 0 || m.QoS > 2 {
+		bad("mqtt.qos", "%d is not 0, 1 or 2", m.QoS)
+	}
+	if m.MaxRate < 0 {
+		bad("mqtt.max_rate", "%g is negative", m.MaxRate)
+	}
+	if m.StatsInterval < time.Second {
+		bad("mqtt.stats_interval", "%v is below 1s", m.StatsInterval)
+	}
+	if m.ConnectTimeout <= 0 {
+		bad("mqtt.connect_timeout", "%v is not positive", m.ConnectTimeout)
+	}
+	if (m.Cert == "") != (m.Key == "") {
+		bad("mqtt.cert", "a client certificate needs both cert and key")
+	}
+	if m.Password != "" && m.PasswordFile != "" {
+		bad("mqtt.password_file", "give password or password_file, not both")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		bad("log.format", "%q is not text or json", c.Log.Format)
+	}
+	if len(p) > 0 {
+		return p
+	}
+	return nil
+}
