@@ -1,0 +1,334 @@
+package device
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A real face image from the data set, as the frames the tests record.
+func realFrame(t *testing.T) *image.YCbCr {
+	t.Helper()
+	dir := os.Getenv("POSED_DATA")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "data")
+	}
+	f, err := os.Open(filepath.Join(dir, "pointing04", "Person01", "person01146+0+0.jpg"))
+	if err != nil {
+		t.Skipf("data set not available: %v", err)
+	}
+	defer f.Close()
+	img, err := jpeg.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img.(*image.YCbCr)
+}
+
+// yuyvBytes records an image as a camera's YUYV frame with padded lines.
+func yuyvBytes(img *image.YCbCr, stride int) []byte {
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	out := make([]byte, stride*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x += 2 {
+			c := img.YCbCrAt(x, y)
+			c2 := img.YCbCrAt(x+1, y)
+			copy(out[y*stride+2*x:], []byte{c.Y, c.Cb, c2.Y, c.Cr})
+		}
+	}
+	return out
+}
+
+func TestYUYVAndGREYToGrey(t *testing.T) {
+	img := realFrame(t)
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	var f Frame
+	raw := yuyvBytes(img, 2*w+16)
+	if err := GreyFromYUYV(&f, raw, w, h, 2*w+16); err != nil {
+		t.Fatal(err)
+	}
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			if f.Gray.Pix[y*w+x] != img.Y[y*img.YStride+x] {
+				t.Fatalf("YUYV (%d,%d): %d, want %d", x, y, f.Gray.Pix[y*w+x], img.Y[y*img.YStride+x])
+			}
+		}
+	}
+	// GREY with padding, then reuse of the frame's buffer without allocation.
+	grey := make([]byte, (w+8)*h)
+	for y := 0; y < h; y++ {
+		copy(grey[y*(w+8):], img.Y[y*img.YStride:y*img.YStride+w])
+	}
+	if a := testing.AllocsPerRun(5, func() {
+		if err := GreyFromGREY(&f, grey, w, h, w+8); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("GREY conversion into a frame allocates %.0f times", a)
+	}
+	if !bytes.Equal(f.Gray.Pix[:w], img.Y[:w]) {
+		t.Error("GREY conversion changed the pixels")
+	}
+	// A short frame is an ErrFrameSize naming both lengths.
+	err := convertFrame(&f, FourCCYUYV, raw[:len(raw)/2], w, h)
+	if !errors.Is(err, ErrFrameSize) || !strings.Contains(err.Error(), fmt.Sprint(2*w*h)) {
+		t.Errorf("short YUYV frame: %v", err)
+	}
+}
+
+// MJPEG frames without Huffman tables decode once the standard tables are
+// put in, to the same pixels as the complete JPEG.
+func TestMJPEGWithoutHuffmanTables(t *testing.T) {
+	img := realFrame(t)
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 85}); err != nil {
+		t.Fatal(err)
+	}
+	full := buf.Bytes()
+	stripped := stripDHT(full)
+	if len(stripped) >= len(full) {
+		t.Fatal("no DHT segment to strip")
+	}
+	if _, err := jpeg.Decode(bytes.NewReader(stripped)); err == nil {
+		t.Fatal("the standard decoder read a JPEG without Huffman tables: the test shows nothing")
+	}
+	var a, b Frame
+	if err := GreyFromJPEG(&a, full); err != nil {
+		t.Fatal(err)
+	}
+	if err := GreyFromJPEG(&b, stripped); err != nil {
+		t.Fatalf("MJPEG frame without DHT: %v", err)
+	}
+	if !bytes.Equal(a.Gray.Pix, b.Gray.Pix) {
+		t.Error("decoded pixels differ")
+	}
+	// Split a stream of three such frames.
+	stream := append(append(append([]byte{}, stripped...), full...), stripped...)
+	n := 0
+	splitJPEGs(stream, func(j []byte) bool { n++; return true })
+	if n != 3 {
+		t.Errorf("split %d frames from a 3-frame MJPEG stream", n)
+	}
+}
+
+// stripDHT removes every DHT segment before the scan.
+func stripDHT(b []byte) []byte {
+	out := append([]byte(nil), b[:2]...)
+	i := 2
+	for i+4 <= len(b) && b[i] == 0xff {
+		m := b[i+1]
+		n := int(b[i+2])<<8 | int(b[i+3])
+		if m == 0xda {
+			break
+		}
+		if m != 0xc4 {
+			out = append(out, b[i:i+2+n]...)
+		}
+		i += 2 + n
+	}
+	return append(out, b[i:]...)
+}
+
+func TestChooseFormatAndSize(t *testing.T) {
+	f, err := ChooseFormat([]uint32{FourCCMJPG, FourCCYUYV}, "auto")
+	if err != nil || f != FourCCYUYV {
+		t.Errorf("auto among MJPG, YUYV: %s, %v", FourCCString(f), err)
+	}
+	if _, err := ChooseFormat([]uint32{FourCCMJPG}, "grey"); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "MJPG") {
+		t.Errorf("grey from an MJPEG-only camera: %v", err)
+	}
+	w, h := ChooseSize([]Size{{MinW: 320, MaxW: 320, MinH: 240, MaxH: 240}, {MinW: 640, MaxW: 640, MinH: 360, MaxH: 360}, {MinW: 1280, MaxW: 1280, MinH: 720, MaxH: 720}}, 640, 480)
+	if w != 640 || h != 360 {
+		t.Errorf("closest to 640×480: %d×%d", w, h)
+	}
+	w, h = ChooseSize([]Size{{MinW: 16, MaxW: 1920, StepW: 16, MinH: 16, MaxH: 1080, StepH: 8}}, 650, 481)
+	if w != 640 || h != 480 {
+		t.Errorf("stepwise: %d×%d", w, h)
+	}
+}
+
+func writeJPEGs(t *testing.T, dir string, sizes ...image.Point) {
+	t.Helper()
+	for i, s := range sizes {
+		img := image.NewGray(image.Rect(0, 0, s.X, s.Y))
+		for j := range img.Pix {
+			img.Pix[j] = uint8(i * 40)
+		}
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%03d.jpg", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jpeg.Encode(f, img, nil)
+		f.Close()
+	}
+}
+
+func TestReplayFolderPacingLoopAndSize(t *testing.T) {
+	dir := t.TempDir()
+	writeJPEGs(t, dir, image.Pt(64, 48), image.Pt(64, 48), image.Pt(32, 32), image.Pt(64, 48))
+	r, err := OpenReplay(dir, ReplayOptions{FPS: 50, Loop: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	var f Frame
+	start := time.Now()
+	var sizeErrs, frames int
+	for i := 0; i < 8; i++ {
+		err := r.Next(ctx, &f)
+		switch {
+		case errors.Is(err, ErrFrameSize):
+			sizeErrs++
+			if !strings.Contains(err.Error(), "f002.jpg") || !strings.Contains(err.Error(), "32×32") {
+				t.Errorf("size error does not name the frame and its size: %v", err)
+			}
+		case err != nil:
+			t.Fatal(err)
+		default:
+			frames++
+			if d := int(f.Gray.Pix[0]) - 40*(i%4); f.Gray.Rect.Dx() != 64 || d < -2 || d > 2 {
+				t.Errorf("frame %d: %v, first pixel %d", i, f.Gray.Rect, f.Gray.Pix[0])
+			}
+		}
+	}
+	// 8 frames at 50 fps: the last is due 7/50 s after the first.
+	if el := time.Since(start); el < 130*time.Millisecond {
+		t.Errorf("8 frames at 50 fps took %v", el)
+	}
+	if sizeErrs != 2 || frames != 6 {
+		t.Errorf("%d frames and %d size errors over two loops, want 6 and 2", frames, sizeErrs)
+	}
+	// Without Loop the replay ends.
+	r2, _ := OpenReplay(dir, ReplayOptions{})
+	n := 0
+	for {
+		err := r2.Next(ctx, &f)
+		if errors.Is(err, ErrEnd) {
+			break
+		}
+		if n++; n > 10 {
+			t.Fatal("replay without loop does not end")
+		}
+	}
+}
+
+func TestReplayY4MAndMJPEG(t *testing.T) {
+	dir := t.TempDir()
+	// Y4M: two 4×2 frames, 4:2:0.
+	var y4m bytes.Buffer
+	y4m.WriteString("YUV4MPEG2 W4 H2 F25:1 Ip A1:1 C420jpeg\n")
+	for i := 0; i < 2; i++ {
+		y4m.WriteString("FRAME\n")
+		y4m.Write([]byte{byte(i), 1, 2, 3, 4, 5, 6, 7})
+		y4m.Write([]byte{128, 128, 128, 128}) // 2×1 Cb and Cr
+	}
+	p := filepath.Join(dir, "a.y4m")
+	os.WriteFile(p, y4m.Bytes(), 0o644)
+	r, err := OpenReplay(p, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f Frame
+	for i := 0; i < 2; i++ {
+		if err := r.Next(context.Background(), &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Gray.Rect.Dx() != 4 || f.Gray.Pix[0] != byte(i) || f.Gray.Pix[7] != 7 {
+			t.Errorf("y4m frame %d: %v %v", i, f.Gray.Rect, f.Gray.Pix)
+		}
+	}
+	// MJPEG: concatenated JPEGs.
+	var mj bytes.Buffer
+	for i := 0; i < 3; i++ {
+		img := image.NewGray(image.Rect(0, 0, 16, 16))
+		img.SetGray(0, 0, color.Gray{Y: uint8(100 * i)})
+		jpeg.Encode(&mj, img, nil)
+	}
+	p = filepath.Join(dir, "a.mjpeg")
+	os.WriteFile(p, mj.Bytes(), 0o644)
+	r, err = OpenReplay(p, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Len() != 3 {
+		t.Errorf("mjpeg: %d frames, want 3", r.Len())
+	}
+	if _, err := OpenReplay(filepath.Join(dir, "nothing.avi"), ReplayOptions{}); err == nil {
+		t.Error("missing file accepted")
+	}
+}
+
+// fakeSource fails after a number of frames, like a camera unplugged.
+type fakeSource struct {
+	frames int
+	closed *int
+}
+
+func (s *fakeSource) Next(ctx context.Context, dst *Frame) error {
+	if s.frames == 0 {
+		return errors.New("read /dev/video0: no such device")
+	}
+	s.frames--
+	setSize(dst, 8, 8)
+	return nil
+}
+func (s *fakeSource) Close() error { *s.closed++; return nil }
+
+// A source that vanishes is reported offline, re-opened with growing
+// waits, reported online again, and frame numbers carry on.
+func TestReopeningRecoversWithBackoff(t *testing.T) {
+	opens, closed := 0, 0
+	var statuses []Status
+	var waits []time.Duration
+	r := &Reopening{
+		Open: func() (Source, error) {
+			opens++
+			if opens == 2 || opens == 3 {
+				return nil, errors.New("open /dev/video0: no such file or directory")
+			}
+			return &fakeSource{frames: 2, closed: &closed}, nil
+		},
+		Backoff:   10 * time.Millisecond,
+		MaxWait:   25 * time.Millisecond,
+		OnStatus:  func(s Status) { statuses = append(statuses, s) },
+		sleepFunc: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil },
+	}
+	var f Frame
+	for i := 1; i <= 4; i++ {
+		if err := r.Next(context.Background(), &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Seq != uint64(i) {
+			t.Errorf("frame %d has sequence number %d", i, f.Seq)
+		}
+	}
+	if opens != 4 || closed != 1 {
+		t.Errorf("%d opens, %d closes", opens, closed)
+	}
+	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 25 * time.Millisecond}
+	if fmt.Sprint(waits) != fmt.Sprint(want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	// online, offline ×3 (read failure, two open failures), online
+	if len(statuses) != 5 || !statuses[0].Online || statuses[1].Online || statuses[3].Online || !statuses[4].Online {
+		t.Errorf("statuses %+v", statuses)
+	}
+	if !strings.Contains(statuses[2].Err.Error(), "no such file") {
+		t.Errorf("offline status does not say why: %v", statuses[2].Err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.Next(ctx, &f); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}

@@ -1,0 +1,125 @@
+package device
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Status is a source's state as the daemon reports it.
+type Status struct {
+	Online bool
+	Err    error         // why it is offline (nil when online)
+	Retry  time.Duration // wait before the next attempt (offline)
+}
+
+// Reopening wraps a source that may fail: when opening or reading fails
+// (the camera was unplugged, the driver timed out) it closes the source,
+// reports the camera offline, waits with exponential backoff and opens it
+// again, for as long as the context lasts. Frame size errors are passed on
+// without re-opening: the source itself is fine.
+type Reopening struct {
+	Open      func() (Source, error)
+	Backoff   time.Duration // first wait (default 1s)
+	MaxWait   time.Duration // longest wait (default 30s)
+	OnStatus  func(Status)  // called on every change, may be nil
+	src       Source
+	wait      time.Duration
+	online    bool
+	seq       uint64
+	sleepFunc func(ctx context.Context, d time.Duration) error
+}
+
+// Next returns the next frame, re-opening the source as often as needed.
+// It returns only with a frame, a context error, ErrEnd from a replay, or a
+// frame size error.
+func (r *Reopening) Next(ctx context.Context, dst *Frame) error {
+	if r.Backoff <= 0 {
+		r.Backoff = time.Second
+	}
+	if r.MaxWait < r.Backoff {
+		r.MaxWait = 30 * time.Second
+	}
+	sleep := r.sleepFunc
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if r.src == nil {
+			src, err := r.Open()
+			if err != nil {
+				if err := r.fail(ctx, fmt.Errorf("opening: %w", err), sleep); err != nil {
+					return err
+				}
+				continue
+			}
+			r.src = src
+		}
+		err := r.src.Next(ctx, dst)
+		switch {
+		case err == nil:
+			r.seq++
+			dst.Seq = r.seq
+			r.wait = 0
+			if !r.online {
+				r.online = true
+				r.report(Status{Online: true})
+			}
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, ErrEnd), errors.Is(err, ErrFrameSize):
+			return err
+		}
+		r.src.Close()
+		r.src = nil
+		if err := r.fail(ctx, err, sleep); err != nil {
+			return err
+		}
+	}
+}
+
+// fail reports the source offline and waits before the next attempt.
+func (r *Reopening) fail(ctx context.Context, cause error, sleep func(context.Context, time.Duration) error) error {
+	if r.wait == 0 {
+		r.wait = r.Backoff
+	} else {
+		r.wait = min(2*r.wait, r.MaxWait)
+	}
+	r.online = false
+	r.report(Status{Online: false, Err: cause, Retry: r.wait})
+	return sleep(ctx, r.wait)
+}
+
+func (r *Reopening) report(s Status) {
+	if r.OnStatus != nil {
+		r.OnStatus(s)
+	}
+}
+
+// Close closes the current source, if open.
+func (r *Reopening) Close() error {
+	if r.src == nil {
+		return nil
+	}
+	err := r.src.Close()
+	r.src = nil
+	return err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+var _ Source = (*Reopening)(nil)

@@ -1,0 +1,250 @@
+package device
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	_ "image/jpeg" // replayed images
+	_ "image/png"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ReplayOptions configure a replay.
+type ReplayOptions struct {
+	FPS  float64 // pace; 0: as fast as the caller takes frames
+	Loop bool    // start again after the last frame
+	// Width, Height, if set, are the frame size every frame must have;
+	// otherwise the first frame's size is. A frame of another size gives
+	// ErrFrameSize (and the replay goes on with the next).
+	Width, Height int
+}
+
+// Replay plays back a folder of images (sorted by name), an MJPEG file
+// (concatenated JPEGs) or a YUV4MPEG2 (.y4m) file as grey frames.
+type Replay struct {
+	path   string
+	o      ReplayOptions
+	frames []frameData
+	next   int
+	seq    uint64
+	start  time.Time
+	w, h   int
+}
+
+// frameData is one frame, held encoded (file or JPEG bytes) or raw (Y4M luma).
+type frameData struct {
+	name string
+	enc  []byte // JPEG/PNG bytes, or nil
+	y    []byte // raw luma (Y4M)
+	w, h int
+}
+
+// OpenReplay reads the frames of path (a folder, .mjpeg/.mjpg, or .y4m)
+// into memory.
+func OpenReplay(path string, o ReplayOptions) (*Replay, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("device: replay: %w", err)
+	}
+	r := &Replay{path: path, o: o, w: o.Width, h: o.Height}
+	switch ext := strings.ToLower(filepath.Ext(path)); {
+	case st.IsDir():
+		err = r.readDir()
+	case ext == ".mjpeg" || ext == ".mjpg":
+		err = r.readMJPEG()
+	case ext == ".y4m":
+		err = r.readY4M()
+	default:
+		err = fmt.Errorf("%w: %s: want a folder of images, an .mjpeg or a .y4m file", ErrFormat, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("device: replay: %w", err)
+	}
+	if len(r.frames) == 0 {
+		return nil, fmt.Errorf("device: replay: %s holds no frames", path)
+	}
+	return r, nil
+}
+
+func (r *Replay) readDir() error {
+	entries, err := os.ReadDir(r.path)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, e := range entries {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".jpg", ".jpeg", ".png":
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(r.path, n))
+		if err != nil {
+			return err
+		}
+		r.frames = append(r.frames, frameData{name: n, enc: data})
+	}
+	return nil
+}
+
+func (r *Replay) readMJPEG() error {
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		return err
+	}
+	i := 0
+	splitJPEGs(data, func(j []byte) bool {
+		i++
+		r.frames = append(r.frames, frameData{name: fmt.Sprintf("frame %d", i), enc: j})
+		return true
+	})
+	return nil
+}
+
+// readY4M reads a YUV4MPEG2 stream: a header line "YUV4MPEG2 W… H… …",
+// then frames, each "FRAME[ params]\n" followed by the planes. Only the Y
+// plane is kept; the chroma size follows from the C parameter.
+func (r *Replay) readY4M() error {
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		return err
+	}
+	w, h, chroma, rest, err := parseY4MHeader(data)
+	if err != nil {
+		return err
+	}
+	frameLen := w*h + chroma
+	for i := 1; len(rest) > 0; i++ {
+		nl := bytes.IndexByte(rest, '\n')
+		if nl < 0 || !bytes.HasPrefix(rest, []byte("FRAME")) {
+			return fmt.Errorf("%w: y4m frame %d has no FRAME header", ErrFormat, i)
+		}
+		rest = rest[nl+1:]
+		if len(rest) < frameLen {
+			break // a truncated last frame is dropped
+		}
+		r.frames = append(r.frames, frameData{name: fmt.Sprintf("frame %d", i), y: rest[:w*h], w: w, h: h})
+		rest = rest[frameLen:]
+	}
+	return nil
+}
+
+// parseY4MHeader returns the frame size, the bytes of chroma per frame and
+// what follows the header.
+func parseY4MHeader(data []byte) (w, h, chroma int, rest []byte, err error) {
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 || !bytes.HasPrefix(data, []byte("YUV4MPEG2 ")) {
+		return 0, 0, 0, nil, fmt.Errorf("%w: not a YUV4MPEG2 stream", ErrFormat)
+	}
+	cs := "420"
+	for _, f := range strings.Fields(string(data[10:nl])) {
+		switch f[0] {
+		case 'W':
+			fmt.Sscan(f[1:], &w)
+		case 'H':
+			fmt.Sscan(f[1:], &h)
+		case 'C':
+			cs = f[1:]
+		}
+	}
+	if w <= 0 || h <= 0 || w > 16384 || h > 16384 {
+		return 0, 0, 0, nil, fmt.Errorf("%w: y4m size %d×%d", ErrFormat, w, h)
+	}
+	cw, ch := (w+1)/2, (h+1)/2
+	switch {
+	case strings.HasPrefix(cs, "420"):
+		chroma = 2 * cw * ch
+	case strings.HasPrefix(cs, "422"):
+		chroma = 2 * cw * h
+	case strings.HasPrefix(cs, "444"):
+		chroma = 2 * w * h
+	case strings.HasPrefix(cs, "mono"):
+		chroma = 0
+	default:
+		return 0, 0, 0, nil, fmt.Errorf("%w: y4m colour space %q", ErrFormat, cs)
+	}
+	return w, h, chroma, data[nl+1:], nil
+}
+
+// Len is the number of frames.
+func (r *Replay) Len() int { return len(r.frames) }
+
+// Next delivers the next frame, paced to FPS. At the end it returns ErrEnd,
+// or starts again when looping. A frame that cannot be decoded or has the
+// wrong size gives an error naming it; the next call goes on after it.
+func (r *Replay) Next(ctx context.Context, dst *Frame) error {
+	if r.next >= len(r.frames) {
+		if !r.o.Loop {
+			return ErrEnd
+		}
+		r.next = 0
+	}
+	if r.o.FPS > 0 {
+		if r.start.IsZero() {
+			r.start = time.Now()
+		}
+		due := r.start.Add(time.Duration(float64(r.seq) / r.o.FPS * float64(time.Second)))
+		if wait := time.Until(due); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+	} else if err := ctx.Err(); err != nil {
+		return err
+	}
+	f := r.frames[r.next]
+	r.next++
+	r.seq++
+	var err error
+	switch {
+	case f.y != nil:
+		err = copyPlane(dst, f.y, f.w, f.w, f.h)
+	case len(f.enc) > 1 && f.enc[0] == 0xff && f.enc[1] == 0xd8:
+		err = GreyFromJPEG(dst, f.enc)
+	default:
+		var img image.Image
+		img, _, err = image.Decode(bytes.NewReader(f.enc))
+		if err == nil {
+			b := img.Bounds()
+			g := setSize(dst, b.Dx(), b.Dy())
+			for y := 0; y < b.Dy(); y++ {
+				for x := 0; x < b.Dx(); x++ {
+					r, gg, bb, _ := img.At(b.Min.X+x, b.Min.Y+y).RGBA()
+					g.Pix[y*g.Stride+x] = uint8((19595*r + 38470*gg + 7471*bb + 1<<15) >> 24)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("device: replay %s: %s: %w", r.path, f.name, err)
+	}
+	dst.Seq = r.seq
+	dst.Time = time.Now()
+	w, h := dst.Gray.Rect.Dx(), dst.Gray.Rect.Dy()
+	if r.w == 0 {
+		r.w, r.h = w, h
+	}
+	if w != r.w || h != r.h {
+		return fmt.Errorf("device: replay %s: %s: %w", r.path, f.name, sizeError(fmt.Sprintf("%d×%d", w, h), fmt.Sprintf("%d×%d", r.w, r.h)))
+	}
+	return nil
+}
+
+// Close releases the frames.
+func (r *Replay) Close() error {
+	r.frames = nil
+	return nil
+}
+
+var _ Source = (*Replay)(nil)
