@@ -1,0 +1,214 @@
+// Package track turns frames into tracked faces: it detects faces
+// periodically, estimates each face's pose and refines its box every frame
+// (so a face the detector loses, in profile say, is still followed by the
+// pose model's own box refinement), keeps stable track ids and smooths
+// angles and boxes.
+package track
+
+import (
+	"image"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/pose"
+)
+
+// Config tunes the tracker.
+type Config struct {
+	MaxFaces  int     // faces reported per frame, largest first
+	Every     int     // full-frame detection every N frames while faces are tracked
+	LostAfter int     // full detections in a row that miss a face before it is dropped
+	MinIoU    float64 // a detection continues a track above this overlap
+	Smoothing float64 // exponential smoothing weight of the past, [0, 1)
+	MaxStd    float64 // a face whose yaw std (degrees) exceeds this is dropped
+}
+
+// Face is a tracked face in one frame.
+type Face struct {
+	ID     uint64
+	Box    feature.Box // smoothed, pixels
+	Score  float64     // the last detection's score
+	Angles [3]float64  // yaw, pitch, roll (degrees), smoothed
+	Std    [3]float64
+	Has    [3]bool // which angles the model predicts
+	Age    int     // frames since the track started
+}
+
+// Timing is the time spent in each stage of the last frame.
+type Timing struct {
+	Detect, Pose time.Duration
+	Detected     bool // a full-frame detection ran
+}
+
+type trackState struct {
+	face   Face
+	missed int         // detections in a row without a match
+	raw    feature.Box // unsmoothed box, where the next refinement starts
+}
+
+// Tracker processes frames one after another; it is not safe for
+// concurrent use.
+type Tracker struct {
+	cfg    Config
+	det    *detect.Detector
+	calib  detect.Calibration
+	est    *pose.Estimator
+	worker *pose.Worker
+	tracks []*trackState
+	free   []*trackState
+	nextID uint64
+	frame  uint64
+	out    []Face
+	used   []bool
+	last   Timing
+}
+
+// New returns a tracker.
+func New(cfg Config, det *detect.Detector, calib detect.Calibration, est *pose.Estimator) *Tracker {
+	if cfg.MaxFaces < 1 {
+		cfg.MaxFaces = 1
+	}
+	if cfg.Every < 1 {
+		cfg.Every = 1
+	}
+	return &Tracker{cfg: cfg, det: det, calib: calib, est: est, worker: est.NewWorker()}
+}
+
+// Timing returns the stage times of the last frame.
+func (t *Tracker) Timing() Timing { return t.last }
+
+// Process runs on one frame and returns its faces, largest first. The
+// slice is reused by the next call.
+func (t *Tracker) Process(img *image.Gray) []Face {
+	t.frame++
+	t.last = Timing{}
+	bounds := img.Rect
+	// 1. Follow every track with the pose model from where it was.
+	start := time.Now()
+	for _, tr := range t.tracks {
+		t.estimate(tr, tr.raw, img)
+	}
+	// 2. Detect on schedule (always while nothing is tracked) and match.
+	if len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 {
+		d0 := time.Now()
+		faces := t.det.Detect(img)
+		t.last.Detect = time.Since(d0)
+		t.last.Detected = true
+		t.match(faces, img)
+	}
+	// 3. Drop faces that left, that the model no longer sees, or that
+	// detections have missed too often.
+	kept := t.tracks[:0]
+	for _, tr := range t.tracks {
+		b := tr.raw
+		gone := tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
+			b.X+b.W < float64(bounds.Min.X) || b.Y+b.H < float64(bounds.Min.Y) ||
+			b.X > float64(bounds.Max.X) || b.Y > float64(bounds.Max.Y) ||
+			(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd)
+		if gone {
+			t.free = append(t.free, tr)
+			continue
+		}
+		kept = append(kept, tr)
+	}
+	t.tracks = kept
+	t.last.Pose = time.Since(start) - t.last.Detect
+	// 4. Report, largest first.
+	sort.Slice(t.tracks, func(i, j int) bool {
+		a, b := t.tracks[i].face.Box, t.tracks[j].face.Box
+		if a.W*a.H != b.W*b.H {
+			return a.W*a.H > b.W*b.H
+		}
+		return t.tracks[i].face.ID < t.tracks[j].face.ID
+	})
+	t.out = t.out[:0]
+	for _, tr := range t.tracks {
+		if len(t.out) == t.cfg.MaxFaces {
+			break
+		}
+		t.out = append(t.out, tr.face)
+	}
+	return t.out
+}
+
+// match pairs detections with tracks by overlap (best first). A matched
+// track is re-anchored on its detection; an unmatched detection starts a
+// track; an unmatched track counts a miss.
+func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
+	if cap(t.used) < len(faces) {
+		t.used = make([]bool, len(faces))
+	}
+	used := t.used[:len(faces)]
+	for i := range used {
+		used[i] = false
+	}
+	for _, tr := range t.tracks {
+		best, bestIoU := -1, t.cfg.MinIoU
+		for i, f := range faces {
+			if used[i] {
+				continue
+			}
+			if iou := feature.IoU(t.calib.Apply(f.Box), tr.raw); iou > bestIoU {
+				best, bestIoU = i, iou
+			}
+		}
+		if best < 0 {
+			tr.missed++
+			continue
+		}
+		used[best] = true
+		tr.missed = 0
+		tr.face.Score = faces[best].Score
+	}
+	for i, f := range faces {
+		if used[i] || len(t.tracks) >= 4*t.cfg.MaxFaces {
+			continue
+		}
+		tr := t.newTrack()
+		tr.face.Score = f.Score
+		t.estimate(tr, t.calib.Apply(f.Box), img)
+		tr.face.Box = tr.raw
+		t.tracks = append(t.tracks, tr)
+	}
+}
+
+func (t *Tracker) newTrack() *trackState {
+	var tr *trackState
+	if n := len(t.free); n > 0 {
+		tr, t.free = t.free[n-1], t.free[:n-1]
+		*tr = trackState{}
+	} else {
+		tr = &trackState{}
+	}
+	t.nextID++
+	tr.face.ID = t.nextID
+	return tr
+}
+
+// estimate runs the pose model from box and folds the answer into the
+// track, smoothing all but a new track's first estimate.
+func (t *Tracker) estimate(tr *trackState, box feature.Box, img *image.Gray) {
+	r := t.worker.Estimate(img, box)
+	tr.raw = r.Box
+	a := t.cfg.Smoothing
+	if tr.face.Age == 0 {
+		a = 0
+	}
+	f := &tr.face
+	f.Box = feature.Box{
+		X: a*f.Box.X + (1-a)*r.Box.X, Y: a*f.Box.Y + (1-a)*r.Box.Y,
+		W: a*f.Box.W + (1-a)*r.Box.W, H: a*f.Box.H + (1-a)*r.Box.H,
+	}
+	for i := range f.Angles {
+		f.Has[i] = t.est.HasAngle(i)
+		f.Angles[i] = a*f.Angles[i] + (1-a)*r.Angles[i]
+		f.Std[i] = r.Std[i]
+		if math.IsNaN(f.Angles[i]) {
+			f.Angles[i] = r.Angles[i]
+		}
+	}
+	f.Age++
+}
