@@ -4,10 +4,18 @@ go 1.26.0
 
 require (
 	github.com/blackjack/webcam v0.6.1
+	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/esimov/pigo v1.4.6
+	github.com/mochi-mqtt/server/v2 v2.7.9
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/gonum v0.17.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-require golang.org/x/tools v0.30.0 // indirect
+require (
+	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/rs/xid v1.4.0 // indirect
+	golang.org/x/net v0.44.0 // indirect
+	golang.org/x/sync v0.17.0 // indirect
+	golang.org/x/tools v0.36.0 // indirect
+)

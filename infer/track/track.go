@@ -162,6 +162,11 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 		used[best] = true
 		tr.missed = 0
 		tr.face.Score = faces[best].Score
+		if !t.est.Refines() {
+			// Without box refinement the detection is the best box there
+			// is: re-anchor the track on it.
+			t.estimate(tr, t.calib.Apply(faces[best].Box), img)
+		}
 	}
 	for i, f := range faces {
 		if used[i] || len(t.tracks) >= 4*t.cfg.MaxFaces {

@@ -1,0 +1,100 @@
+// Command posed is the head-pose daemon: frames from a V4L2 camera (or a
+// replay) → faces (pigo) → pose and refined box (hybrid GLLiM) → MQTT.
+//
+//	posed [-config FILE] [-source PATH] [-broker URL|embedded] [-device-id ID] [-model FILE]
+//	posed -check-config -config FILE
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/edgepose/posed/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("posed", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "YAML configuration file (default: built-in defaults)")
+	source := fs.String("source", "", "frame source: a /dev/video* device, an image folder or a video file (overrides source.path)")
+	broker := fs.String("broker", "", "MQTT broker URL, or \"embedded\" (overrides mqtt.broker)")
+	device := fs.String("device-id", "", "device id in MQTT topics (overrides device)")
+	model := fs.String("model", "", "model file (overrides model.path)")
+	check := fs.Bool("check-config", false, "validate the configuration and exit")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "posed", version)
+		return 0
+	}
+	cfg := config.Default()
+	if *cfgPath != "" {
+		c, err := config.Load(*cfgPath)
+		if err != nil {
+			fmt.Fprintln(stderr, "posed:", err)
+			return 2
+		}
+		cfg = c
+	}
+	for _, o := range []struct {
+		flag string
+		dst  *string
+	}{{*source, &cfg.Source.Path}, {*broker, &cfg.MQTT.Broker}, {*device, &cfg.Device}, {*model, &cfg.Model.Path}} {
+		if o.flag != "" {
+			*o.dst = o.flag
+		}
+	}
+	if cfg.Device == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "posed"
+		}
+		cfg.Device = h
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "posed: config:", err)
+		return 2
+	}
+	if *check {
+		if _, err := os.Stat(cfg.Model.Path); err != nil {
+			fmt.Fprintln(stderr, "posed: config: model.path:", err)
+			return 2
+		}
+		fmt.Fprintln(stdout, "posed: configuration ok")
+		return 0
+	}
+	log := newLogger(cfg.Log, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, log, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("posed stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var lv slog.Level
+	lv.UnmarshalText([]byte(c.Level)) // validated already
+	o := &slog.HandlerOptions{Level: lv}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// metrics are the daemon's counters, exposed in the Prometheus text format
+// on /metrics, with a health check on /healthz.
+type metrics struct {
+	framesIn, framesProcessed, framesDropped, framesBad, faces atomic.Uint64
+	cameraOnline                                               atomic.Bool
+	lastFrame                                                  atomic.Int64 // unix nanoseconds of the last processed frame
+	stages                                                     map[string]*histogram
+	mqtt                                                       func() (published, dropped uint64, connected bool)
+	started                                                    time.Time
+}
+
+func newMetrics() *metrics {
+	m := &metrics{stages: map[string]*histogram{}, started: time.Now()}
+	for _, s := range []string{"detect", "pose", "frame", "latency"} {
+		m.stages[s] = newHistogram()
+	}
+	return m
+}
+
+// histogram counts durations in fixed buckets (seconds).
+type histogram struct {
+	mu      sync.Mutex
+	bounds  []float64
+	counts  []uint64
+	sum     float64
+	n       uint64
+	recent  []float64 // last values, for the median in stats
+	next    int
+	filled  bool
+	lastMed float64
+}
+
+func newHistogram() *histogram {
+	b := []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1}
+	return &histogram{bounds: b, counts: make([]uint64, len(b)), recent: make([]float64, 256)}
+}
+
+func (h *histogram) observe(d time.Duration) {
+	v := d.Seconds()
+	h.mu.Lock()
+	for i, b := range h.bounds {
+		if v <= b {
+			h.counts[i]++
+		}
+	}
+	h.sum += v
+	h.n++
+	h.recent[h.next] = v
+	h.next = (h.next + 1) % len(h.recent)
+	if h.next == 0 {
+		h.filled = true
+	}
+	h.mu.Unlock()
+}
+
+// median of the recent values, in seconds.
+func (h *histogram) median() float64 {
+	h.mu.Lock()
+	n := h.next
+	if h.filled {
+		n = len(h.recent)
+	}
+	v := append([]float64(nil), h.recent[:n]...)
+	h.mu.Unlock()
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
+}
+
+func (m *metrics) write(w io.Writer) {
+	c := func(name, help string, v uint64) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
+	}
+	g := func(name, help string, v float64) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v)
+	}
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	c("posed_frames_in_total", "Frames delivered by the source.", m.framesIn.Load())
+	c("posed_frames_processed_total", "Frames run through detection and pose.", m.framesProcessed.Load())
+	c("posed_frames_dropped_total", "Frames replaced by a newer one before processing.", m.framesDropped.Load())
+	c("posed_frames_bad_total", "Frames of the wrong size or undecodable.", m.framesBad.Load())
+	c("posed_faces_total", "Faces reported, summed over frames.", m.faces.Load())
+	g("posed_camera_online", "1 while the frame source delivers.", b2f(m.cameraOnline.Load()))
+	if m.mqtt != nil {
+		p, d, conn := m.mqtt()
+		c("posed_mqtt_published_total", "MQTT messages published.", p)
+		c("posed_mqtt_dropped_total", "MQTT messages dropped (disconnected, queue full, rate cap).", d)
+		g("posed_mqtt_connected", "1 while connected to the broker.", b2f(conn))
+	}
+	g("posed_uptime_seconds", "Seconds since start.", time.Since(m.started).Seconds())
+	fmt.Fprintf(w, "# HELP posed_stage_seconds Time per frame spent in each stage (latency: capture to publish).\n# TYPE posed_stage_seconds histogram\n")
+	for _, s := range []string{"detect", "pose", "frame", "latency"} {
+		h := m.stages[s]
+		h.mu.Lock()
+		for i, b := range h.bounds {
+			fmt.Fprintf(w, "posed_stage_seconds_bucket{stage=%q,le=\"%g\"} %d\n", s, b, h.counts[i])
+		}
+		fmt.Fprintf(w, "posed_stage_seconds_bucket{stage=%q,le=\"+Inf\"} %d\n", s, h.n)
+		fmt.Fprintf(w, "posed_stage_seconds_sum{stage=%q} %g\nposed_stage_seconds_count{stage=%q} %d\n", s, h.sum, s, h.n)
+		h.mu.Unlock()
+	}
+}
+
+// healthy reports whether frames flow: one was processed in the last
+// maxAge.
+func (m *metrics) healthy(maxAge time.Duration) (bool, string) {
+	last := m.lastFrame.Load()
+	if last == 0 {
+		return false, "no frame processed yet"
+	}
+	if age := time.Since(time.Unix(0, last)); age > maxAge {
+		return false, fmt.Sprintf("last frame %v ago", age.Round(time.Millisecond))
+	}
+	return true, "ok"
+}
+
+func (m *metrics) handler(maxAge time.Duration) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		m.write(w)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		ok, why := m.healthy(maxAge)
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, why)
+	})
+	return mux
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

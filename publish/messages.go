@@ -1,0 +1,94 @@
+// Package publish sends posed's results over MQTT: per-frame pose
+// messages, a retained state and camera status, periodic statistics and
+// the availability topic (with the last will), through a publishing
+// goroutine that never blocks the frame loop. It can also run an embedded
+// broker.
+package publish
+
+import "time"
+
+// SchemaVersion is the version of every message's layout (field "schema").
+// The JSON Schemas are in schema/.
+const SchemaVersion = 1
+
+// Topics under <prefix>/<device>/.
+const (
+	TopicAvailable = "available" // "online" / "offline", retained, QoS 1, also the last will
+	TopicPose      = "pose"      // PoseMsg, one per processed frame with faces (and one when they go)
+	TopicState     = "state"     // StateMsg, retained
+	TopicStats     = "stats"     // StatsMsg, periodic
+	TopicCamera    = "camera"    // CameraMsg, retained
+)
+
+// FaceMsg is one face of a pose message. Angles in degrees (yaw > 0: the
+// nose points to the image's left; pitch > 0: looking up); their *_std are
+// the model's predictive standard deviations. Box is [x1, y1, x2, y2] in
+// pixels.
+type FaceMsg struct {
+	Track    uint64     `json:"track"`
+	Box      [4]float64 `json:"box"`
+	Score    float64    `json:"score"`
+	Yaw      *float64   `json:"yaw,omitempty"`
+	Pitch    *float64   `json:"pitch,omitempty"`
+	Roll     *float64   `json:"roll,omitempty"`
+	YawStd   *float64   `json:"yaw_std,omitempty"`
+	PitchStd *float64   `json:"pitch_std,omitempty"`
+	RollStd  *float64   `json:"roll_std,omitempty"`
+}
+
+// PoseMsg is published on <prefix>/<device>/pose.
+type PoseMsg struct {
+	Schema    int       `json:"schema"`
+	Device    string    `json:"device"`
+	Camera    string    `json:"camera"`
+	Seq       uint64    `json:"seq"`        // frame sequence number
+	Captured  time.Time `json:"captured"`   // capture time, RFC 3339
+	LatencyMs float64   `json:"latency_ms"` // capture to publish
+	Width     int       `json:"width"`
+	Height    int       `json:"height"`
+	Faces     []FaceMsg `json:"faces"` // empty when the faces have gone
+}
+
+// StateMsg is the retained summary on <prefix>/<device>/state.
+type StateMsg struct {
+	Schema  int       `json:"schema"`
+	Device  string    `json:"device"`
+	Version string    `json:"version"`
+	Model   string    `json:"model"`
+	Camera  string    `json:"camera"`
+	Status  string    `json:"status"` // running, stopped
+	Started time.Time `json:"started"`
+	Faces   int       `json:"faces"` // faces in the last processed frame
+}
+
+// CameraMsg is the retained camera status on <prefix>/<device>/camera.
+type CameraMsg struct {
+	Schema  int       `json:"schema"`
+	Device  string    `json:"device"`
+	Camera  string    `json:"camera"`
+	Status  string    `json:"status"` // online, offline
+	Error   string    `json:"error,omitempty"`
+	RetryS  float64   `json:"retry_s,omitempty"`
+	Width   int       `json:"width,omitempty"`
+	Height  int       `json:"height,omitempty"`
+	Changed time.Time `json:"changed"`
+}
+
+// StatsMsg is published every stats interval on <prefix>/<device>/stats.
+// Counters run from the start of the process.
+type StatsMsg struct {
+	Schema          int     `json:"schema"`
+	Device          string  `json:"device"`
+	UptimeS         float64 `json:"uptime_s"`
+	FramesIn        uint64  `json:"frames_in"`
+	FramesProcessed uint64  `json:"frames_processed"`
+	FramesDropped   uint64  `json:"frames_dropped"`
+	FramesBad       uint64  `json:"frames_bad"` // wrong size or undecodable
+	FPS             float64 `json:"fps"`        // processed, over the last interval
+	Faces           uint64  `json:"faces"`      // faces reported, summed over frames
+	PosePublished   uint64  `json:"pose_published"`
+	PoseDropped     uint64  `json:"pose_dropped"` // disconnected, queue full or rate cap
+	LatencyP50Ms    float64 `json:"latency_p50_ms"`
+	Connected       bool    `json:"connected"`
+	Reconnects      uint64  `json:"reconnects"`
+}

@@ -1,0 +1,295 @@
+package publish
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/edgepose/posed/config"
+)
+
+// Publisher owns the MQTT connection. Its methods never block: messages go
+// through a bounded queue to a publishing goroutine, and pose messages are
+// dropped (and counted) while the broker is unreachable, the queue is full
+// or the rate cap says so.
+type Publisher struct {
+	cfg    config.MQTT
+	device string
+	base   string // <prefix>/<device>/
+	log    *slog.Logger
+	client mqtt.Client
+	print  io.Writer
+
+	queue chan outMsg
+	done  chan struct{}
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	retained map[string][]byte // topic → last retained payload, re-sent on reconnect
+	lastPose time.Time
+
+	published, dropped, reconnects atomic.Uint64
+	connected                      atomic.Bool
+	everConnected                  atomic.Bool
+}
+
+type outMsg struct {
+	topic    string
+	qos      byte
+	retained bool
+	payload  []byte
+}
+
+// queueLen bounds the messages waiting for the publishing goroutine.
+const queueLen = 16
+
+// tokenWait bounds every wait on the broker.
+const tokenWait = 5 * time.Second
+
+// New connects to the broker in the background (retrying until it
+// answers) and returns at once. print, if not nil, also receives every
+// message as "topic payload" lines.
+func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Publisher, error) {
+	p := &Publisher{
+		cfg: cfg, device: device, base: cfg.Prefix + "/" + device + "/", log: log, print: print,
+		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
+	}
+	broker := cfg.Broker
+	if broker == "embedded" {
+		broker = "tcp://" + cfg.Listen
+	}
+	broker = strings.NewReplacer("mqtts://", "ssl://", "mqtt://", "tcp://", "tls://", "ssl://").Replace(broker)
+	id := cfg.ClientID
+	if id == "" {
+		var b [4]byte
+		rand.Read(b[:])
+		id = "posed-" + device + "-" + hex.EncodeToString(b[:])
+	}
+	o := mqtt.NewClientOptions().
+		AddBroker(broker).
+		SetClientID(id).
+		SetCleanSession(true).
+		SetAutoReconnect(true).
+		SetConnectRetry(true).
+		SetConnectRetryInterval(2 * time.Second).
+		SetMaxReconnectInterval(30 * time.Second).
+		SetConnectTimeout(cfg.ConnectTimeout).
+		SetWriteTimeout(tokenWait).
+		SetKeepAlive(30 * time.Second).
+		SetOrderMatters(false).
+		SetWill(p.base+TopicAvailable, "offline", 1, true).
+		SetOnConnectHandler(p.onConnect).
+		SetConnectionLostHandler(func(_ mqtt.Client, err error) {
+			p.connected.Store(false)
+			p.log.Warn("mqtt: connection lost", "broker", broker, "err", err)
+		})
+	if cfg.Username != "" {
+		o.SetUsername(cfg.Username)
+	}
+	pw := cfg.Password
+	if cfg.PasswordFile != "" {
+		b, err := os.ReadFile(cfg.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("publish: mqtt.password_file: %w", err)
+		}
+		pw = strings.TrimSpace(string(b))
+	}
+	if pw != "" {
+		o.SetPassword(pw)
+	}
+	if cfg.CA != "" || cfg.Cert != "" {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.CA != "" {
+			pem, err := os.ReadFile(cfg.CA)
+			if err != nil {
+				return nil, fmt.Errorf("publish: mqtt.ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("publish: mqtt.ca: %s holds no PEM certificate", cfg.CA)
+			}
+			tc.RootCAs = pool
+		}
+		if cfg.Cert != "" {
+			c, err := tls.LoadX509KeyPair(cfg.Cert, cfg.Key)
+			if err != nil {
+				return nil, fmt.Errorf("publish: mqtt.cert/key: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{c}
+		}
+		o.SetTLSConfig(tc)
+	}
+	p.client = mqtt.NewClient(o)
+	p.client.Connect() // with ConnectRetry it keeps trying in the background
+	p.wg.Add(1)
+	go p.loop()
+	return p, nil
+}
+
+// onConnect announces the device and re-sends the retained messages: a
+// broker restarted without persistence has lost them.
+func (p *Publisher) onConnect(c mqtt.Client) {
+	if p.everConnected.Swap(true) {
+		p.reconnects.Add(1)
+	}
+	p.connected.Store(true)
+	p.log.Info("mqtt: connected", "topic", p.base+TopicAvailable)
+	p.mu.Lock()
+	msgs := []outMsg{{topic: p.base + TopicAvailable, qos: 1, retained: true, payload: []byte("online")}}
+	for t, b := range p.retained {
+		msgs = append(msgs, outMsg{topic: t, qos: 1, retained: true, payload: b})
+	}
+	p.mu.Unlock()
+	for _, m := range msgs {
+		p.enqueue(m)
+	}
+}
+
+// loop publishes queued messages, waiting (bounded) for QoS > 0 ones.
+func (p *Publisher) loop() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.done:
+			return
+		case m := <-p.queue:
+			p.send(m)
+		}
+	}
+}
+
+func (p *Publisher) send(m outMsg) {
+	if p.print != nil {
+		fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
+	}
+	if !p.client.IsConnectionOpen() {
+		p.dropped.Add(1)
+		return
+	}
+	t := p.client.Publish(m.topic, m.qos, m.retained, m.payload)
+	if m.qos == 0 {
+		p.published.Add(1)
+		return
+	}
+	if !t.WaitTimeout(tokenWait) {
+		p.dropped.Add(1)
+		p.log.Warn("mqtt: publish not acknowledged in time", "topic", m.topic, "wait", tokenWait)
+		return
+	}
+	if err := t.Error(); err != nil {
+		p.dropped.Add(1)
+		p.log.Warn("mqtt: publish failed", "topic", m.topic, "err", err)
+		return
+	}
+	p.published.Add(1)
+}
+
+// enqueue hands m to the publishing goroutine, or drops it if the queue
+// is full.
+func (p *Publisher) enqueue(m outMsg) bool {
+	select {
+	case p.queue <- m:
+		return true
+	default:
+		p.dropped.Add(1)
+		return false
+	}
+}
+
+// Pose publishes a pose message unless the rate cap, the connection or a
+// full queue says no. An empty message (faces gone) is never rate-capped.
+func (p *Publisher) Pose(m PoseMsg) {
+	now := time.Now()
+	if p.cfg.MaxRate > 0 && len(m.Faces) > 0 {
+		p.mu.Lock()
+		if now.Sub(p.lastPose) < time.Duration(float64(time.Second)/p.cfg.MaxRate) {
+			p.mu.Unlock()
+			p.dropped.Add(1)
+			return
+		}
+		p.lastPose = now
+		p.mu.Unlock()
+	}
+	if !p.connected.Load() && p.print == nil {
+		p.dropped.Add(1)
+		return
+	}
+	m.Schema, m.Device = SchemaVersion, p.device
+	m.LatencyMs = float64(now.Sub(m.Captured).Microseconds()) / 1000
+	if m.Faces == nil {
+		m.Faces = []FaceMsg{}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		p.log.Error("publish: encoding pose", "err", err)
+		return
+	}
+	p.enqueue(outMsg{topic: p.base + TopicPose, qos: byte(p.cfg.QoS), payload: b})
+}
+
+// Retain publishes a retained message (state, camera) and keeps it to
+// re-send after a reconnect.
+func (p *Publisher) Retain(topic string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		p.log.Error("publish: encoding", "topic", topic, "err", err)
+		return
+	}
+	full := p.base + topic
+	p.mu.Lock()
+	p.retained[full] = b
+	p.mu.Unlock()
+	p.enqueue(outMsg{topic: full, qos: 1, retained: true, payload: b})
+}
+
+// Stats publishes a statistics message (not retained).
+func (p *Publisher) Stats(s StatsMsg) {
+	s.Schema, s.Device = SchemaVersion, p.device
+	s.PosePublished, s.PoseDropped = p.published.Load(), p.dropped.Load()
+	s.Connected, s.Reconnects = p.connected.Load(), p.reconnects.Load()
+	b, err := json.Marshal(s)
+	if err != nil {
+		return
+	}
+	p.enqueue(outMsg{topic: p.base + TopicStats, qos: 0, payload: b})
+}
+
+// Counters returns messages published and dropped, and whether the broker
+// is connected.
+func (p *Publisher) Counters() (published, dropped uint64, connected bool) {
+	return p.published.Load(), p.dropped.Load(), p.connected.Load()
+}
+
+// Close publishes "offline" (retained, waiting at most timeout), stops the
+// publishing goroutine and disconnects.
+func (p *Publisher) Close(timeout time.Duration) {
+	// Let queued messages go first, for a bounded time.
+	deadline := time.Now().Add(timeout / 2)
+	for len(p.queue) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(p.done)
+	p.wg.Wait()
+	if p.print != nil {
+		fmt.Fprintf(p.print, "%s offline\n", p.base+TopicAvailable)
+	}
+	if p.client.IsConnectionOpen() {
+		t := p.client.Publish(p.base+TopicAvailable, 1, true, "offline")
+		if !t.WaitTimeout(timeout / 2) {
+			p.log.Warn("mqtt: offline not acknowledged before shutdown")
+		}
+	}
+	p.client.Disconnect(250)
+}

@@ -1,0 +1,9 @@
+// Package schema holds the JSON Schemas of posed's MQTT messages.
+package schema
+
+import "embed"
+
+// Files holds pose.json, state.json, camera.json and stats.json.
+//
+//go:embed *.json
+var Files embed.FS
