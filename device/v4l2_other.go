@@ -16,5 +16,5 @@ func OpenCamera(path string, o CameraOptions) (*Camera, error) {
 }
 
 func (c *Camera) Next(ctx context.Context, dst *Frame) error { return ErrEnd }
-func (c *Camera) Close() error                                { return nil }
-func (c *Camera) Format() (string, int, int)                  { return "", 0, 0 }
+func (c *Camera) Close() error                               { return nil }
+func (c *Camera) Format() (string, int, int)                 { return "", 0, 0 }

@@ -83,11 +83,11 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Pu
 		SetCleanSession(true).
 		SetAutoReconnect(true).
 		SetConnectRetry(true).
-		SetConnectRetryInterval(2 * time.Second).
-		SetMaxReconnectInterval(30 * time.Second).
+		SetConnectRetryInterval(2*time.Second).
+		SetMaxReconnectInterval(30*time.Second).
 		SetConnectTimeout(cfg.ConnectTimeout).
 		SetWriteTimeout(tokenWait).
-		SetKeepAlive(30 * time.Second).
+		SetKeepAlive(30*time.Second).
 		SetOrderMatters(false).
 		SetWill(p.base+TopicAvailable, "offline", 1, true).
 		SetOnConnectHandler(p.onConnect).

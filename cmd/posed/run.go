@@ -312,4 +312,3 @@ func sign(v float64) float64 {
 	}
 	return 1
 }
-
