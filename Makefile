@@ -1,4 +1,4 @@
-# posed — build, test and benchmark. `make help` lists the targets.
+# posed — build, test, run and install. `make help` lists the targets.
 
 GO       ?= go
 PREFIX   ?= /usr/local
@@ -6,20 +6,29 @@ DESTDIR  ?=
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 BUILD    := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
-BINARIES := posectl
+BINARIES := posed posectl
 DATA     ?= $(abspath ../shared/data)
+PIGO     := github.com/esimov/pigo@v1.4.6
+# The default model's recipe (`make model`); see models/default.md.
+MODEL_FLAGS := -data $(DATA)/pointing04,$(DATA)/aflw2000 -variant pose-bb -lw 2 -k 50 \
+	-angles yaw,pitch,roll -zero-roll -shifts 2
 
-.PHONY: all build test bench fuzz lint cross clean help
+.PHONY: all build test test-arm64 bench fuzz lint cross run install model eval clean help
 
 all: build
 
 help:
-	@echo "build   build $(BINARIES) into bin/ (static, version $(VERSION))"
-	@echo "test    vet and run the unit tests (the CI command)"
-	@echo "bench   run the benchmarks (forward pass, EM iteration)"
-	@echo "fuzz    fuzz the model-file loader for 1 minute per target"
-	@echo "lint    gofmt, go vet, and the daemon's import-graph check"
-	@echo "cross   static builds for linux/arm64 and linux/arm (GOARM=7) into dist/"
+	@echo "build       build $(BINARIES) into bin/ (static, version $(VERSION))"
+	@echo "test        vet and run the unit and end-to-end tests (the CI command; needs mosquitto)"
+	@echo "test-arm64  run the pure packages' tests for linux/arm64 under qemu-aarch64"
+	@echo "run         the daemon on a replayed face sequence with the embedded broker, printing what it publishes"
+	@echo "bench       benchmarks (forward pass, features, EM iteration, per-frame pipeline)"
+	@echo "fuzz        fuzz the parsers (model file, MAT, config) for a minute each"
+	@echo "lint        gofmt, go vet, and the daemon's import-graph check"
+	@echo "cross       static builds for linux/arm64 and linux/arm (GOARM=7) into dist/"
+	@echo "install     install posed, the default model, the example config and the systemd unit under DESTDIR/PREFIX"
+	@echo "model       retrain models/default.gllim (and its card) from DATA=$(DATA)"
+	@echo "eval        measure the default recipe (LOPO on Pointing'04, AFLW2000 hold-out) into models/default.md"
 
 build:
 	@mkdir -p bin
@@ -27,7 +36,10 @@ build:
 
 test:
 	$(GO) vet ./...
-	POSED_DATA=$(DATA) $(GO) test -count=1 ./...
+	POSED_DATA=$(DATA) $(GO) test -count=1 -timeout 20m ./...
+
+test-arm64:
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 ./infer/... ./device/... ./config/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./infer/...
@@ -36,12 +48,14 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 60s ./infer/gllim/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSealed$$' -fuzztime 60s ./infer/gllim/
+	POSED_DATA=$(DATA) $(GO) test -run '^$$' -fuzz '^FuzzParseMAT$$' -fuzztime 60s ./train/dataset/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 60s ./config/
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }
 	$(GO) vet ./...
-	@! $(GO) list -deps ./infer/... | grep -E '^(gonum.org/|github.com/edgepose/posed/train$$)' \
-		|| { echo 'infer/ must not depend on the trainer or gonum'; exit 1; }
+	@! $(GO) list -deps ./cmd/posed ./infer/... | grep -E '^(gonum.org/|github.com/edgepose/posed/train)' \
+		|| { echo 'the daemon must not depend on the trainer or gonum'; exit 1; }
 
 cross:
 	@mkdir -p dist
@@ -50,5 +64,32 @@ cross:
 		GOOS=linux GOARCH=arm GOARM=7 $(BUILD) -o dist/$$b-linux-armv7 ./cmd/$$b || exit 1; \
 	done
 
+run: build
+	@$(GO) mod download $(PIGO)
+	bin/posectl sequence -o build/run-sequence -data $(DATA) \
+		-fallback "$$($(GO) env GOMODCACHE)/$(PIGO)/testdata/sample.jpg"
+	bin/posed -config config/run.yaml
+
+install: build
+	install -D -m 0755 bin/posed $(DESTDIR)$(PREFIX)/bin/posed
+	install -D -m 0755 bin/posectl $(DESTDIR)$(PREFIX)/bin/posectl
+	install -D -m 0644 models/default.gllim $(DESTDIR)$(PREFIX)/share/posed/default.gllim
+	install -D -m 0644 models/default.md $(DESTDIR)$(PREFIX)/share/posed/default.md
+	install -d $(DESTDIR)/etc/posed
+	test -e $(DESTDIR)/etc/posed/posed.yaml || \
+		sed 's|/usr/local/share/posed|$(PREFIX)/share/posed|' config/posed.example.yaml > $(DESTDIR)/etc/posed/posed.yaml
+	install -D -m 0644 systemd/posed.service $(DESTDIR)/lib/systemd/system/posed.service
+	sed -i 's|/usr/local/|$(PREFIX)/|g' $(DESTDIR)/lib/systemd/system/posed.service
+	@echo "create the service user once: useradd --system --no-create-home --groups video posed"
+
+model: build
+	bin/posectl train $(MODEL_FLAGS) -o models/default.gllim
+
+eval: build
+	bin/posectl eval -protocol lopo -data $(DATA)/pointing04 -variant pose -lw 2 -k 50 -condition annotated -card models/default.md
+	bin/posectl eval -protocol lopo -data $(DATA)/pointing04 -variant pose-bb -lw 2 -k 50 -shifts 2 -condition shifted -card models/default.md
+	bin/posectl eval -protocol lopo -data $(DATA)/pointing04 -variant pose-bb -lw 2 -k 50 -shifts 2 -condition detected -card models/default.md
+	bin/posectl eval -protocol holdout -set aflw2000 -holdout 300 $(MODEL_FLAGS) -condition annotated -card models/default.md
+
 clean:
-	rm -rf bin dist
+	rm -rf bin dist build

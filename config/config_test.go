@@ -24,12 +24,19 @@ func TestDefaultsAreValid(t *testing.T) {
 
 // The example config in the repository parses and sets what it says.
 func TestExampleConfig(t *testing.T) {
-	c, err := Load(filepath.Join("..", "posed.example.yaml"))
+	c, err := Load("posed.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.MQTT.Broker == "" || c.Source.Timeout != 2*time.Second {
 		t.Errorf("example: %+v", c)
+	}
+	r, err := Load("run.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MQTT.Broker != "embedded" || !r.MQTT.Print || !r.Source.Loop {
+		t.Errorf("make run's config: %+v", r)
 	}
 }
 

@@ -131,6 +131,9 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Pu
 		}
 		o.SetTLSConfig(tc)
 	}
+	if cfg.Discovery {
+		p.discovery()
+	}
 	p.client = mqtt.NewClient(o)
 	p.client.Connect() // with ConnectRetry it keeps trying in the background
 	p.wg.Add(1)
@@ -292,4 +295,29 @@ func (p *Publisher) Close(timeout time.Duration) {
 		}
 	}
 	p.client.Disconnect(250)
+}
+
+// discovery registers Home Assistant MQTT discovery entries (retained, so
+// they are re-sent on every reconnect): the first face's yaw, pitch and
+// roll and the number of faces, as sensors of one device.
+func (p *Publisher) discovery() {
+	dev := map[string]any{"identifiers": []string{"posed_" + p.device}, "name": "posed " + p.device, "model": "posed head-pose daemon"}
+	sensors := []struct{ key, name, tmpl, unit string }{
+		{"yaw", "yaw", "{{ value_json.faces[0].yaw if value_json.faces|length > 0 else 'unknown' }}", "°"},
+		{"pitch", "pitch", "{{ value_json.faces[0].pitch if value_json.faces|length > 0 else 'unknown' }}", "°"},
+		{"roll", "roll", "{{ value_json.faces[0].roll if value_json.faces|length > 0 else 'unknown' }}", "°"},
+		{"faces", "faces", "{{ value_json.faces|length }}", ""},
+	}
+	for _, s := range sensors {
+		cfg := map[string]any{
+			"name": s.name, "unique_id": "posed_" + p.device + "_" + s.key,
+			"state_topic": p.base + TopicPose, "value_template": s.tmpl,
+			"availability_topic": p.base + TopicAvailable, "device": dev,
+		}
+		if s.unit != "" {
+			cfg["unit_of_measurement"] = s.unit
+		}
+		b, _ := json.Marshal(cfg)
+		p.retained[p.cfg.DiscoveryTopic+"/sensor/posed_"+p.device+"_"+s.key+"/config"] = b
+	}
 }

@@ -25,6 +25,7 @@ func commands() []command {
 		{"eval", "eval -protocol lopo|-model M [flags]", "measure MAE/STD/RMSE per angle (METHOD §6)", runEval},
 		{"predict", "predict [-model M] [-box x,y,w,h] [-draw OUT.png] IMAGE...", "estimate the pose of the faces in images", runPredict},
 		{"features", "features [-data DIR] [-o OUT.csv]", "export p-HOG features and labels as CSV", runFeatures},
+		{"sequence", "sequence [-o DIR] [-fallback IMAGE]", "write the demo frame sequence `make run` replays", runSequence},
 		{"inspect", "inspect [-json] MODEL.gllim", "print a model file's header in words", runInspect},
 		{"version", "version", "print the version", func([]string, io.Writer) error {
 			fmt.Println("posectl", version)

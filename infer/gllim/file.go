@@ -117,6 +117,10 @@ func WriteFile(path string, m *Model) error {
 		return fmt.Errorf("gllim: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op once renamed
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+		tmp.Close()
+		return fmt.Errorf("gllim: writing %s: %w", path, err)
+	}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("gllim: writing %s: %w", path, err)

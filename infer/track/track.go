@@ -8,7 +8,6 @@ package track
 import (
 	"image"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/edgepose/posed/infer/detect"
@@ -116,14 +115,13 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	}
 	t.tracks = kept
 	t.last.Pose = time.Since(start) - t.last.Detect
-	// 4. Report, largest first.
-	sort.Slice(t.tracks, func(i, j int) bool {
-		a, b := t.tracks[i].face.Box, t.tracks[j].face.Box
-		if a.W*a.H != b.W*b.H {
-			return a.W*a.H > b.W*b.H
+	// 4. Report, largest first (insertion sort: a handful of tracks, and
+	// sort.Slice would allocate).
+	for i := 1; i < len(t.tracks); i++ {
+		for j := i; j > 0 && before(t.tracks[j], t.tracks[j-1]); j-- {
+			t.tracks[j], t.tracks[j-1] = t.tracks[j-1], t.tracks[j]
 		}
-		return t.tracks[i].face.ID < t.tracks[j].face.ID
-	})
+	}
 	t.out = t.out[:0]
 	for _, tr := range t.tracks {
 		if len(t.out) == t.cfg.MaxFaces {
@@ -132,6 +130,15 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		t.out = append(t.out, tr.face)
 	}
 	return t.out
+}
+
+// before orders tracks by box area, largest first, then by id.
+func before(x, y *trackState) bool {
+	a, b := x.face.Box, y.face.Box
+	if a.W*a.H != b.W*b.H {
+		return a.W*a.H > b.W*b.H
+	}
+	return x.face.ID < y.face.ID
 }
 
 // match pairs detections with tracks by overlap (best first). A matched

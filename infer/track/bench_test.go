@@ -1,0 +1,120 @@
+package track
+
+import (
+	"image"
+	"image/draw"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train/dataset"
+)
+
+// frame640 puts a Pointing'04 face photograph (384×288) into a 640×480
+// grey frame.
+func frame640(tb testing.TB) *image.Gray {
+	dir := os.Getenv("POSED_DATA")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "data")
+	}
+	img, err := dataset.LoadGray(filepath.Join(dir, "pointing04", "Person05", "person05146+0+0.jpg"))
+	if err != nil {
+		tb.Skipf("data set not available: %v", err)
+	}
+	f := image.NewGray(image.Rect(0, 0, 640, 480))
+	for i := range f.Pix {
+		f.Pix[i] = 128
+	}
+	draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
+	return f
+}
+
+func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
+	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	est, err := pose.New(m, pose.Settings{MaxIter: 2, Eps: 0.02})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	det, err := detect.New(detect.DefaultParams())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := m.Calibration
+	return New(Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30}, det,
+		detect.Calibration{DX: c.DX, DY: c.DY, Scale: c.Scale}, est), est
+}
+
+// BenchmarkFrame: one 640×480 grey frame with one face, on one core,
+// with the default model (2 refinement iterations):
+//   - detect: the detector alone;
+//   - detected-frame: detection, matching and the pose of the face;
+//   - tracked-frame: a frame between detections (the face followed by the
+//     pose model's refinement);
+//   - pose-step: crop, p-HOG and one forward prediction (per face and
+//     iteration).
+func BenchmarkFrame(b *testing.B) {
+	img := frame640(b)
+	det, err := detect.New(detect.DefaultParams())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("detect", func(b *testing.B) {
+		for b.Loop() {
+			det.Detect(img)
+		}
+	})
+	b.Run("detected-frame", func(b *testing.B) {
+		tr, _ := defaultTracker(b, 1)
+		tr.Process(img)
+		b.ReportAllocs()
+		for b.Loop() {
+			if len(tr.Process(img)) == 0 {
+				b.Fatal("no face")
+			}
+		}
+	})
+	b.Run("tracked-frame", func(b *testing.B) {
+		tr, _ := defaultTracker(b, 1<<30)
+		tr.Process(img) // the first frame detects
+		b.ReportAllocs()
+		for b.Loop() {
+			if len(tr.Process(img)) == 0 {
+				b.Fatal("face lost")
+			}
+		}
+	})
+	b.Run("pose-step", func(b *testing.B) {
+		_, est := defaultTracker(b, 1)
+		w := est.NewWorker()
+		box := feature.Box{X: 128 + 70, Y: 96 + 74, W: 107, H: 107}
+		one, err := pose.New(est.Model(), pose.Settings{MaxIter: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w = one.NewWorker()
+		b.ReportAllocs()
+		for b.Loop() {
+			w.Estimate(img, box)
+		}
+	})
+}
+
+// A tracked frame allocates nothing in steady state.
+func TestTrackedFrameDoesNotAllocate(t *testing.T) {
+	img := frame640(t)
+	tr, _ := defaultTracker(t, 1<<30)
+	if len(tr.Process(img)) == 0 {
+		t.Fatal("no face detected in the test frame")
+	}
+	tr.Process(img)
+	if a := testing.AllocsPerRun(10, func() { tr.Process(img) }); a != 0 {
+		t.Errorf("a tracked frame allocates %.0f times", a)
+	}
+}
