@@ -116,7 +116,7 @@ func WriteFile(path string, m *Model) error {
 	if err != nil {
 		return fmt.Errorf("gllim: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
+	defer os.Remove(tmp.Name())              // no-op once renamed
 	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes it 0600
 		tmp.Close()
 		return fmt.Errorf("gllim: writing %s: %w", path, err)
