@@ -174,12 +174,12 @@ func (p *Publisher) loop() {
 }
 
 func (p *Publisher) send(m outMsg) {
-	if p.print != nil {
-		fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
-	}
 	if !p.client.IsConnectionOpen() {
 		p.dropped.Add(1)
 		return
+	}
+	if p.print != nil {
+		fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
 	}
 	t := p.client.Publish(m.topic, m.qos, m.retained, m.payload)
 	if m.qos == 0 {
@@ -225,7 +225,7 @@ func (p *Publisher) Pose(m PoseMsg) {
 		p.lastPose = now
 		p.mu.Unlock()
 	}
-	if !p.connected.Load() && p.print == nil {
+	if !p.connected.Load() {
 		p.dropped.Add(1)
 		return
 	}
@@ -254,7 +254,11 @@ func (p *Publisher) Retain(topic string, v any) {
 	p.mu.Lock()
 	p.retained[full] = b
 	p.mu.Unlock()
-	p.enqueue(outMsg{topic: full, qos: 1, retained: true, payload: b})
+	// While disconnected the message waits in p.retained: the connect
+	// handler sends it.
+	if p.connected.Load() {
+		p.enqueue(outMsg{topic: full, qos: 1, retained: true, payload: b})
+	}
 }
 
 // Stats publishes a statistics message (not retained).
