@@ -231,9 +231,10 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // that yaw follows the sequence's ground truth.
 func TestEndToEndMosquitto(t *testing.T) {
 	broker := startMosquitto(t)
-	col := collect(t, broker.addr(), "posed/test/#")
+	col := collect(t, broker.addr(), "#")
 	seq, yaws := yawSequence(t)
 	cfg := testConfig(t, seq, "tcp://"+broker.addr())
+	cfg.MQTT.Discovery = true
 	err := run(context.Background(), cfg, quietLog(), io.Discard) // ends with the replay
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +246,21 @@ func TestEndToEndMosquitto(t *testing.T) {
 	var errs, got []float64
 	seen := map[string]int{}
 	for _, m := range col.all() {
+		if strings.HasPrefix(m.topic, "homeassistant/sensor/") {
+			// Home Assistant discovery: retained sensor configs reading the pose topic.
+			var d struct {
+				StateTopic        string `json:"state_topic"`
+				AvailabilityTopic string `json:"availability_topic"`
+			}
+			if err := json.Unmarshal(m.payload, &d); err != nil || d.StateTopic != "posed/test/pose" || d.AvailabilityTopic != "posed/test/available" {
+				t.Errorf("discovery %s: %s", m.topic, m.payload)
+			}
+			seen["discovery"]++
+			continue
+		}
+		if strings.HasPrefix(m.topic, "$SYS") {
+			continue
+		}
 		kind := strings.TrimPrefix(m.topic, "posed/test/")
 		seen[kind]++
 		if kind == "available" {
@@ -280,7 +296,7 @@ func TestEndToEndMosquitto(t *testing.T) {
 		}
 	}
 	t.Logf("messages by topic: %v; %d frames with a face of %d", seen, len(errs), len(yaws))
-	if seen["pose"] < len(yaws)/2 || seen["state"] < 2 || seen["camera"] < 1 || seen["available"] < 2 {
+	if seen["pose"] < len(yaws)/2 || seen["state"] < 2 || seen["camera"] < 1 || seen["available"] < 2 || seen["discovery"] < 4 {
 		t.Errorf("messages by topic %v", seen)
 	}
 	mae := 0.0
