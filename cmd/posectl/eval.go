@@ -82,11 +82,7 @@ func runEval(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if c := m.Calibration; c != nil {
-			eo.Calibration = detect.Calibration{DX: c.DX, DY: c.DY, Scale: c.Scale}
-		} else {
-			eo.Calibration = detect.Identity
-		}
+		eo.Calibration = detect.CalibrationOf(m.Calibration)
 		all := make([]int, len(samples))
 		for i := range all {
 			all[i] = i

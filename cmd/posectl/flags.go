@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,13 +16,8 @@ import (
 	"github.com/edgepose/posed/train/headpose"
 )
 
-// dataRoot is $POSED_DATA, else ../shared/data.
-func dataRoot() string {
-	if d := os.Getenv("POSED_DATA"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "shared", "data")
-}
+// dataRoot is where the data sets are by default (dataset.Root).
+func dataRoot() string { return dataset.Root() }
 
 // dataFlags select labelled images.
 type dataFlags struct {

@@ -75,10 +75,7 @@ func runPredict(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	calib := detect.Identity
-	if c := m.Calibration; c != nil {
-		calib = detect.Calibration{DX: c.DX, DY: c.DY, Scale: c.Scale}
-	}
+	calib := detect.CalibrationOf(m.Calibration)
 	wk := est.NewWorker()
 	enc := json.NewEncoder(stdout)
 	for _, path := range fs.Args() {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/publish/schema"
+	"github.com/edgepose/posed/train/dataset"
 )
 
 // mosquitto runs a real broker on a free loopback port.
@@ -169,10 +170,7 @@ func schemas(t *testing.T) map[string]*jsonschema.Schema {
 }
 
 func dataDir(t *testing.T) string {
-	if d := os.Getenv("POSED_DATA"); d != "" {
-		return d
-	}
-	d, _ := filepath.Abs("../../../shared/data")
+	d := dataset.Root()
 	if _, err := os.Stat(d); err != nil {
 		t.Skipf("no data set at %s", d)
 	}

@@ -38,10 +38,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	calib := detect.Identity
-	if c := m.Calibration; c != nil {
-		calib = detect.Calibration{DX: c.DX, DY: c.DY, Scale: c.Scale}
-	}
+	calib := detect.CalibrationOf(m.Calibration)
 	t := cfg.Track
 	tracker := track.New(track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd}, det, calib, est)
 	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,

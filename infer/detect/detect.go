@@ -13,6 +13,7 @@ import (
 	pigo "github.com/esimov/pigo/core"
 
 	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/gllim"
 )
 
 //go:embed cascade/facefinder
@@ -133,6 +134,15 @@ type Calibration struct{ DX, DY, Scale float64 }
 
 // Identity leaves boxes as they are.
 var Identity = Calibration{Scale: 1}
+
+// CalibrationOf returns the calibration a model file records, or Identity
+// if it records none.
+func CalibrationOf(c *gllim.BoxCalibration) Calibration {
+	if c == nil {
+		return Identity
+	}
+	return Calibration{DX: c.DX, DY: c.DY, Scale: c.Scale}
+}
 
 // Apply returns the calibrated box of a detector box.
 func (c Calibration) Apply(b feature.Box) feature.Box {

@@ -3,7 +3,6 @@ package track
 import (
 	"image"
 	"image/draw"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,11 +16,7 @@ import (
 // frame640 puts a Pointing'04 face photograph (384×288) into a 640×480
 // grey frame.
 func frame640(tb testing.TB) *image.Gray {
-	dir := os.Getenv("POSED_DATA")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "data")
-	}
-	img, err := dataset.LoadGray(filepath.Join(dir, "pointing04", "Person05", "person05146+0+0.jpg"))
+	img, err := dataset.LoadGray(filepath.Join(dataset.Root(), "pointing04", "Person05", "person05146+0+0.jpg"))
 	if err != nil {
 		tb.Skipf("data set not available: %v", err)
 	}
@@ -46,9 +41,8 @@ func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := m.Calibration
 	return New(Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30}, det,
-		detect.Calibration{DX: c.DX, DY: c.DY, Scale: c.Scale}, est), est
+		detect.CalibrationOf(m.Calibration), est), est
 }
 
 // BenchmarkFrame: one 640×480 grey frame with one face, on one core,

@@ -304,3 +304,23 @@ func Terms(set string) string {
 	}
 	return "unknown data set: check its licence before using or distributing a model trained on it."
 }
+
+// Root is where the data sets are: $POSED_DATA if set, else shared/data
+// beside the checkout (../shared/data from the folder holding go.mod, found
+// by walking up from the working directory), else ../shared/data.
+func Root() string {
+	if d := os.Getenv("POSED_DATA"); d != "" {
+		return d
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				return filepath.Join(filepath.Dir(dir), "shared", "data")
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	return filepath.Join("..", "shared", "data")
+}

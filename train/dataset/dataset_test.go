@@ -7,12 +7,9 @@ import (
 	"testing"
 )
 
-// dataDir is ../shared/data, or $POSED_DATA.
+// dataDir is Root(), skipping the test where the data sets are missing.
 func dataDir(t testing.TB) string {
-	if d := os.Getenv("POSED_DATA"); d != "" {
-		return d
-	}
-	d, _ := filepath.Abs("../../../shared/data")
+	d := Root()
 	if _, err := os.Stat(d); err != nil {
 		t.Skipf("no data set at %s (set POSED_DATA)", d)
 	}

@@ -9,7 +9,6 @@ import (
 	"image"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 
 	"github.com/edgepose/posed/infer/detect"
@@ -120,50 +119,39 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 		mu   sync.Mutex
 		errs []error
 		done int
-		wg   sync.WaitGroup
-		next = make(chan int)
 	)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var ex feature.Extractor
-			for i := range next {
-				s := samples[i]
-				img, err := dataset.LoadGray(s.Path)
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					continue
-				}
-				b.Images[i] = img
-				rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
-				face := FaceBox(s, o.Box)
-				for a := 0; a < per; a++ {
-					var m Shift
-					if a > 0 {
-						m = Jitter(rng, o.CentreSigma, o.ScaleSigma)
-					}
-					k := i*per + a
-					b.Moves[k] = m
-					b.Feat[k] = store[k*feature.Dim : (k+1)*feature.Dim]
-					ex.Extract(b.Feat[k], img, m.Apply(face))
-				}
-				if progress != nil {
-					mu.Lock()
-					done++
-					progress(done, len(samples))
-					mu.Unlock()
-				}
+	parallel(len(samples), func() func(int) {
+		var ex feature.Extractor
+		return func(i int) {
+			s := samples[i]
+			img, err := dataset.LoadGray(s.Path)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
 			}
-		}()
-	}
-	for i := range samples {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+			b.Images[i] = img
+			rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
+			face := FaceBox(s, o.Box)
+			for a := 0; a < per; a++ {
+				var m Shift
+				if a > 0 {
+					m = Jitter(rng, o.CentreSigma, o.ScaleSigma)
+				}
+				k := i*per + a
+				b.Moves[k] = m
+				b.Feat[k] = store[k*feature.Dim : (k+1)*feature.Dim]
+				ex.Extract(b.Feat[k], img, m.Apply(face))
+			}
+			if progress != nil {
+				mu.Lock()
+				done++
+				progress(done, len(samples))
+				mu.Unlock()
+			}
+		}
+	})
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("headpose: %d images could not be read, first: %w", len(errs), errs[0])
 	}

@@ -6,10 +6,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
@@ -186,50 +184,39 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 		iou0, iou1 float64
 	}
 	res := make([]one, len(idx))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wk := est.NewWorker()
-			for j := range next {
-				i := idx[j]
-				s := b.Samples[i]
-				face := b.FaceBox(i)
-				var box feature.Box
-				switch o.Condition {
-				case Annotated:
-					box = face
-				case Shifted:
-					rng := rand.New(rand.NewPCG(o.Seed^0x7e57, uint64(i)))
-					box = Jitter(rng, o.CentreSigma, o.ScaleSigma).Apply(face)
-				case Detected:
-					d, ok := b.Detection(i, o.Detector)
-					if !ok {
-						continue
-					}
-					box = o.Calibration.Apply(d.Box)
+	parallel(len(idx), func() func(int) {
+		wk := est.NewWorker()
+		return func(j int) {
+			i := idx[j]
+			s := b.Samples[i]
+			face := b.FaceBox(i)
+			var box feature.Box
+			switch o.Condition {
+			case Annotated:
+				box = face
+			case Shifted:
+				rng := rand.New(rand.NewPCG(o.Seed^0x7e57, uint64(i)))
+				box = Jitter(rng, o.CentreSigma, o.ScaleSigma).Apply(face)
+			case Detected:
+				d, ok := b.Detection(i, o.Detector)
+				if !ok {
+					return
 				}
-				r := wk.Estimate(b.Images[i], box)
-				out := one{found: true, iou0: feature.IoU(box, face), iou1: feature.IoU(r.Box, face)}
-				for a, name := range pose.AngleNames {
-					truth, ok := s.Angle(name)
-					if !ok || !est.HasAngle(a) {
-						continue
-					}
-					out.err[a] = math.Abs(r.Angles[a] - truth)
-					out.has[a] = true
-				}
-				res[j] = out
+				box = o.Calibration.Apply(d.Box)
 			}
-		}()
-	}
-	for j := range idx {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
+			r := wk.Estimate(b.Images[i], box)
+			out := one{found: true, iou0: feature.IoU(box, face), iou1: feature.IoU(r.Box, face)}
+			for a, name := range pose.AngleNames {
+				truth, ok := s.Angle(name)
+				if !ok || !est.HasAngle(a) {
+					continue
+				}
+				out.err[a] = math.Abs(r.Angles[a] - truth)
+				out.has[a] = true
+			}
+			res[j] = out
+		}
+	})
 	rep := NewReport()
 	rep.Faces = len(idx)
 	var i0, i1 float64
@@ -295,22 +282,9 @@ func LearnCalibration(b *Bank, idx []int, d *detect.Detector) (detect.Calibratio
 	n := 0
 	found := make([]detect.Face, len(idx))
 	ok := make([]bool, len(idx))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				found[j], ok[j] = b.Detection(idx[j], d)
-			}
-		}()
-	}
-	for j := range idx {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
+	parallel(len(idx), func() func(int) {
+		return func(j int) { found[j], ok[j] = b.Detection(idx[j], d) }
+	})
 	for j, i := range idx {
 		if !ok[j] {
 			continue

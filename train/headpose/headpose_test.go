@@ -16,10 +16,7 @@ import (
 )
 
 func dataDir(t testing.TB) string {
-	if d := os.Getenv("POSED_DATA"); d != "" {
-		return d
-	}
-	d, _ := filepath.Abs("../../../shared/data")
+	d := dataset.Root()
 	if _, err := os.Stat(d); err != nil {
 		t.Skipf("no data set at %s (set POSED_DATA)", d)
 	}
