@@ -104,7 +104,7 @@ func runEval(args []string, stdout io.Writer) error {
 		lo := headpose.LOPOOptions{Train: o, Eval: eo, Set: *set, Folds: *folds,
 			Progress: func(done, total int, f headpose.Fold) {
 				bar.done()
-				fmt.Fprintf(os.Stderr, "fold %d/%d (person %s): %s, %d EM iterations, %s\n", done, total, f.Subject, f.Report.Summary(), f.Iterations, f.Elapsed.Round(time.Second))
+				fmt.Fprintf(os.Stderr, "fold %d/%d (held out: %s): %s, %d EM iterations, %s\n", done, total, f.Subject, f.Report.Summary(), f.Iterations, f.Elapsed.Round(time.Second))
 			}}
 		if *sweep != "" {
 			ks, err := parseInts(*sweep)

@@ -73,6 +73,8 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) (*Report, []Fold, 
 		subj := strings.Join(group, ",")
 		if len(group) > 3 {
 			subj = fmt.Sprintf("%d persons", len(group))
+		} else {
+			subj = "person " + subj
 		}
 		var trainIdx, testIdx []int
 		for i, s := range b.Samples {
