@@ -4,11 +4,12 @@
 package detect
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"image"
 	"math"
-	"sort"
+	"slices"
 
 	pigo "github.com/esimov/pigo/core"
 
@@ -87,16 +88,34 @@ func (d *Detector) Params() Params { return d.p }
 
 // Detect returns the faces in img, largest first. Box coordinates are img's.
 func (d *Detector) Detect(img *image.Gray) []Face {
-	return d.DetectIn(img, img.Rect)
+	return d.DetectInto(nil, img, img.Rect)
 }
 
 // DetectIn looks for faces only inside region (clipped to img), e.g. around
 // a face tracked from the previous frame.
 func (d *Detector) DetectIn(img *image.Gray, region image.Rectangle) []Face {
+	return d.DetectInto(nil, img, region)
+}
+
+// Buffers are a caller's reusable storage for DetectInto: with them a
+// detection allocates only inside pigo's scan (its slice of raw windows,
+// which takes no buffer). The zero value is ready; nil means fresh ones.
+type Buffers struct {
+	faces    []Face
+	clusters []pigo.Detection
+	merged   []bool
+}
+
+// DetectInto is DetectIn with the caller's buffers. The result lives in b
+// and is overwritten by the next call with the same b.
+func (d *Detector) DetectInto(b *Buffers, img *image.Gray, region image.Rectangle) []Face {
+	if b == nil {
+		b = new(Buffers)
+	}
 	region = region.Intersect(img.Rect)
 	w, h := region.Dx(), region.Dy()
 	if w < d.p.MinSize || h < d.p.MinSize {
-		return nil
+		return b.faces[:0]
 	}
 	off := (region.Min.Y-img.Rect.Min.Y)*img.Stride + (region.Min.X - img.Rect.Min.X)
 	maxSize := min(d.p.MaxSize, w, h)
@@ -108,9 +127,8 @@ func (d *Detector) DetectIn(img *image.Gray, region image.Rectangle) []Face {
 		ImageParams: pigo.ImageParams{Pixels: img.Pix[off:], Rows: h, Cols: w, Dim: img.Stride},
 	}
 	raw := d.cascade.RunCascade(cp, 0)
-	raw = d.cascade.ClusterDetections(raw, d.p.IoU)
-	faces := make([]Face, 0, len(raw))
-	for _, r := range raw {
+	faces := b.faces[:0]
+	for _, r := range cluster(raw, d.p.IoU, b) {
 		if float64(r.Q) < d.p.MinScore {
 			continue
 		}
@@ -119,13 +137,60 @@ func (d *Detector) DetectIn(img *image.Gray, region image.Rectangle) []Face {
 		cy := float64(region.Min.Y) + float64(r.Row)
 		faces = append(faces, Face{Box: feature.SquareAt(cx, cy, s), Score: float64(r.Q)})
 	}
-	sort.SliceStable(faces, func(i, j int) bool {
-		if faces[i].Box.W != faces[j].Box.W {
-			return faces[i].Box.W > faces[j].Box.W
+	slices.SortStableFunc(faces, func(a, b Face) int {
+		if a.Box.W != b.Box.W {
+			return cmp.Compare(b.Box.W, a.Box.W)
 		}
-		return faces[i].Score > faces[j].Score
+		return cmp.Compare(b.Score, a.Score)
 	})
+	b.faces = faces
 	return faces
+}
+
+// cluster merges overlapping windows exactly as pigo's ClusterDetections
+// does (same order, same IoU, same integer means, scores summed) but with
+// b's storage, so that it allocates nothing once b has grown: with the
+// windows sorted by ascending score, each window not yet merged seeds a
+// cluster of every window (merged or not) overlapping it by more than iou.
+func cluster(raw []pigo.Detection, iou float64, b *Buffers) []pigo.Detection {
+	slices.SortFunc(raw, func(a, b pigo.Detection) int { return cmp.Compare(a.Q, b.Q) })
+	if cap(b.merged) < len(raw) {
+		b.merged = make([]bool, len(raw))
+	}
+	merged := b.merged[:len(raw)]
+	clear(merged)
+	out := b.clusters[:0]
+	for i := range raw {
+		if merged[i] {
+			continue
+		}
+		var r, c, s, m int
+		var q float32
+		for j := range raw {
+			if windowIoU(raw[i], raw[j]) > iou {
+				merged[j] = true
+				r += raw[j].Row
+				c += raw[j].Col
+				s += raw[j].Scale
+				q += raw[j].Q
+				m++
+			}
+		}
+		if m > 0 {
+			out = append(out, pigo.Detection{Row: r / m, Col: c / m, Scale: s / m, Q: q})
+		}
+	}
+	b.clusters = out
+	return out
+}
+
+// windowIoU is pigo's overlap of two square windows (centre, side).
+func windowIoU(a, b pigo.Detection) float64 {
+	r1, c1, s1 := float64(a.Row), float64(a.Col), float64(a.Scale)
+	r2, c2, s2 := float64(b.Row), float64(b.Col), float64(b.Scale)
+	rows := math.Max(0, math.Min(r1+s1/2, r2+s2/2)-math.Max(r1-s1/2, r2-s2/2))
+	cols := math.Max(0, math.Min(c1+s1/2, c2+s2/2)-math.Max(c1-s1/2, c2-s2/2))
+	return rows * cols / (s1*s1 + s2*s2 - rows*cols)
 }
 
 // Calibration maps a detector box to the box a pose model was trained on:

@@ -8,9 +8,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	pigo "github.com/esimov/pigo/core"
+
 	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/train/dataset"
 )
 
 // The embedded cascade is pigo v1.4.6's cascade/facefinder, unchanged.
@@ -93,5 +97,77 @@ func TestDetectInRegionMatchesFullFrame(t *testing.T) {
 	}
 	if best < 0.7 {
 		t.Errorf("region search found %v, full frame %v", in, b)
+	}
+}
+
+// realFrames returns a spread of real photographs from the data set:
+// Pointing'04 persons at several poses and AFLW2000 faces.
+func realFrames(t *testing.T) []*image.Gray {
+	t.Helper()
+	var out []*image.Gray
+	for _, set := range []string{"pointing04", "aflw2000"} {
+		samples, err := dataset.Read(filepath.Join(dataset.Root(), set))
+		if err != nil {
+			t.Skipf("data set not available: %v", err)
+		}
+		for i := 0; i < len(samples); i += len(samples) / 12 {
+			g, err := dataset.LoadGray(samples[i].Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Our clustering is pigo's ClusterDetections, window for window, on the
+// raw windows of real photographs (pigo itself is the reference).
+func TestClusterMatchesPigo(t *testing.T) {
+	d, err := New(Params{MinSize: 20, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Buffers
+	windows := 0
+	for i, g := range realFrames(t) {
+		cp := pigo.CascadeParams{MinSize: 20, MaxSize: 400, ShiftFactor: 0.1, ScaleFactor: 1.1,
+			ImageParams: pigo.ImageParams{Pixels: g.Pix, Rows: g.Rect.Dy(), Cols: g.Rect.Dx(), Dim: g.Stride}}
+		raw := d.cascade.RunCascade(cp, 0)
+		windows += len(raw)
+		for _, iou := range []float64{0, 0.2, 0.5} {
+			want := d.cascade.ClusterDetections(slices.Clone(raw), iou)
+			got := cluster(slices.Clone(raw), iou, &b)
+			if !slices.Equal(got, want) {
+				t.Errorf("frame %d, IoU %g: clusters %v, pigo %v", i, iou, got, want)
+			}
+		}
+	}
+	if windows == 0 {
+		t.Fatal("the cascade found no window in any frame: nothing compared")
+	}
+}
+
+// With reused buffers, a detection allocates only what pigo's scan does.
+func TestDetectIntoAllocatesOnlyInPigo(t *testing.T) {
+	d, err := New(DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := dataset.LoadGray(filepath.Join(dataset.Root(), "pointing04", "Person05", "person05146+0+0.jpg"))
+	if err != nil {
+		t.Skipf("data set not available: %v", err)
+	}
+	var b Buffers
+	if len(d.DetectInto(&b, g, g.Rect)) == 0 {
+		t.Fatal("no face in the test frame")
+	}
+	p := d.Params()
+	cp := pigo.CascadeParams{MinSize: p.MinSize, MaxSize: min(p.MaxSize, g.Rect.Dx(), g.Rect.Dy()), ShiftFactor: p.Shift,
+		ScaleFactor: p.Scale, ImageParams: pigo.ImageParams{Pixels: g.Pix, Rows: g.Rect.Dy(), Cols: g.Rect.Dx(), Dim: g.Stride}}
+	scan := testing.AllocsPerRun(5, func() { d.cascade.RunCascade(cp, 0) })
+	all := testing.AllocsPerRun(5, func() { d.DetectInto(&b, g, g.Rect) })
+	if all != scan {
+		t.Errorf("DetectInto allocates %.0f times, pigo's scan alone %.0f", all, scan)
 	}
 }

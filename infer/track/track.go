@@ -62,6 +62,7 @@ type Tracker struct {
 	frame  uint64
 	out    []Face
 	used   []bool
+	dbuf   detect.Buffers
 	last   Timing
 }
 
@@ -93,7 +94,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	// 2. Detect on schedule (always while nothing is tracked) and match.
 	if len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 {
 		d0 := time.Now()
-		faces := t.det.Detect(img)
+		faces := t.det.DetectInto(&t.dbuf, img, img.Rect)
 		t.last.Detect = time.Since(d0)
 		t.last.Detected = true
 		t.match(faces, img)
