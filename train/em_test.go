@@ -286,13 +286,16 @@ func TestReseedCollapsedComponent(t *testing.T) {
 	e := newEM(tt, y, cfg)
 	e.initialise(1)
 	e.eStep()
-	// Collapse component 2 into component 0.
+	// Collapse component 2 into component 0, leaving it a little mass
+	// (below MinCount), which must not be lost when it is re-seeded.
+	keep := 2 / e.nk[2]
 	for n := 0; n < e.N; n++ {
-		e.r[n] += e.r[2*e.N+n]
-		e.r[2*e.N+n] = 0
+		moved := e.r[2*e.N+n] * (1 - keep)
+		e.r[n] += moved
+		e.r[2*e.N+n] -= moved
 	}
-	e.nk[0] += e.nk[2]
-	e.nk[2] = 0
+	e.nk[0] += e.nk[2] - 2
+	e.nk[2] = 2
 	if got := e.reseed(); got != 1 {
 		t.Fatalf("re-seeded %d components, want 1", got)
 	}
@@ -307,6 +310,13 @@ func TestReseedCollapsedComponent(t *testing.T) {
 	}
 	if e.nk[2] < cfg.MinCount {
 		t.Errorf("re-seeded component has N_k = %g", e.nk[2])
+	}
+	total := 0.0
+	for k := 0; k < e.K; k++ {
+		total += e.nk[k]
+	}
+	if math.Abs(total-float64(e.N)) > 1e-9*float64(e.N) {
+		t.Errorf("N_k sum to %g, want N = %d", total, e.N)
 	}
 	e.mStep(0)
 	if err := e.p.Validate(); err != nil {

@@ -260,6 +260,15 @@ func (e *em) reseed() int {
 		if e.nk[j] < 2*e.cfg.MinCount {
 			break // nothing large enough to split
 		}
+		// The dead component's remaining mass joins the one split, so
+		// that every sample's responsibilities still sum to one (else the
+		// π_k of the next M-step would not sum to one).
+		for n := 0; n < N; n++ {
+			e.r[j*N+n] += e.r[k*N+n]
+			e.r[k*N+n] = 0
+		}
+		e.nk[j] += e.nk[k]
+		e.nk[k] = 0
 		// Principal direction of Γ^t_j.
 		var eig mat.EigenSym
 		if !eig.Factorize(mat.NewSymDense(Lt, append([]float64(nil), e.p.GammaK(j)...)), true) {
