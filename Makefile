@@ -90,6 +90,7 @@ eval: build
 	bin/posectl eval -protocol lopo -data $(DATA)/pointing04 -variant pose-bb -lw 2 -k 50 -shifts 2 -condition shifted -card models/default.md
 	bin/posectl eval -protocol lopo -data $(DATA)/pointing04 -variant pose-bb -lw 2 -k 50 -shifts 2 -condition detected -card models/default.md
 	bin/posectl eval -protocol holdout -set aflw2000 -holdout 300 $(MODEL_FLAGS) -condition annotated -card models/default.md
+	bin/posectl eval -protocol holdout -set aflw2000 -holdout 300 $(MODEL_FLAGS) -condition detected -card models/default.md
 
 clean:
 	rm -rf bin dist build

@@ -37,6 +37,12 @@ type mosquitto struct {
 
 func startMosquitto(t *testing.T) *mosquitto {
 	t.Helper()
+	return startMosquittoWith(t, "allow_anonymous true\n")
+}
+
+// startMosquittoWith starts mosquitto with extra lines for its listener.
+func startMosquittoWith(t *testing.T, extra string) *mosquitto {
+	t.Helper()
 	bin, err := exec.LookPath("mosquitto")
 	if err != nil {
 		bin = "/usr/sbin/mosquitto"
@@ -54,7 +60,7 @@ func startMosquitto(t *testing.T) *mosquitto {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
-	os.WriteFile(conf, []byte(fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n", port)), 0o644)
+	os.WriteFile(conf, []byte(fmt.Sprintf("listener %d 127.0.0.1\npersistence false\n%s", port, extra)), 0o644)
 	m := &mosquitto{t: t, bin: bin, port: port, conf: conf}
 	m.start()
 	t.Cleanup(m.stop)
@@ -63,6 +69,8 @@ func startMosquitto(t *testing.T) *mosquitto {
 
 func (m *mosquitto) start() {
 	m.cmd = exec.Command(m.bin, "-c", m.conf)
+	var out bytes.Buffer
+	m.cmd.Stdout, m.cmd.Stderr = &out, &out
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatal(err)
 	}
@@ -73,7 +81,8 @@ func (m *mosquitto) start() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	m.t.Fatal("mosquitto did not start listening")
+	m.stop()
+	m.t.Fatalf("mosquitto did not start listening:\n%s", out.String())
 }
 
 func (m *mosquitto) stop() {
@@ -107,8 +116,13 @@ type msg struct {
 }
 
 func collect(t *testing.T, addr, filter string) *collector {
+	return collectFrom(t, mqtt.NewClientOptions().AddBroker("tcp://"+addr), filter)
+}
+
+// collectFrom is collect with the caller's broker, credentials and TLS.
+func collectFrom(t *testing.T, o *mqtt.ClientOptions, filter string) *collector {
 	col := &collector{}
-	o := mqtt.NewClientOptions().AddBroker("tcp://" + addr).SetClientID("posed-test-collector").
+	o.SetClientID("posed-test-collector").
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
 		SetMaxReconnectInterval(200 * time.Millisecond).
 		SetOnConnectHandler(func(c mqtt.Client) {
