@@ -46,7 +46,11 @@ type trackState struct {
 	face   Face
 	missed int         // detections in a row without a match
 	raw    feature.Box // unsmoothed box, where the next refinement starts
+	drop   bool        // to be dropped at the end of this frame
 }
+
+// sameFace is the overlap above which two tracks are one face.
+const sameFace = 0.5
 
 // Tracker processes frames one after another; it is not safe for
 // concurrent use.
@@ -100,15 +104,26 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		t.match(faces, img)
 	}
 	// 3. Drop faces that left, that the model no longer sees, or that
-	// detections have missed too often.
-	kept := t.tracks[:0]
+	// detections have missed too often; then duplicates: two tracks that
+	// the refinement has brought onto the same face (the detector can
+	// return two nested windows for one face) keep the older id.
 	for _, tr := range t.tracks {
 		b := tr.raw
-		gone := tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
+		tr.drop = tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
 			b.X+b.W < float64(bounds.Min.X) || b.Y+b.H < float64(bounds.Min.Y) ||
 			b.X > float64(bounds.Max.X) || b.Y > float64(bounds.Max.Y) ||
 			(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd)
-		if gone {
+	}
+	for _, tr := range t.tracks {
+		for _, o := range t.tracks {
+			if !tr.drop && !o.drop && o.face.ID < tr.face.ID && feature.IoU(o.raw, tr.raw) > sameFace {
+				tr.drop = true
+			}
+		}
+	}
+	kept := t.tracks[:0]
+	for _, tr := range t.tracks {
+		if tr.drop {
 			t.free = append(t.free, tr)
 			continue
 		}
@@ -177,7 +192,7 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 		}
 	}
 	for i, f := range faces {
-		if used[i] || len(t.tracks) >= 4*t.cfg.MaxFaces {
+		if used[i] || len(t.tracks) >= 4*t.cfg.MaxFaces || t.tracked(t.calib.Apply(f.Box)) {
 			continue
 		}
 		tr := t.newTrack()
@@ -186,6 +201,17 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 		tr.face.Box = tr.raw
 		t.tracks = append(t.tracks, tr)
 	}
+}
+
+// tracked reports whether box overlaps a track's face by more than MinIoU:
+// a second detection of a face already matched starts no track.
+func (t *Tracker) tracked(box feature.Box) bool {
+	for _, tr := range t.tracks {
+		if feature.IoU(box, tr.raw) > t.cfg.MinIoU {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *Tracker) newTrack() *trackState {
