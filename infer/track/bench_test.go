@@ -31,6 +31,12 @@ func frame640(tb testing.TB) *image.Gray {
 }
 
 func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
+	return trackerWith(tb, Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30}, 60)
+}
+
+// trackerWith is a tracker on the default model with 2 refinement steps
+// and the detector's default settings but for the smallest face size.
+func trackerWith(tb testing.TB, cfg Config, minSize int) (*Tracker, *pose.Estimator) {
 	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
 	if err != nil {
 		tb.Fatal(err)
@@ -39,12 +45,13 @@ func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	det, err := detect.New(detect.DefaultParams())
+	p := detect.DefaultParams()
+	p.MinSize = minSize
+	det, err := detect.New(p)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return New(Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30}, det,
-		detect.CalibrationOf(m.Calibration), est), est
+	return New(cfg, det, detect.CalibrationOf(m.Calibration), est), est
 }
 
 // BenchmarkFrame: one 640×480 grey frame with one face, on one core,

@@ -6,10 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
-	"github.com/edgepose/posed/infer/gllim"
-	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train/dataset"
 )
 
@@ -44,27 +41,16 @@ func turning(t *testing.T) ([]*image.Gray, []float64) {
 	return frames, yaws
 }
 
-// newTracker is the daemon's default tracker (config.Default) on the
-// default model, with the detector's minimum size for small frames.
+// newTracker is a tracker on the default model, with the detector's
+// minimum face size set for small frames.
 func newTracker(t *testing.T, cfg Config) *Tracker {
 	t.Helper()
-	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	est, err := pose.New(m, pose.Settings{MaxIter: 2, Eps: 0.02})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := detect.DefaultParams()
-	p.MinSize = 40
-	det, err := detect.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return New(cfg, det, detect.CalibrationOf(m.Calibration), est)
+	tr, _ := trackerWith(t, cfg, 40)
+	return tr
 }
 
+// defaultConfig is the daemon's default tracking (config.Default), with
+// detection every 5 frames as in `make run`.
 func defaultConfig() Config {
 	return Config{MaxFaces: 4, Every: 5, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30}
 }
