@@ -67,7 +67,11 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 	fmt.Fprintf(w, "parameters  %d free (the BIC's count), %d float32 weights\n", p.NumFree(), len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma))
 	fmt.Fprintln(w, "outputs")
 	for _, o := range m.Outputs {
-		fmt.Fprintf(w, "  %-10s %-6s trained around %.3g, spread %.3g\n", o.Name, o.Unit, o.Mean, o.Scale)
+		fmt.Fprintf(w, "  %-10s %-6s trained around %.3g, spread %.3g", o.Name, o.Unit, o.Mean, o.Scale)
+		if o.StdScale > 0 {
+			fmt.Fprintf(w, ", predictive σ ×%.3g (calibrated on held-out persons)", o.StdScale)
+		}
+		fmt.Fprintln(w)
 	}
 	f := m.Features
 	fmt.Fprintf(w, "features    %s", orNone(f.Name))

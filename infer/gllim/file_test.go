@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/edgepose/posed/infer/gllim"
@@ -235,4 +236,28 @@ func FuzzParseSealed(f *testing.F) {
 			t.Fatalf("parsed model has no forward model: %v", err)
 		}
 	})
+}
+
+// A calibrated uncertainty survives the file; a negative one is refused.
+func TestStdScaleRoundTripAndValidation(t *testing.T) {
+	m, _ := smallModelBytes(t)
+	m.Outputs[0].StdScale = 6.5
+	data, err := gllim.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := gllim.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Outputs[0].Uncertainty(); got != 6.5 {
+		t.Errorf("std scale read back as %g", got)
+	}
+	if got := back.Outputs[1].Uncertainty(); got != 1 {
+		t.Errorf("an uncalibrated output's factor is %g, want 1", got)
+	}
+	m.Outputs[0].StdScale = -1
+	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "std scale") {
+		t.Errorf("negative std scale: %v", err)
+	}
 }

@@ -97,7 +97,7 @@ func (e *Estimator) HasAngle(i int) bool { return e.angle[i] >= 0 }
 type Result struct {
 	Box        feature.Box // the refined box
 	Angles     [3]float64  // yaw, pitch, roll in degrees (0 where absent)
-	Std        [3]float64  // their predictive standard deviations
+	Std        [3]float64  // their predictive standard deviations (calibrated where the model says how)
 	Iterations int         // predictions made
 	Shift      float64     // size of the last predicted move (0 without refinement)
 	LogDensity float64     // log p(y) of the last features under the model
@@ -201,7 +201,7 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 	for i, k := range e.angle {
 		if k >= 0 {
 			r.Angles[i] = w.pred.Mean[k]
-			r.Std[i] = w.pred.Std(k)
+			r.Std[i] = w.pred.Std(k) * e.model.Outputs[k].Uncertainty()
 		}
 	}
 	return r

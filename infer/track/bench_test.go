@@ -31,7 +31,7 @@ func frame640(tb testing.TB) *image.Gray {
 }
 
 func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
-	return trackerWith(tb, Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30}, 60)
+	return trackerWith(tb, Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, 60)
 }
 
 // trackerWith is a tracker on the default model with 2 refinement steps

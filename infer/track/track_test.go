@@ -52,7 +52,7 @@ func newTracker(t *testing.T, cfg Config) *Tracker {
 // defaultConfig is the daemon's default tracking (config.Default), with
 // detection every 5 frames as in `make run`.
 func defaultConfig() Config {
-	return Config{MaxFaces: 4, Every: 5, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30}
+	return Config{MaxFaces: 4, Every: 5, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}
 }
 
 // One person turning the head is one face with one track id, never two

@@ -66,20 +66,24 @@ type Stats struct {
 // Report gathers absolute errors per angle and box statistics.
 type Report struct {
 	errs      map[string][]float64
-	Faces     int     // test faces
-	Found     int     // faces with a matching detection (detected condition)
-	IoUBefore float64 // mean IoU of the test box with the face box
-	IoUAfter  float64 // the same after refinement
+	stds      map[string][]float64 // predicted standard deviations, beside errs
+	Faces     int                  // test faces
+	Found     int                  // faces with a matching detection (detected condition)
+	IoUBefore float64              // mean IoU of the test box with the face box
+	IoUAfter  float64              // the same after refinement
 	boxes     int
 }
 
 // NewReport returns an empty report.
-func NewReport() *Report { return &Report{errs: map[string][]float64{}} }
+func NewReport() *Report {
+	return &Report{errs: map[string][]float64{}, stds: map[string][]float64{}}
+}
 
 // Merge adds o's errors to r.
 func (r *Report) Merge(o *Report) {
 	for k, v := range o.errs {
 		r.errs[k] = append(r.errs[k], v...)
+		r.stds[k] = append(r.stds[k], o.stds[k]...)
 	}
 	r.IoUBefore = (r.IoUBefore*float64(r.boxes) + o.IoUBefore*float64(o.boxes)) / math.Max(float64(r.boxes+o.boxes), 1)
 	r.IoUAfter = (r.IoUAfter*float64(r.boxes) + o.IoUAfter*float64(o.boxes)) / math.Max(float64(r.boxes+o.boxes), 1)
@@ -102,6 +106,21 @@ func (r *Report) Stats(name string) Stats {
 	n := float64(len(e))
 	mae := s / n
 	return Stats{MAE: mae, STD: math.Sqrt(math.Max(sq/n-mae*mae, 0)), RMSE: math.Sqrt(sq / n), N: len(e)}
+}
+
+// StdRatio is how much larger the errors of angle name are than the
+// predicted standard deviations: sqrt(Σ error² / Σ σ²). 1 is a calibrated
+// uncertainty; above 1, an overconfident one. 0 if nothing was measured.
+func (r *Report) StdRatio(name string) float64 {
+	var e2, s2 float64
+	for i, e := range r.errs[name] {
+		e2 += e * e
+		s2 += r.stds[name][i] * r.stds[name][i]
+	}
+	if s2 == 0 {
+		return 0
+	}
+	return math.Sqrt(e2 / s2)
 }
 
 // Angles lists the measured angles in yaw, pitch, roll order.
@@ -178,7 +197,7 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 		return nil, fmt.Errorf("headpose: the detected condition needs a detector")
 	}
 	type one struct {
-		err        [3]float64
+		err, std   [3]float64
 		has        [3]bool
 		found      bool
 		iou0, iou1 float64
@@ -212,6 +231,7 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 					continue
 				}
 				out.err[a] = math.Abs(r.Angles[a] - truth)
+				out.std[a] = r.Std[a]
 				out.has[a] = true
 			}
 			res[j] = out
@@ -230,6 +250,7 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 		for a, name := range pose.AngleNames {
 			if r.has[a] {
 				rep.errs[name] = append(rep.errs[name], r.err[a])
+				rep.stds[name] = append(rep.stds[name], r.std[a])
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train"
 )
 
 // Fold is the outcome of one leave-one-person-out fold.
@@ -84,25 +85,9 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) (*Report, []Fold, 
 				trainIdx = append(trainIdx, i)
 			}
 		}
-		m, res, err := Train(b, trainIdx, o.Train)
+		rep, res, err := trainAndTest(b, trainIdx, testIdx, o.Train, o.Eval)
 		if err != nil {
 			return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
-		}
-		eo := o.Eval
-		if eo.Condition == Detected {
-			eo.Calibration, _ = LearnCalibration(b, trainIdx, eo.Detector)
-		}
-		settings := eo.Settings
-		if settings.MaxIter == 0 {
-			settings = pose.DefaultSettings()
-		}
-		est, err := pose.New(m, settings)
-		if err != nil {
-			return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
-		}
-		rep, err := Evaluate(est, b, testIdx, eo)
-		if err != nil {
-			return nil, nil, err
 		}
 		total.Merge(rep)
 		f := Fold{Subject: subj, Report: rep, Iterations: res.Iterations, LogL: res.LogL, BIC: res.BIC, Elapsed: time.Since(start)}
@@ -112,4 +97,26 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) (*Report, []Fold, 
 		}
 	}
 	return total, folds, nil
+}
+
+// trainAndTest trains on trainIdx and evaluates on testIdx under eo; under
+// the detected condition the calibration is learnt on the training images.
+func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, eo EvalOptions) (*Report, *train.Result, error) {
+	m, res, err := Train(b, trainIdx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if eo.Condition == Detected {
+		eo.Calibration, _ = LearnCalibration(b, trainIdx, eo.Detector)
+	}
+	settings := eo.Settings
+	if settings.MaxIter == 0 {
+		settings = pose.DefaultSettings()
+	}
+	est, err := pose.New(m, settings)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := Evaluate(est, b, testIdx, eo)
+	return rep, res, err
 }

@@ -1,0 +1,75 @@
+package headpose
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/edgepose/posed/infer/gllim"
+)
+
+// LearnStdScales measures how overconfident the predictive standard
+// deviations of a model trained with o on the images idx are. It holds out
+// a fraction frac of the persons in idx (of every data set, drawn with
+// seed), trains on the others, estimates the held-out faces under eo and
+// returns, per angle, the ratio of the RMS error to the RMS predicted
+// standard deviation (Report.StdRatio), with that evaluation's report.
+//
+// The ratio is a single factor per angle: it makes the reported σ honest
+// on average, not per face. The mixture's posterior is nearly one-hot in
+// 1888 dimensions, so the raw σ is mostly one component's noise and is
+// several times smaller than the error on persons never seen.
+func LearnStdScales(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, seed uint64) (map[string]float64, *Report, error) {
+	if !(frac > 0 && frac < 1) {
+		return nil, nil, fmt.Errorf("headpose: held-out fraction %g not in (0, 1)", frac)
+	}
+	person := func(i int) string { return b.Samples[i].Set + "/" + b.Samples[i].Subject }
+	var persons []string
+	seen := map[string]bool{}
+	for _, i := range idx {
+		if p := person(i); !seen[p] {
+			seen[p] = true
+			persons = append(persons, p)
+		}
+	}
+	if len(persons) < 2 {
+		return nil, nil, fmt.Errorf("headpose: %d person(s): calibrating the uncertainty needs at least 2", len(persons))
+	}
+	slices.Sort(persons)
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	rng.Shuffle(len(persons), func(i, j int) { persons[i], persons[j] = persons[j], persons[i] })
+	n := min(max(int(math.Round(frac*float64(len(persons)))), 1), len(persons)-1)
+	held := map[string]bool{}
+	for _, p := range persons[:n] {
+		held[p] = true
+	}
+	var trainIdx, testIdx []int
+	for _, i := range idx {
+		if held[person(i)] {
+			testIdx = append(testIdx, i)
+		} else {
+			trainIdx = append(trainIdx, i)
+		}
+	}
+	rep, _, err := trainAndTest(b, trainIdx, testIdx, o, eo)
+	if err != nil {
+		return nil, nil, fmt.Errorf("headpose: calibrating the uncertainty: %w", err)
+	}
+	scales := map[string]float64{}
+	for _, a := range rep.Angles() {
+		if r := rep.StdRatio(a); r > 0 {
+			scales[a] = r
+		}
+	}
+	return scales, rep, nil
+}
+
+// SetStdScales records scales (by output name) in m's outputs.
+func SetStdScales(m *gllim.Model, scales map[string]float64) {
+	for name, s := range scales {
+		if k := m.OutputIndex(name); k >= 0 {
+			m.Outputs[k].StdScale = s
+		}
+	}
+}
