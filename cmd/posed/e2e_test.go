@@ -8,180 +8,19 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/publish/schema"
+	"github.com/edgepose/posed/publish/mqtttest"
 	"github.com/edgepose/posed/train/dataset"
 )
-
-// mosquitto runs a real broker on a free loopback port.
-type mosquitto struct {
-	t    *testing.T
-	bin  string
-	port int
-	conf string
-	cmd  *exec.Cmd
-}
-
-func startMosquitto(t *testing.T) *mosquitto {
-	t.Helper()
-	return startMosquittoWith(t, "allow_anonymous true\n")
-}
-
-// startMosquittoWith starts mosquitto with extra lines for its listener.
-func startMosquittoWith(t *testing.T, extra string) *mosquitto {
-	t.Helper()
-	bin, err := exec.LookPath("mosquitto")
-	if err != nil {
-		bin = "/usr/sbin/mosquitto"
-		if _, err := os.Stat(bin); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatal("mosquitto is not installed (.ci/run installs it)")
-			}
-			t.Skip("mosquitto is not installed: apt-get install mosquitto")
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
-	os.WriteFile(conf, []byte(fmt.Sprintf("listener %d 127.0.0.1\npersistence false\n%s", port, extra)), 0o644)
-	m := &mosquitto{t: t, bin: bin, port: port, conf: conf}
-	m.start()
-	t.Cleanup(m.stop)
-	return m
-}
-
-func (m *mosquitto) start() {
-	m.cmd = exec.Command(m.bin, "-c", m.conf)
-	var out bytes.Buffer
-	m.cmd.Stdout, m.cmd.Stderr = &out, &out
-	if err := m.cmd.Start(); err != nil {
-		m.t.Fatal(err)
-	}
-	for i := 0; i < 100; i++ {
-		if c, err := net.Dial("tcp", m.addr()); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	m.stop()
-	m.t.Fatalf("mosquitto did not start listening:\n%s", out.String())
-}
-
-func (m *mosquitto) stop() {
-	if m.cmd != nil && m.cmd.Process != nil {
-		m.cmd.Process.Kill()
-		m.cmd.Wait()
-		m.cmd = nil
-	}
-}
-
-func (m *mosquitto) restart() {
-	m.stop()
-	time.Sleep(300 * time.Millisecond)
-	m.start()
-}
-
-func (m *mosquitto) addr() string { return fmt.Sprintf("127.0.0.1:%d", m.port) }
-
-// collector is an independent MQTT client that records every message.
-type collector struct {
-	mu   sync.Mutex
-	msgs []msg
-	c    mqtt.Client
-}
-
-type msg struct {
-	topic    string
-	payload  []byte
-	retained bool
-	at       time.Time
-}
-
-func collect(t *testing.T, addr, filter string) *collector {
-	return collectFrom(t, mqtt.NewClientOptions().AddBroker("tcp://"+addr), filter)
-}
-
-// collectFrom is collect with the caller's broker, credentials and TLS.
-func collectFrom(t *testing.T, o *mqtt.ClientOptions, filter string) *collector {
-	col := &collector{}
-	o.SetClientID("posed-test-collector").
-		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
-		SetMaxReconnectInterval(200 * time.Millisecond).
-		SetOnConnectHandler(func(c mqtt.Client) {
-			c.Subscribe(filter, 1, func(_ mqtt.Client, m mqtt.Message) {
-				col.mu.Lock()
-				col.msgs = append(col.msgs, msg{m.Topic(), append([]byte(nil), m.Payload()...), m.Retained(), time.Now()})
-				col.mu.Unlock()
-			})
-		})
-	col.c = mqtt.NewClient(o)
-	if tok := col.c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatalf("collector cannot connect: %v", tok.Error())
-	}
-	t.Cleanup(func() { col.c.Disconnect(100) })
-	return col
-}
-
-func (c *collector) all() []msg {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]msg(nil), c.msgs...)
-}
-
-// waitFor polls until cond holds on the messages so far.
-func (c *collector) waitFor(t *testing.T, what string, d time.Duration, cond func([]msg) bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond(c.all()) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
-
-func schemas(t *testing.T) map[string]*jsonschema.Schema {
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	out := map[string]*jsonschema.Schema{}
-	for _, name := range []string{"pose", "state", "camera", "stats"} {
-		b, err := schema.Files.ReadFile(name + ".json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := "mem://" + name + ".json"
-		if err := c.AddResource(url, doc); err != nil {
-			t.Fatal(err)
-		}
-		if out[name], err = c.Compile(url); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
 
 func dataDir(t *testing.T) string {
 	d := dataset.Root()
@@ -242,56 +81,56 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // independent client checks every message against its JSON Schema and
 // that yaw follows the sequence's ground truth.
 func TestEndToEndMosquitto(t *testing.T) {
-	broker := startMosquitto(t)
-	col := collect(t, broker.addr(), "#")
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "#")
 	seq, yaws := yawSequence(t)
-	cfg := testConfig(t, seq, "tcp://"+broker.addr())
+	cfg := testConfig(t, seq, "tcp://"+broker.Addr())
 	cfg.MQTT.Discovery = true
 	err := run(context.Background(), cfg, quietLog(), io.Discard) // ends with the replay
 	if err != nil {
 		t.Fatal(err)
 	}
-	col.waitFor(t, "offline", 5*time.Second, func(ms []msg) bool {
-		return len(ms) > 0 && ms[len(ms)-1].topic == "posed/test/available" && string(ms[len(ms)-1].payload) == "offline"
+	col.WaitFor(t, "offline", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		return len(ms) > 0 && ms[len(ms)-1].Topic == "posed/test/available" && string(ms[len(ms)-1].Payload) == "offline"
 	})
-	sch := schemas(t)
+	sch := mqtttest.Schemas(t)
 	var errs, got []float64
 	seen := map[string]int{}
-	for _, m := range col.all() {
-		if strings.HasPrefix(m.topic, "homeassistant/sensor/") {
+	for _, m := range col.All() {
+		if strings.HasPrefix(m.Topic, "homeassistant/sensor/") {
 			// Home Assistant discovery: retained sensor configs reading the pose topic.
 			var d struct {
 				StateTopic        string `json:"state_topic"`
 				AvailabilityTopic string `json:"availability_topic"`
 			}
-			if err := json.Unmarshal(m.payload, &d); err != nil || d.StateTopic != "posed/test/pose" || d.AvailabilityTopic != "posed/test/available" {
-				t.Errorf("discovery %s: %s", m.topic, m.payload)
+			if err := json.Unmarshal(m.Payload, &d); err != nil || d.StateTopic != "posed/test/pose" || d.AvailabilityTopic != "posed/test/available" {
+				t.Errorf("discovery %s: %s", m.Topic, m.Payload)
 			}
 			seen["discovery"]++
 			continue
 		}
-		if strings.HasPrefix(m.topic, "$SYS") {
+		if strings.HasPrefix(m.Topic, "$SYS") {
 			continue
 		}
-		kind := strings.TrimPrefix(m.topic, "posed/test/")
+		kind := strings.TrimPrefix(m.Topic, "posed/test/")
 		seen[kind]++
 		if kind == "available" {
-			if p := string(m.payload); p != "online" && p != "offline" {
+			if p := string(m.Payload); p != "online" && p != "offline" {
 				t.Errorf("available: %q", p)
 			}
 			continue
 		}
 		s, ok := sch[kind]
 		if !ok {
-			t.Errorf("unexpected topic %s", m.topic)
+			t.Errorf("unexpected topic %s", m.Topic)
 			continue
 		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.payload))
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Payload))
 		if err != nil {
-			t.Fatalf("%s: %v", m.topic, err)
+			t.Fatalf("%s: %v", m.Topic, err)
 		}
 		if err := s.Validate(v); err != nil {
-			t.Errorf("%s does not match its schema: %v\n%s", m.topic, err, m.payload)
+			t.Errorf("%s does not match its schema: %v\n%s", m.Topic, err, m.Payload)
 		}
 		if kind != "pose" {
 			continue
@@ -300,7 +139,7 @@ func TestEndToEndMosquitto(t *testing.T) {
 			Seq   int
 			Faces []struct{ Yaw *float64 }
 		}
-		json.Unmarshal(m.payload, &p)
+		json.Unmarshal(m.Payload, &p)
 		if len(p.Faces) > 0 && p.Faces[0].Yaw != nil && p.Seq >= 1 && p.Seq <= len(yaws) {
 			truth := yaws[p.Seq-1]
 			errs = append(errs, math.Abs(*p.Faces[0].Yaw-truth))
@@ -327,50 +166,50 @@ func TestEndToEndMosquitto(t *testing.T) {
 // The broker is killed and restarted mid-run: posed reconnects, says
 // "online" again, keeps processing, and its memory stays bounded.
 func TestBrokerRestart(t *testing.T) {
-	broker := startMosquitto(t)
-	col := collect(t, broker.addr(), "posed/test/#")
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/test/#")
 	seq, _ := yawSequence(t)
-	cfg := testConfig(t, seq, "tcp://"+broker.addr())
+	cfg := testConfig(t, seq, "tcp://"+broker.Addr())
 	cfg.Source.Loop = true
 	cfg.MQTT.QoS = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
-	onlines := func(ms []msg) int {
+	onlines := func(ms []mqtttest.Msg) int {
 		n := 0
 		for _, m := range ms {
-			if m.topic == "posed/test/available" && string(m.payload) == "online" {
+			if m.Topic == "posed/test/available" && string(m.Payload) == "online" {
 				n++
 			}
 		}
 		return n
 	}
-	poses := func(ms []msg) int {
+	poses := func(ms []mqtttest.Msg) int {
 		n := 0
 		for _, m := range ms {
-			if m.topic == "posed/test/pose" {
+			if m.Topic == "posed/test/pose" {
 				n++
 			}
 		}
 		return n
 	}
-	col.waitFor(t, "first pose messages", 10*time.Second, func(ms []msg) bool { return poses(ms) > 10 })
+	col.WaitFor(t, "first pose messages", 10*time.Second, func(ms []mqtttest.Msg) bool { return poses(ms) > 10 })
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i := 0; i < 2; i++ {
-		broker.stop()
+		broker.Stop()
 		time.Sleep(1500 * time.Millisecond) // posed runs on without a broker
-		broker.restart()
-		n := poses(col.all())
-		col.waitFor(t, "online again", 15*time.Second, func(ms []msg) bool { return onlines(ms) >= i+2 })
-		col.waitFor(t, "pose messages after the restart", 10*time.Second, func(ms []msg) bool { return poses(ms) > n+10 })
+		broker.Restart()
+		n := poses(col.All())
+		col.WaitFor(t, "online again", 15*time.Second, func(ms []mqtttest.Msg) bool { return onlines(ms) >= i+2 })
+		col.WaitFor(t, "pose messages after the restart", 10*time.Second, func(ms []mqtttest.Msg) bool { return poses(ms) > n+10 })
 	}
 	// Retained state and camera were re-sent after each restart (the broker
 	// keeps nothing: persistence is off).
 	retained := 0
-	for _, m := range col.all() {
-		if m.topic == "posed/test/state" || m.topic == "posed/test/camera" {
+	for _, m := range col.All() {
+		if m.Topic == "posed/test/state" || m.Topic == "posed/test/camera" {
 			retained++
 		}
 	}
@@ -394,34 +233,34 @@ func TestBrokerRestart(t *testing.T) {
 // A source that is missing at start, then appears, gives camera status
 // offline, then online, and processing, not a crash.
 func TestSourceRecovers(t *testing.T) {
-	broker := startMosquitto(t)
-	col := collect(t, broker.addr(), "posed/test/#")
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/test/#")
 	seq, _ := yawSequence(t)
 	missing := filepath.Join(t.TempDir(), "later")
-	cfg := testConfig(t, missing, "tcp://"+broker.addr())
+	cfg := testConfig(t, missing, "tcp://"+broker.Addr())
 	cfg.Source.Loop = true
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
-	status := func(want string) func([]msg) bool {
-		return func(ms []msg) bool {
+	status := func(want string) func([]mqtttest.Msg) bool {
+		return func(ms []mqtttest.Msg) bool {
 			for _, m := range ms {
-				if m.topic == "posed/test/camera" && strings.Contains(string(m.payload), `"status":"`+want+`"`) {
+				if m.Topic == "posed/test/camera" && strings.Contains(string(m.Payload), `"status":"`+want+`"`) {
 					return true
 				}
 			}
 			return false
 		}
 	}
-	col.waitFor(t, "camera offline", 10*time.Second, status("offline"))
+	col.WaitFor(t, "camera offline", 10*time.Second, status("offline"))
 	if err := os.Rename(seq, missing); err != nil {
 		t.Fatal(err)
 	}
-	col.waitFor(t, "camera online", 10*time.Second, status("online"))
-	col.waitFor(t, "pose messages", 10*time.Second, func(ms []msg) bool {
+	col.WaitFor(t, "camera online", 10*time.Second, status("online"))
+	col.WaitFor(t, "pose messages", 10*time.Second, func(ms []mqtttest.Msg) bool {
 		for _, m := range ms {
-			if m.topic == "posed/test/pose" {
+			if m.Topic == "posed/test/pose" {
 				return true
 			}
 		}

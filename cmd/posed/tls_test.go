@@ -21,6 +21,8 @@ import (
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/edgepose/posed/publish/mqtttest"
 )
 
 // pki is a throw-away certificate authority with a server certificate for
@@ -107,13 +109,7 @@ func (p *pki) write(t *testing.T, name, kind string, der []byte) string {
 // publishes poses; the same broker refuses a wrong password, so the
 // credentials really were checked.
 func TestTLSClientCertificateAndPassword(t *testing.T) {
-	passwd, err := exec.LookPath("mosquitto_passwd")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("mosquitto_passwd is not installed (Debian package mosquitto)")
-		}
-		t.Skip("mosquitto_passwd is not installed")
-	}
+	passwd := mqtttest.Lookup(t, "mosquitto_passwd")
 	p := newPKI(t)
 	pwFile := filepath.Join(p.dir, "passwd")
 	if out, err := exec.Command(passwd, "-b", "-c", pwFile, "camera", "s3cret").CombinedOutput(); err != nil {
@@ -124,10 +120,10 @@ func TestTLSClientCertificateAndPassword(t *testing.T) {
 	// Run as root (as in CI), mosquitto would switch to its own user,
 	// which cannot read the test's private temporary files; "user root"
 	// keeps it as it was started (it is ignored when not started as root).
-	broker := startMosquittoWith(t, fmt.Sprintf("user root\n"+
+	broker := mqtttest.StartWith(t, fmt.Sprintf("user root\n"+
 		"cafile %s\ncertfile %s\nkeyfile %s\nrequire_certificate true\nallow_anonymous false\npassword_file %s\n",
 		p.ca, p.serverCert, p.serverKey, pwFile))
-	url := "ssl://" + broker.addr()
+	url := "ssl://" + broker.Addr()
 	clientTLS := &tls.Config{RootCAs: p.caPool, Certificates: []tls.Certificate{p.clientPair}, MinVersion: tls.VersionTLS12}
 
 	// A wrong password is refused.
@@ -138,7 +134,7 @@ func TestTLSClientCertificateAndPassword(t *testing.T) {
 		t.Fatal("the broker accepted a wrong password: the test would not show that posed's credentials are used")
 	}
 
-	col := collectFrom(t, mqtt.NewClientOptions().AddBroker(url).SetTLSConfig(clientTLS).
+	col := mqtttest.CollectFrom(t, mqtt.NewClientOptions().AddBroker(url).SetTLSConfig(clientTLS).
 		SetUsername("camera").SetPassword("s3cret"), "posed/#")
 	seq, _ := yawSequence(t)
 	cfg := testConfig(t, seq, url)
@@ -147,15 +143,15 @@ func TestTLSClientCertificateAndPassword(t *testing.T) {
 	if err := run(context.Background(), cfg, quietLog(), io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	col.waitFor(t, "online, poses and offline over TLS", 5*time.Second, func(ms []msg) bool {
+	col.WaitFor(t, "online, poses and offline over TLS", 5*time.Second, func(ms []mqtttest.Msg) bool {
 		var online, pose, offline bool
 		for _, m := range ms {
 			switch {
-			case m.topic == "posed/test/available" && string(m.payload) == "online":
+			case m.Topic == "posed/test/available" && string(m.Payload) == "online":
 				online = true
-			case m.topic == "posed/test/pose" && strings.Contains(string(m.payload), `"yaw"`):
+			case m.Topic == "posed/test/pose" && strings.Contains(string(m.Payload), `"yaw"`):
 				pose = true
-			case m.topic == "posed/test/available" && string(m.payload) == "offline":
+			case m.Topic == "posed/test/available" && string(m.Payload) == "offline":
 				offline = online
 			}
 		}

@@ -1,0 +1,222 @@
+// Package mqtttest runs the real parts that posed's MQTT tests need: a
+// mosquitto broker on a free loopback port, an independent client that
+// records what is published, and the compiled JSON Schemas of the
+// messages. It is for tests only; the daemon does not import it.
+package mqtttest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/edgepose/posed/publish/schema"
+)
+
+// Mosquitto is a real broker, without persistence, on a free loopback port.
+type Mosquitto struct {
+	t    testing.TB
+	bin  string
+	port int
+	conf string
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+}
+
+// Start starts mosquitto accepting anonymous clients. Without mosquitto
+// installed the test is skipped, or fails when CI is set (CI installs it).
+func Start(t testing.TB) *Mosquitto {
+	t.Helper()
+	return StartWith(t, "allow_anonymous true\n")
+}
+
+// StartWith starts mosquitto with extra configuration lines for its
+// listener (TLS files, password file, …).
+func StartWith(t testing.TB, extra string) *Mosquitto {
+	t.Helper()
+	bin := Lookup(t, "mosquitto")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
+	body := fmt.Sprintf("listener %d 127.0.0.1\npersistence false\n%s", port, extra)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &Mosquitto{t: t, bin: bin, port: port, conf: conf}
+	m.Start()
+	t.Cleanup(m.Stop)
+	return m
+}
+
+// Lookup finds one of mosquitto's programs on PATH or in /usr/sbin.
+func Lookup(t testing.TB, name string) string {
+	t.Helper()
+	if bin, err := exec.LookPath(name); err == nil {
+		return bin
+	}
+	bin := filepath.Join("/usr/sbin", name)
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not installed (.ci/run installs the Debian package mosquitto)", name)
+	}
+	t.Skipf("%s is not installed: apt-get install mosquitto", name)
+	return ""
+}
+
+// Start (re)starts the broker process and waits until it listens.
+func (m *Mosquitto) Start() {
+	m.t.Helper()
+	m.out.Reset()
+	m.cmd = exec.Command(m.bin, "-c", m.conf)
+	m.cmd.Stdout, m.cmd.Stderr = &m.out, &m.out
+	if err := m.cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if c, err := net.Dial("tcp", m.Addr()); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m.Stop()
+	m.t.Fatalf("mosquitto did not start listening:\n%s", m.out.String())
+}
+
+// Stop kills the broker (SIGKILL: no goodbye to its clients).
+func (m *Mosquitto) Stop() {
+	if m.cmd != nil && m.cmd.Process != nil {
+		m.cmd.Process.Kill()
+		m.cmd.Wait()
+		m.cmd = nil
+	}
+}
+
+// Restart kills the broker and starts it again on the same port; it has
+// lost every retained message.
+func (m *Mosquitto) Restart() {
+	m.t.Helper()
+	m.Stop()
+	time.Sleep(300 * time.Millisecond)
+	m.Start()
+}
+
+// Addr is the broker's host:port.
+func (m *Mosquitto) Addr() string { return fmt.Sprintf("127.0.0.1:%d", m.port) }
+
+// Msg is one received message.
+type Msg struct {
+	Topic    string
+	Payload  []byte
+	Retained bool
+	At       time.Time
+}
+
+// Collector is an independent MQTT client that records every message on
+// a topic filter, and subscribes again after a reconnect.
+type Collector struct {
+	mu   sync.Mutex
+	msgs []Msg
+	c    mqtt.Client
+}
+
+// Collect subscribes to filter on the plain-TCP broker at addr.
+func Collect(t testing.TB, addr, filter string) *Collector {
+	t.Helper()
+	return CollectFrom(t, mqtt.NewClientOptions().AddBroker("tcp://"+addr), filter)
+}
+
+// CollectFrom is Collect with the caller's broker, credentials and TLS.
+func CollectFrom(t testing.TB, o *mqtt.ClientOptions, filter string) *Collector {
+	t.Helper()
+	col := &Collector{}
+	o.SetClientID(fmt.Sprintf("posed-test-collector-%d", time.Now().UnixNano())).
+		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
+		SetMaxReconnectInterval(200 * time.Millisecond).
+		SetOnConnectHandler(func(c mqtt.Client) {
+			c.Subscribe(filter, 1, func(_ mqtt.Client, m mqtt.Message) {
+				col.mu.Lock()
+				col.msgs = append(col.msgs, Msg{m.Topic(), append([]byte(nil), m.Payload()...), m.Retained(), time.Now()})
+				col.mu.Unlock()
+			}).WaitTimeout(5 * time.Second)
+		})
+	col.c = mqtt.NewClient(o)
+	if tok := col.c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("collector cannot connect: %v", tok.Error())
+	}
+	t.Cleanup(func() { col.c.Disconnect(100) })
+	return col
+}
+
+// All returns a copy of the messages so far.
+func (c *Collector) All() []Msg {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Msg(nil), c.msgs...)
+}
+
+// On returns the messages so far on one topic.
+func (c *Collector) On(topic string) []Msg {
+	var out []Msg
+	for _, m := range c.All() {
+		if m.Topic == topic {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// WaitFor polls until cond holds on the messages so far, and fails the
+// test after d.
+func (c *Collector) WaitFor(t testing.TB, what string, d time.Duration, cond func([]Msg) bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond(c.All()) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %v waiting for %s; %d messages so far", d, what, len(c.All()))
+}
+
+// Schemas compiles the committed JSON Schema of each message kind: "pose",
+// "state", "camera" and "stats".
+func Schemas(t testing.TB) map[string]*jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	out := map[string]*jsonschema.Schema{}
+	for _, name := range []string{"pose", "state", "camera", "stats"} {
+		b, err := schema.Files.ReadFile(name + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := "mem://" + name + ".json"
+		if err := c.AddResource(url, doc); err != nil {
+			t.Fatal(err)
+		}
+		if out[name], err = c.Compile(url); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
