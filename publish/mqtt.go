@@ -40,7 +40,10 @@ type Publisher struct {
 	retained map[string][]byte // topic → last retained payload, re-sent on reconnect
 	lastPose time.Time
 
+	// published and dropped count every message; posePublished and
+	// poseDropped the pose messages among them.
 	published, dropped, reconnects atomic.Uint64
+	posePublished, poseDropped     atomic.Uint64
 	connected                      atomic.Bool
 	everConnected                  atomic.Bool
 }
@@ -49,6 +52,7 @@ type outMsg struct {
 	topic    string
 	qos      byte
 	retained bool
+	pose     bool
 	payload  []byte
 }
 
@@ -175,28 +179,37 @@ func (p *Publisher) loop() {
 
 func (p *Publisher) send(m outMsg) {
 	if !p.client.IsConnectionOpen() {
-		p.dropped.Add(1)
+		p.drop(m.pose)
 		return
 	}
 	if p.print != nil {
 		fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
 	}
 	t := p.client.Publish(m.topic, m.qos, m.retained, m.payload)
-	if m.qos == 0 {
-		p.published.Add(1)
-		return
-	}
-	if !t.WaitTimeout(tokenWait) {
-		p.dropped.Add(1)
-		p.log.Warn("mqtt: publish not acknowledged in time", "topic", m.topic, "wait", tokenWait)
-		return
-	}
-	if err := t.Error(); err != nil {
-		p.dropped.Add(1)
-		p.log.Warn("mqtt: publish failed", "topic", m.topic, "err", err)
-		return
+	if m.qos > 0 {
+		if !t.WaitTimeout(tokenWait) {
+			p.drop(m.pose)
+			p.log.Warn("mqtt: publish not acknowledged in time", "topic", m.topic, "wait", tokenWait)
+			return
+		}
+		if err := t.Error(); err != nil {
+			p.drop(m.pose)
+			p.log.Warn("mqtt: publish failed", "topic", m.topic, "err", err)
+			return
+		}
 	}
 	p.published.Add(1)
+	if m.pose {
+		p.posePublished.Add(1)
+	}
+}
+
+// drop counts a message that was not sent.
+func (p *Publisher) drop(pose bool) {
+	p.dropped.Add(1)
+	if pose {
+		p.poseDropped.Add(1)
+	}
 }
 
 // enqueue hands m to the publishing goroutine, or drops it if the queue
@@ -206,7 +219,7 @@ func (p *Publisher) enqueue(m outMsg) bool {
 	case p.queue <- m:
 		return true
 	default:
-		p.dropped.Add(1)
+		p.drop(m.pose)
 		return false
 	}
 }
@@ -219,14 +232,14 @@ func (p *Publisher) Pose(m PoseMsg) {
 		p.mu.Lock()
 		if now.Sub(p.lastPose) < time.Duration(float64(time.Second)/p.cfg.MaxRate) {
 			p.mu.Unlock()
-			p.dropped.Add(1)
+			p.drop(true)
 			return
 		}
 		p.lastPose = now
 		p.mu.Unlock()
 	}
 	if !p.connected.Load() {
-		p.dropped.Add(1)
+		p.drop(true)
 		return
 	}
 	m.Schema, m.Device = SchemaVersion, p.device
@@ -239,7 +252,7 @@ func (p *Publisher) Pose(m PoseMsg) {
 		p.log.Error("publish: encoding pose", "err", err)
 		return
 	}
-	p.enqueue(outMsg{topic: p.base + TopicPose, qos: byte(p.cfg.QoS), payload: b})
+	p.enqueue(outMsg{topic: p.base + TopicPose, qos: byte(p.cfg.QoS), pose: true, payload: b})
 }
 
 // Retain publishes a retained message (state, camera) and keeps it to
@@ -264,7 +277,7 @@ func (p *Publisher) Retain(topic string, v any) {
 // Stats publishes a statistics message (not retained).
 func (p *Publisher) Stats(s StatsMsg) {
 	s.Schema, s.Device = SchemaVersion, p.device
-	s.PosePublished, s.PoseDropped = p.published.Load(), p.dropped.Load()
+	s.PosePublished, s.PoseDropped = p.posePublished.Load(), p.poseDropped.Load()
 	s.Connected, s.Reconnects = p.connected.Load(), p.reconnects.Load()
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -273,8 +286,8 @@ func (p *Publisher) Stats(s StatsMsg) {
 	p.enqueue(outMsg{topic: p.base + TopicStats, qos: 0, payload: b})
 }
 
-// Counters returns messages published and dropped, and whether the broker
-// is connected.
+// Counters returns the messages of every kind published and dropped, and
+// whether the broker is connected.
 func (p *Publisher) Counters() (published, dropped uint64, connected bool) {
 	return p.published.Load(), p.dropped.Load(), p.connected.Load()
 }

@@ -1,0 +1,282 @@
+package publish
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/publish/mqtttest"
+)
+
+func testMQTT(broker string) config.MQTT {
+	c := config.Default().MQTT
+	c.Broker = "tcp://" + broker
+	c.QoS = 1
+	c.MaxRate = 0
+	return c
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func onePose(seq uint64, yaw float64) PoseMsg {
+	return PoseMsg{
+		Camera: "test", Seq: seq, Captured: time.Now(), Width: 640, Height: 480,
+		Faces: []FaceMsg{{Track: 1, Box: [4]float64{200, 120, 360, 280}, Score: 9.5, Yaw: &yaw}},
+	}
+}
+
+// waitConnected waits until the publisher says it is connected.
+func waitConnected(t *testing.T, p *Publisher, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if _, _, ok := p.Counters(); ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("publisher not connected after %v", d)
+}
+
+func payloads(ms []mqtttest.Msg) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m.Payload))
+	}
+	return out
+}
+
+func validate(t *testing.T, s *jsonschema.Schema, m mqtttest.Msg) {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Payload))
+	if err != nil {
+		t.Fatalf("%s: %v", m.Topic, err)
+	}
+	if err := s.Validate(v); err != nil {
+		t.Errorf("%s does not match its schema: %v\n%s", m.Topic, err, m.Payload)
+	}
+}
+
+// The rate cap lets through at most max_rate pose messages a second, at
+// least 1/max_rate apart; the rest are counted as dropped, and the "faces
+// gone" message is never held back. Stats report the pose counters alone.
+func TestRateCapAndPoseCounters(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/#")
+	cfg := testMQTT(broker.Addr())
+	cfg.MaxRate = 10
+	p, err := New(cfg, "cam", quiet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	waitConnected(t, p, 5*time.Second)
+
+	const calls = 200
+	start := time.Now()
+	for i := range calls {
+		p.Pose(onePose(uint64(i+1), float64(i%90)))
+		time.Sleep(5 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	p.Pose(PoseMsg{Camera: "test", Seq: calls + 1, Captured: time.Now(), Width: 640, Height: 480})
+	col.WaitFor(t, "faces gone", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		last := ms[len(ms)-1]
+		return strings.Contains(string(last.Payload), `"faces":[]`)
+	})
+	p.Stats(StatsMsg{})
+
+	col.WaitFor(t, "stats", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		for _, m := range ms {
+			if m.Topic == "posed/cam/stats" {
+				return true
+			}
+		}
+		return false
+	})
+	sch := mqtttest.Schemas(t)
+	var withFaces []PoseMsg
+	var gone int
+	for _, m := range col.On("posed/cam/pose") {
+		validate(t, sch["pose"], m)
+		var pm PoseMsg
+		if err := json.Unmarshal(m.Payload, &pm); err != nil {
+			t.Fatal(err)
+		}
+		if len(pm.Faces) == 0 {
+			gone++
+			continue
+		}
+		withFaces = append(withFaces, pm)
+	}
+	n := len(withFaces)
+	maxN := int(elapsed.Seconds()*cfg.MaxRate) + 1
+	if n > maxN || n < maxN/2 {
+		t.Errorf("%d pose messages with faces in %v at max_rate %g: want between %d and %d", n, elapsed, cfg.MaxRate, maxN/2, maxN)
+	}
+	for i := 1; i < n; i++ {
+		if gap := withFaces[i].Captured.Sub(withFaces[i-1].Captured); gap < 99*time.Millisecond {
+			t.Errorf("pose messages %d and %d only %v apart under a 10/s cap", withFaces[i-1].Seq, withFaces[i].Seq, gap)
+		}
+	}
+	if gone != 1 {
+		t.Errorf("%d \"faces gone\" messages, want 1 (it is never rate-capped)", gone)
+	}
+
+	stats := col.On("posed/cam/stats")
+	validate(t, sch["stats"], stats[0])
+	var s StatsMsg
+	json.Unmarshal(stats[0].Payload, &s)
+	if s.PosePublished != uint64(n+1) || s.PosePublished+s.PoseDropped != calls+1 {
+		t.Errorf("stats say %d pose published, %d dropped; received %d of %d", s.PosePublished, s.PoseDropped, n+1, calls+1)
+	}
+	if !s.Connected || s.Device != "cam" || s.Schema != SchemaVersion {
+		t.Errorf("stats: %+v", s)
+	}
+}
+
+// With no broker the frame loop's calls return at once and the pose
+// messages are counted as dropped, never queued for later; when the broker
+// appears, the device announces itself and sends the latest retained
+// state it was given meanwhile.
+func TestNoBrokerNeverBlocksThenConnects(t *testing.T) {
+	broker := mqtttest.Start(t)
+	broker.Stop()
+	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+
+	const calls = 5000
+	done := make(chan struct{})
+	go func() {
+		for i := range calls {
+			p.Pose(onePose(uint64(i), 0))
+			if i%100 == 0 {
+				p.Stats(StatsMsg{})
+				p.Retain(TopicState, StateMsg{Status: "running", Faces: i})
+			}
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("publishing blocked while the broker is down")
+	}
+	if _, _, ok := p.Counters(); ok {
+		t.Fatal("connected to a broker that is not running")
+	}
+	if p.posePublished.Load() != 0 || p.poseDropped.Load() != calls {
+		t.Errorf("pose published %d, dropped %d; want 0 and %d", p.posePublished.Load(), p.poseDropped.Load(), calls)
+	}
+
+	broker.Start()
+	waitConnected(t, p, 15*time.Second)
+	// A client that subscribes later gets what the broker retained.
+	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/#")
+	col.WaitFor(t, "retained online and state", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		return len(col.On("posed/cam/available")) > 0 && len(col.On("posed/cam/state")) > 0
+	})
+	time.Sleep(200 * time.Millisecond)
+	if got := payloads(col.On("posed/cam/available")); len(got) != 1 || got[0] != "online" {
+		t.Errorf("available: %q, want [online]", got)
+	}
+	st := col.On("posed/cam/state")
+	var s StateMsg
+	json.Unmarshal(st[len(st)-1].Payload, &s)
+	if !st[len(st)-1].Retained || s.Faces != calls-100 {
+		t.Errorf("state retained=%v faces=%d, want the last one given (%d), retained", st[len(st)-1].Retained, s.Faces, calls-100)
+	}
+	if n := len(col.On("posed/cam/pose")); n != 0 {
+		t.Errorf("%d pose messages from the disconnected time were sent later", n)
+	}
+}
+
+// cutter is a TCP proxy to the broker whose connections can be cut, as a
+// network that fails does: no MQTT DISCONNECT reaches the broker.
+type cutter struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCutter(t *testing.T, target string) *cutter {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cutter{ln: ln}
+	t.Cleanup(func() { ln.Close(); c.cut() })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, in, out)
+			c.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return c
+}
+
+func (c *cutter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, x := range c.conns {
+		x.Close()
+	}
+	c.conns = nil
+}
+
+// When the connection dies the broker publishes the last will, "offline";
+// the publisher reconnects on its own, says "online" again and counts the
+// reconnect; a clean close says "offline" itself.
+func TestLastWillAndReconnect(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/available")
+	proxy := newCutter(t, broker.Addr())
+	p, err := New(testMQTT(proxy.ln.Addr().String()), "cam", quiet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reconnect can follow the will within milliseconds: wait for
+	// the sequence so far.
+	avail := func(want ...string) func([]mqtttest.Msg) bool {
+		return func(ms []mqtttest.Msg) bool {
+			return strings.HasPrefix(strings.Join(payloads(ms), ",")+",", strings.Join(want, ",")+",")
+		}
+	}
+	col.WaitFor(t, "online", 5*time.Second, avail("online"))
+	proxy.cut()
+	col.WaitFor(t, "the last will", 5*time.Second, avail("online", "offline"))
+	col.WaitFor(t, "online after the reconnect", 15*time.Second, avail("online", "offline", "online"))
+	if n := p.reconnects.Load(); n != 1 {
+		t.Errorf("reconnects = %d, want 1", n)
+	}
+	p.Close(2 * time.Second)
+	col.WaitFor(t, "offline on close", 5*time.Second, avail("online", "offline", "online", "offline"))
+	time.Sleep(200 * time.Millisecond)
+	if got := payloads(col.All()); len(got) != 4 {
+		t.Errorf("available: %q, want online, offline (the will), online, offline", got)
+	}
+}
