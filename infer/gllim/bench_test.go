@@ -62,7 +62,7 @@ func floorNaive(dst, w, x []float32, n int) {
 func BenchmarkForward(b *testing.B) {
 	f, y := benchModel(b)
 	rows := f.K * f.L
-	w := f.rows[:rows*f.D]
+	w := f.members[0].rows[:rows*f.D]
 	dst := make([]float32, rows)
 	var plain, tuned float64 // ns per product, from the sub-benchmarks below
 	nsPerOp := func(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }

@@ -13,23 +13,28 @@ import (
 	"path/filepath"
 )
 
-// The *.gllim file, version 1. All integers and floats are little-endian.
+// The *.gllim file, versions 1 and 2. All integers and floats are
+// little-endian.
 //
 //	offset  size  field
 //	0       8     magic "POSEGLLM"
-//	8       4     format version (uint32) = 1
+//	8       4     format version (uint32): 1, or 2 for an ensemble
 //	12      8     total file length in bytes (uint64)
 //	20      4     header length H (uint32)
 //	24      H     header: JSON object (fileHeader), UTF-8
 //	24+H    4·n   float32 payload, in order: π (K), c^t (K·Lt), Γ^t (K·Lt·Lt),
-//	              A (K·D·L), b (K·D), Σ diagonal (K·D)
+//	              A (K·D·L), b (K·D), Σ diagonal (K·D); version 2 repeats
+//	              this block for each of the header's "members"
 //	end−4   4     CRC-32C (Castagnoli) of every byte before it
 //
 // The total length comes first so that a truncated file is told apart from a
-// corrupted one; the checksum is verified before the header is trusted.
+// corrupted one; the checksum is verified before the header is trusted. A
+// single model is written as version 1, so that builds that know no
+// ensembles still read it.
 
-// FormatVersion is the model file version this package writes and reads.
-const FormatVersion = 1
+// FormatVersion is the newest model file version this package writes and
+// reads; it reads every version from 1.
+const FormatVersion = 2
 
 const (
 	magic      = "POSEGLLM"
@@ -39,6 +44,7 @@ const (
 	// Bounds on the header's dimensions, far above any model of this method
 	// (K ≈ 50, D = 1888, L ≤ 10) and low enough that sizes cannot overflow.
 	maxK, maxD, maxL = 1 << 14, 1 << 20, 64
+	maxMembers       = 64
 )
 
 // Sentinel errors of the loader; test with errors.Is.
@@ -58,6 +64,7 @@ type fileHeader struct {
 	D          int             `json:"d"`
 	Lt         int             `json:"lt"`
 	Lw         int             `json:"lw"`
+	Members    int             `json:"members,omitempty"` // version 2: models in the ensemble
 	Covariance Covariance      `json:"covariance"`
 	Shared     bool            `json:"shared"`
 	Outputs    []Output        `json:"outputs"`
@@ -66,22 +73,32 @@ type fileHeader struct {
 	Training   Training        `json:"training"`
 }
 
-// Marshal encodes m as a version-1 model file. The weights are stored as
-// float32.
+// Marshal encodes m as a model file: version 1 for a single model,
+// version 2 for an ensemble. The weights are stored as float32.
 func Marshal(m *Model) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
+	}
+	if len(m.Members)+1 > maxMembers {
+		return nil, fmt.Errorf("gllim: %d ensemble members, a model file holds at most %d", len(m.Members)+1, maxMembers)
 	}
 	p := m.Params
 	h := fileHeader{
 		K: p.K, D: p.D, Lt: p.Lt, Lw: p.Lw, Covariance: p.Cov, Shared: p.Shared,
 		Outputs: m.Outputs, Features: m.Features, Calib: m.Calibration, Training: m.Training,
 	}
+	version := uint32(1)
+	if len(m.Members) > 0 {
+		version, h.Members = 2, len(m.Members)+1
+	}
 	hdr, err := json.Marshal(h)
 	if err != nil {
 		return nil, fmt.Errorf("gllim: encoding header: %w", err)
 	}
-	arrays := [][]float64{p.Pi, p.C, p.Gamma, p.A, p.B, p.Sigma}
+	var arrays [][]float64
+	for _, q := range m.Ensemble() {
+		arrays = append(arrays, q.Pi, q.C, q.Gamma, q.A, q.B, q.Sigma)
+	}
 	n := 0
 	for _, a := range arrays {
 		n += len(a)
@@ -89,7 +106,7 @@ func Marshal(m *Model) ([]byte, error) {
 	total := prefixLen + len(hdr) + 4*n + 4
 	buf := make([]byte, total)
 	copy(buf, magic)
-	binary.LittleEndian.PutUint32(buf[8:], FormatVersion)
+	binary.LittleEndian.PutUint32(buf[8:], version)
 	binary.LittleEndian.PutUint64(buf[12:], uint64(total))
 	binary.LittleEndian.PutUint32(buf[20:], uint32(len(hdr)))
 	copy(buf[prefixLen:], hdr)
@@ -158,7 +175,7 @@ func ReadFile(path string) (*Model, error) {
 }
 
 // Parse decodes a model file held in memory. It never panics: any input that
-// is not a valid version-1 model file gives an error wrapping ErrNotModel,
+// is not a valid version-1 or version-2 model file gives an error wrapping ErrNotModel,
 // ErrVersion, ErrTruncated, ErrCorrupt, ErrDimension or ErrInvalid.
 func Parse(data []byte) (*Model, error) {
 	if len(data) < len(magic) {
@@ -173,8 +190,9 @@ func Parse(data []byte) (*Model, error) {
 	if len(data) < prefixLen {
 		return nil, fmt.Errorf("gllim: %w: %d bytes, less than the %d-byte prefix", ErrTruncated, len(data), prefixLen)
 	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != FormatVersion {
-		return nil, fmt.Errorf("gllim: %w: file is version %d, this build reads version %d", ErrVersion, v, FormatVersion)
+	version := binary.LittleEndian.Uint32(data[8:])
+	if version < 1 || version > FormatVersion {
+		return nil, fmt.Errorf("gllim: %w: file is version %d, this build reads versions 1 to %d", ErrVersion, version, FormatVersion)
 	}
 	total := binary.LittleEndian.Uint64(data[12:])
 	hlen := uint64(binary.LittleEndian.Uint32(data[20:]))
@@ -203,17 +221,31 @@ func Parse(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("gllim: %w: K=%d D=%d Lt=%d Lw=%d out of range (1 ≤ K ≤ %d, 1 ≤ D ≤ %d, Lt ≥ 1, Lw ≥ 0, Lt+Lw ≤ %d)",
 			ErrDimension, h.K, h.D, h.Lt, h.Lw, maxK, maxD, maxL)
 	}
-	p := NewParams(h.K, h.D, h.Lt, h.Lw)
-	p.Cov, p.Shared = h.Covariance, h.Shared
-	arrays := [][]float64{p.Pi, p.C, p.Gamma, p.A, p.B, p.Sigma}
+	members := 1
+	switch {
+	case version == 1 && h.Members != 0:
+		return nil, fmt.Errorf("gllim: %w: a version-1 file has no ensemble, the header says %d members", ErrCorrupt, h.Members)
+	case version == 2 && (h.Members < 2 || h.Members > maxMembers):
+		return nil, fmt.Errorf("gllim: %w: %d ensemble members (2 to %d)", ErrDimension, h.Members, maxMembers)
+	case version == 2:
+		members = h.Members
+	}
+	ps := make([]*Params, members)
+	var arrays [][]float64
+	for i := range ps {
+		p := NewParams(h.K, h.D, h.Lt, h.Lw)
+		p.Cov, p.Shared = h.Covariance, h.Shared
+		arrays = append(arrays, p.Pi, p.C, p.Gamma, p.A, p.B, p.Sigma)
+		ps[i] = p
+	}
 	n := uint64(0)
 	for _, a := range arrays {
 		n += uint64(len(a))
 	}
 	payload := body[prefixLen+hlen:]
 	if uint64(len(payload)) != 4*n {
-		return nil, fmt.Errorf("gllim: %w: header says K=%d D=%d Lt=%d Lw=%d, which needs %d weights, the file holds %d bytes of weights",
-			ErrDimension, h.K, h.D, h.Lt, h.Lw, n, len(payload))
+		return nil, fmt.Errorf("gllim: %w: header says K=%d D=%d Lt=%d Lw=%d (%d member(s)), which needs %d weights, the file holds %d bytes of weights",
+			ErrDimension, h.K, h.D, h.Lt, h.Lw, members, n, len(payload))
 	}
 	off := 0
 	for _, a := range arrays {
@@ -222,7 +254,10 @@ func Parse(data []byte) (*Model, error) {
 			off += 4
 		}
 	}
-	m := &Model{Params: p, Outputs: h.Outputs, Features: h.Features, Calibration: h.Calib, Training: h.Training}
+	m := &Model{Params: ps[0], Outputs: h.Outputs, Features: h.Features, Calibration: h.Calib, Training: h.Training}
+	if members > 1 {
+		m.Members = ps[1:]
+	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("gllim: %w: %v", ErrInvalid, err)
 	}

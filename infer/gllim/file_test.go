@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,56 +27,115 @@ func smallModelBytes(t testing.TB) (*gllim.Model, []byte) {
 	return m, data
 }
 
-// Save → load gives identical predictions and the same description.
+// ensemble returns testModel with n−1 further members of the same size.
+func ensemble(t testing.TB, n, k, d, lt, lw int, seed uint64) (*gllim.Model, *rand.Rand) {
+	m, rng := testModel(t, k, d, lt, lw, seed)
+	for i := 1; i < n; i++ {
+		q, _ := testModel(t, k, d, lt, lw, seed+uint64(i)*1000)
+		m.Members = append(m.Members, q.Params)
+	}
+	return m, rng
+}
+
+// Save → load gives identical predictions and the same description, for a
+// single model (file version 1) and an ensemble (version 2).
 func TestSaveLoadIdenticalPredictions(t *testing.T) {
-	m, rng := testModel(t, 5, 120, 3, 2, 11)
-	m.Training.Settings = map[string]string{"k": "5"}
-	path := filepath.Join(t.TempDir(), "m.gllim")
-	if err := gllim.WriteFile(path, m); err != nil {
-		t.Fatal(err)
-	}
-	back, err := gllim.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Outputs[2] != m.Outputs[2] || back.Features.Name != "synthetic" || back.Training.Settings["k"] != "5" {
-		t.Errorf("header did not round-trip: %+v", back)
-	}
-	f1, err := gllim.NewForward(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f2, err := gllim.NewForward(back)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, ys, _ := train.Sample(m.Params, 50, rng)
-	p1, p2 := f1.NewPredictor(), f2.NewPredictor()
-	a, b := f1.NewPrediction(), f2.NewPrediction()
-	y := make([]float32, 120)
-	for i := 0; i < 50; i++ {
-		for j, v := range ys.RawRowView(i) {
-			y[j] = float32(v)
+	for _, members := range []int{1, 3} {
+		m, rng := ensemble(t, members, 5, 120, 3, 2, 11)
+		m.Training.Settings = map[string]string{"k": "5"}
+		path := filepath.Join(t.TempDir(), "m.gllim")
+		if err := gllim.WriteFile(path, m); err != nil {
+			t.Fatal(err)
 		}
-		p1.Predict(&a, y)
-		p2.Predict(&b, y)
-		for j := range a.Mean {
-			if a.Mean[j] != b.Mean[j] || a.Cov[j] != b.Cov[j] {
-				t.Fatalf("sample %d output %d: in memory %v, loaded %v", i, j, a.Mean, b.Mean)
+		back, err := gllim.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Outputs[2] != m.Outputs[2] || back.Features.Name != "synthetic" || back.Training.Settings["k"] != "5" {
+			t.Errorf("header did not round-trip: %+v", back)
+		}
+		d1, _ := os.ReadFile(path)
+		if v := binary.LittleEndian.Uint32(d1[8:]); len(back.Members) != members-1 || v != uint32(min(members, 2)) {
+			t.Errorf("%d members written: %d read back, file version %d", members, len(back.Members)+1, v)
+		}
+		f1, err := gllim.NewForward(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f2, err := gllim.NewForward(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, ys, _ := train.Sample(m.Params, 50, rng)
+		p1, p2 := f1.NewPredictor(), f2.NewPredictor()
+		a, b := f1.NewPrediction(), f2.NewPrediction()
+		y := make([]float32, 120)
+		for i := 0; i < 50; i++ {
+			for j, v := range ys.RawRowView(i) {
+				y[j] = float32(v)
+			}
+			p1.Predict(&a, y)
+			p2.Predict(&b, y)
+			for j := range a.Mean {
+				if a.Mean[j] != b.Mean[j] || a.Cov[j] != b.Cov[j] {
+					t.Fatalf("%d members, sample %d output %d: in memory %v, loaded %v", members, i, j, a.Mean, b.Mean)
+				}
+			}
+			if a.LogDensity != b.LogDensity {
+				t.Fatalf("%d members, sample %d: log p %v vs %v", members, i, a.LogDensity, b.LogDensity)
 			}
 		}
-		if a.LogDensity != b.LogDensity {
-			t.Fatalf("sample %d: log p %v vs %v", i, a.LogDensity, b.LogDensity)
+		// Writing the loaded model again gives the same bytes.
+		d2, err := gllim.Marshal(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(d1, d2) {
+			t.Errorf("%d members: re-encoding a loaded model changed its bytes", members)
 		}
 	}
-	// Writing the loaded model again gives the same bytes.
-	d1, _ := os.ReadFile(path)
-	d2, err := gllim.Marshal(back)
+}
+
+// An ensemble file whose header and weights disagree on the members, or
+// whose members differ in size, is refused with the reason.
+func TestParseEnsembleErrors(t *testing.T) {
+	m, _ := ensemble(t, 3, 3, 16, 2, 1, 7)
+	good, err := gllim.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(d1, d2) {
-		t.Error("re-encoding a loaded model changed its bytes")
+	hlen := int(binary.LittleEndian.Uint32(good[20:]))
+	edit := func(from, to string) []byte {
+		b := append([]byte(nil), good...)
+		h := bytes.Replace(b[24:24+hlen], []byte(from), []byte(to), 1)
+		copy(b[24:], h)
+		return reseal(b)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want error
+		says string
+	}{
+		{"a member more in the header", edit(`"members":3`, `"members":4`), gllim.ErrDimension, "(4 member(s))"},
+		{"a member less in the header", edit(`"members":3`, `"members":2`), gllim.ErrDimension, "(2 member(s))"},
+		{"version 1 with members", func() []byte {
+			b := append([]byte(nil), good...)
+			binary.LittleEndian.PutUint32(b[8:], 1)
+			return reseal(b)
+		}(), gllim.ErrCorrupt, "version-1 file has no ensemble"},
+		{"truncated last member", good[:len(good)-500], gllim.ErrTruncated, "truncated"},
+	} {
+		_, err := gllim.Parse(c.data)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: error %v, want %v saying %q", c.name, err, c.want, c.says)
+		}
+	}
+	// Members of another size cannot be written.
+	q, _ := testModel(t, 4, 16, 2, 1, 8)
+	m.Members[1] = q.Params
+	if _, err := gllim.Marshal(m); err == nil || !strings.Contains(err.Error(), "ensemble member 3 is K=4") {
+		t.Errorf("mismatched member: %v", err)
 	}
 }
 
@@ -112,11 +172,16 @@ func TestParseErrors(t *testing.T) {
 			b[30] ^= 0x01
 			return b
 		}, gllim.ErrCorrupt},
-		{"version 2", func() []byte {
+		{"version 3", func() []byte {
+			b := append([]byte(nil), good...)
+			binary.LittleEndian.PutUint32(b[8:], 3)
+			return reseal(b)
+		}, gllim.ErrVersion},
+		{"version 2 without members", func() []byte {
 			b := append([]byte(nil), good...)
 			binary.LittleEndian.PutUint32(b[8:], 2)
 			return reseal(b)
-		}, gllim.ErrVersion},
+		}, gllim.ErrDimension},
 		{"header says D=17", func() []byte {
 			b := append([]byte(nil), good...)
 			h := bytes.Replace(b[24:24+hlen], []byte(`"d":16`), []byte(`"d":17`), 1)

@@ -6,12 +6,17 @@ import (
 )
 
 // Forward is the precomputed float32 forward model θ* of a hybrid GLLiM
-// (paper eqs. direct1–direct6, METHOD §4). It is immutable and safe for
-// concurrent use; each goroutine predicts through its own Predictor.
+// (paper eqs. direct1–direct6, METHOD §4), or of an ensemble of them. It
+// is immutable and safe for concurrent use; each goroutine predicts through
+// its own Predictor.
 type Forward struct {
 	K, D, Lt, L int
 	outputs     []Output
+	members     []member
+}
 
+// member is one model's θ*.
+type member struct {
 	rows  []float32 // K·L × D: B_k = A_kᵀ Σ_k⁻¹, component after component
 	cstar []float32 // K × D: c*_k
 	s     []float32 // K × D: 1/σ_kd
@@ -30,17 +35,37 @@ func NewForward(m *Model) (*Forward, error) {
 		return nil, err
 	}
 	p := m.Params
+	f := &Forward{
+		K: p.K, D: p.D, Lt: p.Lt, L: p.L(),
+		outputs: append([]Output(nil), m.Outputs...),
+	}
+	for i, q := range m.Ensemble() {
+		mb, err := newMember(q)
+		if err != nil {
+			if len(m.Members) > 0 {
+				err = fmt.Errorf("gllim: ensemble member %d: %w", i+1, err)
+			}
+			return nil, err
+		}
+		f.members = append(f.members, mb)
+	}
+	return f, nil
+}
+
+// Members is the number of models in the ensemble (1: a single model).
+func (f *Forward) Members() int { return len(f.members) }
+
+// newMember derives one model's θ*.
+func newMember(p *Params) (member, error) {
 	K, D, Lt, Lw := p.K, p.D, p.Lt, p.Lw
 	L := Lt + Lw
-	f := &Forward{
-		K: K, D: D, Lt: Lt, L: L,
-		outputs: append([]Output(nil), m.Outputs...),
-		rows:    make([]float32, K*L*D),
-		cstar:   make([]float32, K*D),
-		s:       make([]float32, K*D),
-		sstar:   make([]float64, K*L*L),
-		m:       make([]float64, K*L),
-		cst:     make([]float64, K),
+	f := member{
+		rows:  make([]float32, K*L*D),
+		cstar: make([]float32, K*D),
+		s:     make([]float32, K*D),
+		sstar: make([]float64, K*L*L),
+		m:     make([]float64, K*L),
+		cst:   make([]float64, K),
 	}
 	r32 := func(x float64) float64 { return float64(float32(x)) }
 
@@ -71,7 +96,7 @@ func NewForward(m *Model) (*Forward, error) {
 			gam[i] = r32(v)
 		}
 		if !cholesky(gam, Lt) {
-			return nil, fmt.Errorf("gllim: component %d: gamma is not positive definite", k)
+			return member{}, fmt.Errorf("gllim: component %d: gamma is not positive definite", k)
 		}
 		logDetGamma := cholLogDet(gam, Lt)
 		for i := range ginv {
@@ -111,7 +136,7 @@ func NewForward(m *Model) (*Forward, error) {
 			}
 		}
 		if !cholesky(prec, L) {
-			return nil, fmt.Errorf("gllim: component %d: Γ⁻¹ + AᵀΣ⁻¹A is not positive definite", k)
+			return member{}, fmt.Errorf("gllim: component %d: Γ⁻¹ + AᵀΣ⁻¹A is not positive definite", k)
 		}
 		logDetPrec := cholLogDet(prec, L)
 		ss := f.sstar[k*L*L : (k+1)*L*L]
@@ -159,11 +184,14 @@ type Predictor struct {
 	z    []float64 // L
 	logv []float64 // K
 	xk   []float64 // K × Lt: E[t | y, Z = k]
+	// Ensembles only: one member's answer, and the members' log p(y).
+	mean, cov []float64
+	logp      []float64
 }
 
 // NewPredictor returns a Predictor for f. It is not safe for concurrent use.
 func (f *Forward) NewPredictor() *Predictor {
-	return &Predictor{
+	p := &Predictor{
 		f:    f,
 		r:    make([]float32, f.D),
 		v:    make([]float32, f.L),
@@ -171,9 +199,15 @@ func (f *Forward) NewPredictor() *Predictor {
 		logv: make([]float64, f.K),
 		xk:   make([]float64, f.K*f.Lt),
 	}
+	if len(f.members) > 1 {
+		p.mean, p.cov = make([]float64, f.Lt), make([]float64, f.Lt*f.Lt)
+		p.logp = make([]float64, len(f.members))
+	}
+	return p
 }
 
-// Predict computes E[t | y] and Cov[t | y] into dst (METHOD §4):
+// Predict computes E[t | y] and Cov[t | y] into dst (METHOD §4). For each
+// member of the model:
 //
 //	r_k    = y − c*_k
 //	q_k    = Σ_d r_kd² / σ_kd
@@ -183,10 +217,13 @@ func (f *Forward) NewPredictor() *Predictor {
 //	x̂_k    = A*_k y + b*_k = c_k + z_k        (direct4, direct5)
 //	x̂      = Σ_k ν_k x̂_k,  Cov = Σ_k ν_k (Σ*_k + (x̂_k − x̂)(x̂_k − x̂)ᵀ)
 //
-// on the t block, then maps to natural units. Taking y − c*_k before any
-// product keeps float32 from cancelling large terms (B_k y and B_k c*_k are
-// each far larger than their difference). In steady state it allocates
-// nothing; nil slices in dst are allocated. It panics if len(y) != D.
+// on the t block. An ensemble of M members is the equal mixture of them:
+// x̂ = mean of the members' x̂_m, Cov = mean of (Cov_m + (x̂_m − x̂)(x̂_m − x̂)ᵀ),
+// p(y) = mean of p_m(y). The result is mapped to natural units. Taking
+// y − c*_k before any product keeps float32 from cancelling large terms (B_k y
+// and B_k c*_k are each far larger than their difference). In steady state
+// it allocates nothing; nil slices in dst are allocated. It panics if
+// len(y) != D.
 func (p *Predictor) Predict(dst *Prediction, y []float32) {
 	f := p.f
 	if len(y) != f.D {
@@ -198,12 +235,58 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 	if len(dst.Cov) != f.Lt*f.Lt {
 		dst.Cov = make([]float64, f.Lt*f.Lt)
 	}
+	mean, cov, Lt := dst.Mean, dst.Cov, f.Lt
+	if len(f.members) == 1 {
+		dst.LogDensity = p.member(&f.members[0], y, mean, cov)
+	} else {
+		// Accumulate the members' means and second moments, then centre.
+		clear(mean)
+		clear(cov)
+		maxLog := math.Inf(-1)
+		for i := range f.members {
+			lp := p.member(&f.members[i], y, p.mean, p.cov)
+			p.logp[i] = lp
+			maxLog = math.Max(maxLog, lp)
+			for a := 0; a < Lt; a++ {
+				mean[a] += p.mean[a]
+				for b := 0; b < Lt; b++ {
+					cov[a*Lt+b] += p.cov[a*Lt+b] + p.mean[a]*p.mean[b]
+				}
+			}
+		}
+		inv := 1 / float64(len(f.members))
+		for a := range mean {
+			mean[a] *= inv
+		}
+		for a := 0; a < Lt; a++ {
+			for b := 0; b < Lt; b++ {
+				cov[a*Lt+b] = cov[a*Lt+b]*inv - mean[a]*mean[b]
+			}
+		}
+		sum := 0.0
+		for _, lp := range p.logp {
+			sum += math.Exp(lp - maxLog)
+		}
+		dst.LogDensity = maxLog + math.Log(sum*inv)
+	}
+	for i, o := range f.outputs {
+		mean[i] = o.Mean + o.Scale*mean[i]
+		for j, oj := range f.outputs {
+			cov[i*Lt+j] *= o.Scale * oj.Scale
+		}
+	}
+}
+
+// member computes one member's E[t | y] and Cov[t | y] in standardised
+// units into mean and cov and returns its log p(y).
+func (p *Predictor) member(mb *member, y []float32, mean, cov []float64) float64 {
+	f := p.f
 	D, L, Lt := f.D, f.L, f.Lt
 	maxLog := math.Inf(-1)
 	for k := 0; k < f.K; k++ {
-		q := float64(diffSqDist(p.r, y, f.cstar[k*D:(k+1)*D], f.s[k*D:(k+1)*D]))
-		matVec(p.v, f.rows[k*L*D:(k+1)*L*D], p.r, D)
-		ss := f.sstar[k*L*L : (k+1)*L*L]
+		q := float64(diffSqDist(p.r, y, mb.cstar[k*D:(k+1)*D], mb.s[k*D:(k+1)*D]))
+		matVec(p.v, mb.rows[k*L*D:(k+1)*L*D], p.r, D)
+		ss := mb.sstar[k*L*L : (k+1)*L*L]
 		vz := 0.0
 		for i := 0; i < L; i++ {
 			zi := 0.0
@@ -214,9 +297,9 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 			vz += float64(p.v[i]) * zi
 		}
 		for i := 0; i < Lt; i++ {
-			p.xk[k*Lt+i] = f.m[k*L+i] + p.z[i]
+			p.xk[k*Lt+i] = mb.m[k*L+i] + p.z[i]
 		}
-		lv := f.cst[k] - 0.5*(q-vz)
+		lv := mb.cst[k] - 0.5*(q-vz)
 		p.logv[k] = lv
 		if lv > maxLog {
 			maxLog = lv
@@ -228,14 +311,8 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 		p.logv[k] = w
 		sum += w
 	}
-	dst.LogDensity = maxLog + math.Log(sum)
-	mean, cov := dst.Mean, dst.Cov
-	for i := range mean {
-		mean[i] = 0
-	}
-	for i := range cov {
-		cov[i] = 0
-	}
+	clear(mean)
+	clear(cov)
 	for k := 0; k < f.K; k++ {
 		nu := p.logv[k] / sum
 		p.logv[k] = nu
@@ -248,7 +325,7 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 		if nu == 0 {
 			continue
 		}
-		ss := f.sstar[k*L*L : (k+1)*L*L]
+		ss := mb.sstar[k*L*L : (k+1)*L*L]
 		xk := p.xk[k*Lt : (k+1)*Lt]
 		for i := 0; i < Lt; i++ {
 			di := xk[i] - mean[i]
@@ -257,12 +334,7 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 			}
 		}
 	}
-	for i, o := range f.outputs {
-		mean[i] = o.Mean + o.Scale*mean[i]
-		for j, oj := range f.outputs {
-			cov[i*Lt+j] *= o.Scale * oj.Scale
-		}
-	}
+	return maxLog + math.Log(sum)
 }
 
 // PredictBatch predicts for each ys[i] into dst[i].

@@ -86,37 +86,11 @@ func TestForwardMatchesFloat64Reference(t *testing.T) {
 				y64[j] = float64(v)
 			}
 			pr.Predict(&got, y32)
-			x, nu := ref.Predict(y64)
+			x, v, logP, nu := refMoments(ref, y64, c.lt)
 			if slices.Max(nu) < 0.99 {
 				mixed++
 			}
-			lp := ref.LogDensities(y64)
-			mx := math.Inf(-1)
-			for _, v := range lp {
-				mx = math.Max(mx, v)
-			}
-			s := 0.0
-			for _, v := range lp {
-				s += math.Exp(v - mx)
-			}
-			logP := mx + math.Log(s)
-			if e := math.Abs(got.LogDensity-logP) / math.Abs(logP); e > worst[2] {
-				worst[2] = e
-			}
-			// Predictive covariance of t (standardised), from the mixture.
-			for a, o := range m.Outputs {
-				e := math.Abs((got.Mean[a]-o.Mean)/o.Scale - x[a])
-				worst[0] = math.Max(worst[0], e)
-				v := 0.0
-				for k := range nu {
-					xk := refComponentMean(ref, k, y64)
-					ss := refSstar(ref, k)
-					v += nu[k] * (ss[a] + (xk[a]-x[a])*(xk[a]-x[a]))
-				}
-				if e := math.Abs(got.Std(a)/o.Scale-math.Sqrt(v)) / math.Sqrt(v); e > worst[1] {
-					worst[1] = e
-				}
-			}
+			compare(&worst, m.Outputs, &got, x, v, logP)
 		}
 		t.Logf("K=%d D=%d Lt=%d Lw=%d: %d/200 mixed; worst mean error %.2g (std units), std rel %.2g, log p(y) rel %.2g",
 			c.k, c.d, c.lt, c.lw, mixed, worst[0], worst[1], worst[2])
@@ -130,25 +104,129 @@ func TestForwardMatchesFloat64Reference(t *testing.T) {
 	}
 }
 
-func refComponentMean(f *train.Forward64, k int, y []float64) []float64 { return f.ComponentMean(k, y) }
-func refSstar(f *train.Forward64, k int) []float64                      { return f.SstarDiag(k) }
+// refMoments computes with the float64 reference the mixture's mean and
+// predictive variance of each of the lt outputs (standardised units),
+// log p(y) and the weights ν_k.
+func refMoments(ref *train.Forward64, y []float64, lt int) (mean, variance []float64, logP float64, nu []float64) {
+	x, nu := ref.Predict(y)
+	lp := ref.LogDensities(y)
+	mx := slices.Max(lp)
+	s := 0.0
+	for _, v := range lp {
+		s += math.Exp(v - mx)
+	}
+	variance = make([]float64, lt)
+	for k := range nu {
+		xk := ref.ComponentMean(k, y)
+		ss := ref.SstarDiag(k)
+		for a := range variance {
+			variance[a] += nu[k] * (ss[a] + (xk[a]-x[a])*(xk[a]-x[a]))
+		}
+	}
+	return x[:lt], variance, mx + math.Log(s), nu
+}
 
-// A prediction in steady state allocates nothing.
-func TestPredictDoesNotAllocate(t *testing.T) {
-	m, rng := testModel(t, 6, 300, 3, 2, 1)
+// compare records in worst the float32 prediction's largest errors against
+// the reference: mean (standardised units), std (relative), log p (relative).
+func compare(worst *[3]float64, outs []gllim.Output, got *gllim.Prediction, mean, variance []float64, logP float64) {
+	worst[2] = math.Max(worst[2], math.Abs(got.LogDensity-logP)/math.Abs(logP))
+	for a, o := range outs {
+		worst[0] = math.Max(worst[0], math.Abs((got.Mean[a]-o.Mean)/o.Scale-mean[a]))
+		sd := math.Sqrt(variance[a])
+		worst[1] = math.Max(worst[1], math.Abs(got.Std(a)/o.Scale-sd)/sd)
+	}
+}
+
+// An ensemble predicts the equal mixture of its members: the mean of their
+// means, the mean of their variances plus the spread of their means, and
+// the mean of their densities, each from the float64 reference. The members
+// here disagree widely (independent random models), so the spread term
+// dominates and is checked.
+func TestEnsembleMatchesFloat64Reference(t *testing.T) {
+	const M, K, D, Lt, Lw = 3, 5, 200, 3, 2
+	m, rng := ensemble(t, M, K, D, Lt, Lw, 21)
 	f, err := gllim.NewForward(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, ys, _ := train.Sample(m.Params, 1, rng)
-	y := make([]float32, 300)
-	for i, v := range ys.RawRowView(0) {
-		y[i] = float32(v)
+	if f.Members() != M {
+		t.Fatalf("forward model has %d members, want %d", f.Members(), M)
 	}
-	pr := f.NewPredictor()
-	dst := f.NewPrediction()
-	if a := testing.AllocsPerRun(100, func() { pr.Predict(&dst, y) }); a != 0 {
-		t.Errorf("Predict allocates %.1f times per call", a)
+	var refs []*train.Forward64
+	for _, p := range m.Ensemble() {
+		r, err := train.NewForward64(round32(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, r)
+	}
+	_, _, ys, _ := train.Sample(m.Params, 100, rng)
+	pr, got := f.NewPredictor(), f.NewPrediction()
+	y32, y64 := make([]float32, D), make([]float64, D)
+	var worst [3]float64
+	spread := 0.0 // largest share of the variance due to the members' disagreement
+	for i := 0; i < 100; i++ {
+		for j, v := range ys.RawRowView(i) {
+			y32[j] = float32(v)
+			y64[j] = float64(y32[j])
+		}
+		pr.Predict(&got, y32)
+		mean, second := make([]float64, Lt), make([]float64, Lt)
+		lps := make([]float64, M)
+		for mi, r := range refs {
+			x, v, lp, _ := refMoments(r, y64, Lt)
+			lps[mi] = lp
+			for a := range mean {
+				mean[a] += x[a] / M
+				second[a] += (v[a] + x[a]*x[a]) / M
+			}
+		}
+		variance := make([]float64, Lt)
+		for a := range variance {
+			variance[a] = second[a] - mean[a]*mean[a]
+			within := 0.0
+			for _, r := range refs {
+				_, v, _, _ := refMoments(r, y64, Lt)
+				within += v[a] / M
+			}
+			spread = math.Max(spread, 1-within/variance[a])
+		}
+		mx := slices.Max(lps)
+		s := 0.0
+		for _, lp := range lps {
+			s += math.Exp(lp - mx)
+		}
+		compare(&worst, m.Outputs, &got, mean, variance, mx+math.Log(s/M))
+	}
+	t.Logf("M=%d: worst mean error %.2g, std rel %.2g, log p rel %.2g; members' spread up to %.0f %% of the variance",
+		M, worst[0], worst[1], worst[2], 100*spread)
+	if spread < 0.5 {
+		t.Errorf("the members agree too well (spread ≤ %.0f %% of the variance): the case does not test the combination", 100*spread)
+	}
+	if worst[0] > meanTol || worst[1] > stdRelTol || worst[2] > logPRelTol {
+		t.Errorf("ensemble float32 vs float64: mean %.2g (tol %g), std %.2g (tol %g), log p rel %.2g (tol %g)",
+			worst[0], meanTol, worst[1], stdRelTol, worst[2], logPRelTol)
+	}
+}
+
+// A prediction in steady state allocates nothing.
+func TestPredictDoesNotAllocate(t *testing.T) {
+	for _, members := range []int{1, 3} {
+		m, rng := ensemble(t, members, 6, 300, 3, 2, 1)
+		f, err := gllim.NewForward(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, ys, _ := train.Sample(m.Params, 1, rng)
+		y := make([]float32, 300)
+		for i, v := range ys.RawRowView(0) {
+			y[i] = float32(v)
+		}
+		pr := f.NewPredictor()
+		dst := f.NewPrediction()
+		if a := testing.AllocsPerRun(100, func() { pr.Predict(&dst, y) }); a != 0 {
+			t.Errorf("%d members: Predict allocates %.1f times per call", members, a)
+		}
 	}
 }
 

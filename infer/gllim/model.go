@@ -69,7 +69,12 @@ type Training struct {
 // Model is a trained hybrid GLLiM with what is needed to use it: what its
 // outputs mean, how its inputs are made and how it was trained.
 type Model struct {
-	Params      *Params
+	Params *Params
+	// Members are the further members of an ensemble: models of the same
+	// size fitted to the same data from other initialisations. The forward
+	// model averages the members' predictions (Params is the first member);
+	// empty for a single model.
+	Members     []*Params
 	Outputs     []Output
 	Features    FeatureRecipe
 	Calibration *BoxCalibration // nil: none
@@ -83,6 +88,19 @@ func (m *Model) Validate() error {
 	}
 	if err := m.Params.Validate(); err != nil {
 		return err
+	}
+	p := m.Params
+	for i, q := range m.Members {
+		if q == nil {
+			return fmt.Errorf("gllim: ensemble member %d has no parameters", i+2)
+		}
+		if q.K != p.K || q.D != p.D || q.Lt != p.Lt || q.Lw != p.Lw || q.Cov != p.Cov || q.Shared != p.Shared {
+			return fmt.Errorf("gllim: ensemble member %d is K=%d D=%d Lt=%d Lw=%d %s, member 1 is K=%d D=%d Lt=%d Lw=%d %s",
+				i+2, q.K, q.D, q.Lt, q.Lw, q.Cov, p.K, p.D, p.Lt, p.Lw, p.Cov)
+		}
+		if err := q.Validate(); err != nil {
+			return fmt.Errorf("gllim: ensemble member %d: %w", i+2, err)
+		}
 	}
 	if len(m.Outputs) != m.Params.Lt {
 		return fmt.Errorf("gllim: %d outputs described, model has Lt=%d", len(m.Outputs), m.Params.Lt)
@@ -99,6 +117,11 @@ func (m *Model) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Ensemble returns the parameters of every member: Params, then Members.
+func (m *Model) Ensemble() []*Params {
+	return append([]*Params{m.Params}, m.Members...)
 }
 
 // OutputIndex returns the index of the output called name, or -1.
