@@ -61,6 +61,7 @@ type modelFlags struct {
 	useShifted, zeroRoll   bool
 	centreSigma, scaleSig  float64
 	starts, maxIter, pcs   int
+	members                int
 	seed                   uint64
 	tol, gammaFloor, floor float64
 }
@@ -81,6 +82,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&m.centreSigma, "centre-sigma", 0.1, "σ of training box moves, in box sides")
 	fs.Float64Var(&m.scaleSig, "scale-sigma", 0.1, "σ of training box log-scale changes")
 	fs.IntVar(&m.starts, "starts", 1, "EM starts (the best likelihood is kept)")
+	fs.IntVar(&m.members, "members", 1, "models fitted from seeds seed, seed+1, … and averaged as one ensemble")
 	fs.IntVar(&m.maxIter, "max-iter", 200, "EM iterations per start")
 	fs.Float64Var(&m.tol, "tol", 1e-4, "stop EM when the relative log-likelihood gain is below this")
 	fs.IntVar(&m.pcs, "init-pcs", 0, "principal components of the features added to t for the k-means initialisation")
@@ -101,11 +103,15 @@ func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, e
 	if m.box != string(headpose.SquareBox) && m.box != string(headpose.AnnotatedBox) {
 		return headpose.Options{}, fmt.Errorf("%w: -box %q is not square or annotated", errUsage, m.box)
 	}
+	if m.members < 1 {
+		return headpose.Options{}, fmt.Errorf("%w: -members %d: want at least 1", errUsage, m.members)
+	}
 	if m.k < 1 || m.lw < 0 {
 		return headpose.Options{}, fmt.Errorf("%w: -k %d -lw %d: want k ≥ 1, lw ≥ 0", errUsage, m.k, m.lw)
 	}
 	return headpose.Options{
 		Variant: v, Angles: strings.Split(m.angles, ","), Flip: m.flip, Scale: m.scale, UseShifted: m.useShifted, ZeroRoll: m.zeroRoll,
+		Members: m.members,
 		EM: train.Config{
 			K: m.k, Lw: m.lw, Cov: cov, Shared: m.shared, Starts: m.starts, MaxIter: m.maxIter, Tol: m.tol,
 			Seed: m.seed, InitPCs: m.pcs, GammaFloor: m.gammaFloor, VarFloor: m.floor, Progress: progress,

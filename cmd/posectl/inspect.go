@@ -36,7 +36,7 @@ func runInspect(args []string, stdout io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
-			"file": path, "bytes": st.Size(), "version": gllim.FormatVersion,
+			"file": path, "bytes": st.Size(), "version": m.FileVersion(), "members": len(m.Members) + 1,
 			"k": p.K, "d": p.D, "lt": p.Lt, "lw": p.Lw, "covariance": p.Cov, "shared": p.Shared,
 			"free_parameters": p.NumFree(), "outputs": m.Outputs, "features": m.Features,
 			"calibration": m.Calibration, "training": m.Training,
@@ -62,9 +62,13 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 	} else {
 		cov += ", one per component"
 	}
-	fmt.Fprintf(w, "model       %s (%s), format version %d, checksum ok\n", path, humanBytes(size), gllim.FormatVersion)
+	members := len(m.Members) + 1
+	fmt.Fprintf(w, "model       %s (%s), format version %d, checksum ok\n", path, humanBytes(size), m.FileVersion())
 	fmt.Fprintf(w, "mixture     K = %d components, D = %d features → Lt = %d outputs; %s; %s\n", p.K, p.D, p.Lt, kind, cov)
-	fmt.Fprintf(w, "parameters  %d free (the BIC's count), %d float32 weights\n", p.NumFree(), len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma))
+	if members > 1 {
+		fmt.Fprintf(w, "ensemble    %d models fitted from different seeds; predictions are their average\n", members)
+	}
+	fmt.Fprintf(w, "parameters  %d free (the BIC's count) per model, %d float32 weights\n", p.NumFree(), members*(len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma)))
 	fmt.Fprintln(w, "outputs")
 	for _, o := range m.Outputs {
 		fmt.Fprintf(w, "  %-10s %-6s trained around %.3g, spread %.3g", o.Name, o.Unit, o.Mean, o.Scale)

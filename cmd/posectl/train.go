@@ -103,8 +103,12 @@ func modelCard(path string, m *gllim.Model, samples []dataset.Sample, took time.
 	var b strings.Builder
 	t := m.Training
 	fmt.Fprintf(&b, "# Model card: %s\n\n", path)
-	fmt.Fprintf(&b, "Head-pose model for posed: %s, K = %d, Lw = %d, trained by `%s` on %s in %s.\n\n",
-		t.Settings["name"], m.Params.K, m.Params.Lw, t.Tool, t.Date, took.Round(time.Second))
+	ens := ""
+	if n := len(m.Members) + 1; n > 1 {
+		ens = fmt.Sprintf(", an ensemble of %d such models fitted from seeds %s, %s+1, … whose predictions are averaged", n, t.Settings["seed"], t.Settings["seed"])
+	}
+	fmt.Fprintf(&b, "Head-pose model for posed: %s, K = %d, Lw = %d%s, trained by `%s` on %s in %s.\n\n",
+		t.Settings["name"], m.Params.K, m.Params.Lw, ens, t.Tool, t.Date, took.Round(time.Second))
 	b.WriteString("## Outputs\n\n| output | unit | training mean | spread | σ scale |\n|---|---|---|---|---|\n")
 	for _, o := range m.Outputs {
 		fmt.Fprintf(&b, "| %s | %s | %.3g | %.3g | %s |\n", o.Name, o.Unit, o.Mean, o.Scale, stdScale(o))
@@ -128,7 +132,11 @@ func modelCard(path string, m *gllim.Model, samples []dataset.Sample, took time.
 	for _, k := range sortedKeys(t.Settings) {
 		fmt.Fprintf(&b, "- %s = %s\n", k, t.Settings[k])
 	}
-	fmt.Fprintf(&b, "\nTraining samples (with augmentation): %d; EM iterations: %d; log-likelihood %.6g; BIC %.6g.\n", t.N, t.Iterations, t.LogL, t.BIC)
+	first := ""
+	if len(m.Members) > 0 {
+		first = " (first member)"
+	}
+	fmt.Fprintf(&b, "\nTraining samples (with augmentation): %d; EM iterations%s: %d; log-likelihood %.6g; BIC %.6g.\n", t.N, first, t.Iterations, t.LogL, t.BIC)
 	if c := m.Calibration; c != nil {
 		fmt.Fprintf(&b, "\nDetector calibration (%s, from %d matched detections): centre moved by (%+.3f, %+.3f) box sides, size ×%.3f.\n", c.Detector, c.N, c.DX, c.DY, c.Scale)
 	}

@@ -73,6 +73,15 @@ type fileHeader struct {
 	Training   Training        `json:"training"`
 }
 
+// FileVersion is the format version m is written in: 1 for a single
+// model, 2 for an ensemble.
+func (m *Model) FileVersion() int {
+	if len(m.Members) > 0 {
+		return 2
+	}
+	return 1
+}
+
 // Marshal encodes m as a model file: version 1 for a single model,
 // version 2 for an ensemble. The weights are stored as float32.
 func Marshal(m *Model) ([]byte, error) {
@@ -87,9 +96,9 @@ func Marshal(m *Model) ([]byte, error) {
 		K: p.K, D: p.D, Lt: p.Lt, Lw: p.Lw, Covariance: p.Cov, Shared: p.Shared,
 		Outputs: m.Outputs, Features: m.Features, Calib: m.Calibration, Training: m.Training,
 	}
-	version := uint32(1)
+	version := uint32(m.FileVersion())
 	if len(m.Members) > 0 {
-		version, h.Members = 2, len(m.Members)+1
+		h.Members = len(m.Members) + 1
 	}
 	hdr, err := json.Marshal(h)
 	if err != nil {

@@ -39,7 +39,12 @@ type Options struct {
 	// the capture protocol) with roll 0, so they can train a model that
 	// predicts roll alongside data sets that label it.
 	ZeroRoll bool
-	EM       train.Config
+	// Members > 1 fits that many models from seeds EM.Seed, EM.Seed+1, …
+	// and ships them as one ensemble, whose prediction is their average:
+	// EM's local optima differ from seed to seed, and averaging them
+	// removes much of that variance.
+	Members int
+	EM      train.Config
 }
 
 // Name is the paper's name of the variant, e.g. hGLLiM_pose&bb-4.
@@ -92,6 +97,9 @@ func (o Options) Validate(b *Bank) error {
 				return fmt.Errorf("headpose: %s has no %s label (%s): leave %s out", s.Set, a, s.Path, a)
 			}
 		}
+	}
+	if o.Members < 0 || o.Members > 64 {
+		return fmt.Errorf("headpose: %d ensemble members: want 1 to 64 (0 means 1)", o.Members)
 	}
 	if (o.Variant == VariantPoseBB || o.UseShifted) && b.Shifts == 0 {
 		return fmt.Errorf("headpose: variant %s needs moved boxes, the bank has none", o.Variant)
@@ -173,6 +181,15 @@ func Train(b *Bank, idx []int, o Options) (*gllim.Model, *train.Result, error) {
 	}
 	names, units := o.Outputs()
 	m := res.Model(names, units)
+	for i := 1; i < o.Members; i++ {
+		cfg := o.EM
+		cfg.Seed += uint64(i)
+		r, err := train.Fit(t, y, cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("headpose: ensemble member %d: %w", i+1, err)
+		}
+		m.Members = append(m.Members, r.Params)
+	}
 	m.Features = feature.Recipe()
 	sets := map[string]bool{}
 	for _, i := range idx {
@@ -200,6 +217,6 @@ func (o Options) Settings(b *Bank) map[string]string {
 		"scale": strconv.FormatBool(o.Scale), "starts": strconv.Itoa(c.Starts), "seed": strconv.FormatUint(c.Seed, 10),
 		"max_iter": strconv.Itoa(c.MaxIter), "tol": strconv.FormatFloat(c.Tol, 'g', -1, 64),
 		"init_pcs": strconv.Itoa(c.InitPCs), "zero_roll": strconv.FormatBool(o.ZeroRoll), "gamma_floor": strconv.FormatFloat(c.GammaFloor, 'g', -1, 64),
-		"var_floor": strconv.FormatFloat(c.VarFloor, 'g', -1, 64),
+		"var_floor": strconv.FormatFloat(c.VarFloor, 'g', -1, 64), "members": strconv.Itoa(max(o.Members, 1)),
 	}
 }
