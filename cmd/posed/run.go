@@ -42,7 +42,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	t := cfg.Track
 	tracker := track.New(track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd}, det, calib, est)
 	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
-		"outputs", len(m.Outputs), "K", m.Params.K, "broker", cfg.MQTT.Broker)
+		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "broker", cfg.MQTT.Broker)
 
 	if cfg.MQTT.Broker == "embedded" {
 		b, err := publish.StartBroker(cfg.MQTT.Listen, log)
