@@ -66,7 +66,14 @@ func New(m *gllim.Model, s Settings) (*Estimator, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Estimator{model: m, fwd: f, settings: s}
+	// Keep the model's description, not its float64 weights: the forward
+	// model holds what prediction needs, and a small board should not
+	// carry both (they are several times the forward model's size).
+	desc := *m
+	q := m.Params
+	desc.Params = &gllim.Params{K: q.K, D: q.D, Lt: q.Lt, Lw: q.Lw, Cov: q.Cov, Shared: q.Shared}
+	desc.Members = nil
+	e := &Estimator{model: &desc, fwd: f, settings: s}
 	any := false
 	for i, n := range AngleNames {
 		e.angle[i] = m.OutputIndex(n)
@@ -84,7 +91,8 @@ func New(m *gllim.Model, s Settings) (*Estimator, error) {
 	return e, nil
 }
 
-// Model returns the model the estimator uses.
+// Model describes the estimator's model: outputs, features, calibration,
+// training and sizes. Its weights are not kept (Params holds the sizes only).
 func (e *Estimator) Model() *gllim.Model { return e.model }
 
 // Refines reports whether the model predicts a box shift.

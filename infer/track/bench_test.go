@@ -97,7 +97,11 @@ func BenchmarkFrame(b *testing.B) {
 		_, est := defaultTracker(b, 1)
 		w := est.NewWorker()
 		box := feature.Box{X: 128 + 70, Y: 96 + 74, W: 107, H: 107}
-		one, err := pose.New(est.Model(), pose.Settings{MaxIter: 1})
+		m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		one, err := pose.New(m, pose.Settings{MaxIter: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
