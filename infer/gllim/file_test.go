@@ -257,9 +257,20 @@ func TestWriteFileKeepsOldOnFailure(t *testing.T) {
 	}
 }
 
+// ensembleBytes is a small two-member ensemble's file (version 2).
+func ensembleBytes(t testing.TB) []byte {
+	m, _ := ensemble(t, 2, 3, 16, 2, 1, 7)
+	data, err := gllim.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func FuzzParse(f *testing.F) {
 	_, good := smallModelBytes(f)
 	f.Add(good)
+	f.Add(ensembleBytes(f))
 	f.Add(good[:len(good)/2])
 	f.Add(good[:30])
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -281,17 +292,19 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzParseSealed fixes the length and checksum of each input before parsing,
-// so the fuzzer reaches the header and dimension checks behind them.
+// so the fuzzer reaches the header and dimension checks behind them. The
+// version is 1 or 2 by the low bit of the input's version byte.
 func FuzzParseSealed(f *testing.F) {
 	_, good := smallModelBytes(f)
 	f.Add(good)
+	f.Add(ensembleBytes(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 28 || len(data) > 1<<16 {
 			return
 		}
 		b := append([]byte(nil), data...)
 		copy(b, "POSEGLLM")
-		binary.LittleEndian.PutUint32(b[8:], gllim.FormatVersion)
+		binary.LittleEndian.PutUint32(b[8:], 1+uint32(data[8]&1))
 		binary.LittleEndian.PutUint64(b[12:], uint64(len(b)))
 		m, err := gllim.Parse(reseal(b))
 		if err != nil {
