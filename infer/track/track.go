@@ -52,6 +52,10 @@ type trackState struct {
 // sameFace is the overlap above which two tracks are one face.
 const sameFace = 0.5
 
+// sameHead is the distance between box centres, in box sides, below which a
+// detection and a track are one head.
+const sameHead = 0.6
+
 // Tracker processes frames one after another; it is not safe for
 // concurrent use.
 type Tracker struct {
@@ -104,9 +108,10 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		t.match(faces, img)
 	}
 	// 3. Drop faces that left, that the model no longer sees, or that
-	// detections have missed too often; then duplicates: two tracks that
-	// the refinement has brought onto the same face (the detector can
-	// return two nested windows for one face) keep the older id.
+	// detections have missed too often; then duplicates: two tracks on the
+	// same face (the detector can return two nested windows for one face,
+	// or find a face that a drifting track has half left) become one, with
+	// the older id and the more certain estimate.
 	for _, tr := range t.tracks {
 		b := tr.raw
 		tr.drop = tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
@@ -118,6 +123,9 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		for _, o := range t.tracks {
 			if !tr.drop && !o.drop && o.face.ID < tr.face.ID && feature.IoU(o.raw, tr.raw) > sameFace {
 				tr.drop = true
+				if tr.face.Has[0] && tr.face.Std[0] < o.face.Std[0] {
+					o.take(tr)
+				}
 			}
 		}
 	}
@@ -169,12 +177,13 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 		used[i] = false
 	}
 	for _, tr := range t.tracks {
-		best, bestIoU := -1, t.cfg.MinIoU
+		best, bestIoU := -1, 0.0
 		for i, f := range faces {
 			if used[i] {
 				continue
 			}
-			if iou := feature.IoU(t.calib.Apply(f.Box), tr.raw); iou > bestIoU {
+			box := t.calib.Apply(f.Box)
+			if iou := feature.IoU(box, tr.raw); iou > bestIoU && t.continues(box, tr.raw, iou) {
 				best, bestIoU = i, iou
 			}
 		}
@@ -185,9 +194,10 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 		used[best] = true
 		tr.missed = 0
 		tr.face.Score = faces[best].Score
-		if !t.est.Refines() {
+		if !t.est.Refines() || bestIoU < sameFace {
 			// Without box refinement the detection is the best box there
-			// is: re-anchor the track on it.
+			// is; with it, a track that the detection only half overlaps
+			// has drifted off the face: re-anchor the track on it.
 			t.estimate(tr, t.calib.Apply(faces[best].Box), img)
 		}
 	}
@@ -203,15 +213,39 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 	}
 }
 
-// tracked reports whether box overlaps a track's face by more than MinIoU:
-// a second detection of a face already matched starts no track.
+// continues reports whether a detection box (with overlap iou) belongs to
+// the track whose box is trk: they overlap by more than MinIoU, or their
+// centres are closer than sameHead times the larger side — two heads side
+// by side are about a head's width apart, so this is the same head, which
+// the track has half slid off.
+func (t *Tracker) continues(box, trk feature.Box, iou float64) bool {
+	if iou > t.cfg.MinIoU {
+		return true
+	}
+	dx := box.X + box.W/2 - trk.X - trk.W/2
+	dy := box.Y + box.H/2 - trk.Y - trk.H/2
+	side := max(box.W, box.H, trk.W, trk.H)
+	return dx*dx+dy*dy < sameHead*sameHead*side*side
+}
+
+// tracked reports whether box continues a track: a second detection of a
+// face already matched starts no track.
 func (t *Tracker) tracked(box feature.Box) bool {
 	for _, tr := range t.tracks {
-		if feature.IoU(box, tr.raw) > t.cfg.MinIoU {
+		if t.continues(box, tr.raw, feature.IoU(box, tr.raw)) {
 			return true
 		}
 	}
 	return false
+}
+
+// take moves o's estimate (box, angles, score) into tr, which keeps its id
+// and age.
+func (tr *trackState) take(o *trackState) {
+	tr.raw, tr.missed = o.raw, 0
+	id, age := tr.face.ID, tr.face.Age
+	tr.face = o.face
+	tr.face.ID, tr.face.Age = id, age
 }
 
 func (t *Tracker) newTrack() *trackState {

@@ -146,3 +146,81 @@ func TestTwoFacesLargestFirstAndLeaving(t *testing.T) {
 		t.Errorf("faces remain after they left: %+v", faces)
 	}
 }
+
+// A face that moves between two detections further than one refinement
+// follows (a fast head movement, or a refinement that slid off the face)
+// leaves its track half off it; the detection finds the face overlapping
+// the stale box and the track continues there with its id: one face,
+// never a second track, and the box back on the face.
+func TestDetectionPullsBackADriftedTrack(t *testing.T) {
+	frames, _ := turning(t)
+	front := frames[6] // yaw 0
+	at := func(x, y int) *image.Gray {
+		s := image.NewGray(image.Rect(0, 0, 640, 480))
+		for i := range s.Pix {
+			s.Pix[i] = 128
+		}
+		draw.Draw(s, image.Rect(x, y, x+384, y+288), front, image.Point{}, draw.Src)
+		return s
+	}
+	before, after := at(60, 60), at(60+jumpX, 60+jumpY)
+	ref := newTracker(t, defaultConfig()).Process(after)
+	if len(ref) != 1 {
+		t.Fatalf("%d faces in the moved scene", len(ref))
+	}
+	want := ref[0].Box
+
+	cfg := defaultConfig()
+	cfg.Smoothing = 0
+	tr := newTracker(t, cfg)
+	var faces []Face
+	for range 5 { // frame 1 detects, 2-5 follow
+		faces = tr.Process(before)
+	}
+	if len(faces) != 1 {
+		t.Fatalf("%d faces in the first scene", len(faces))
+	}
+	id := faces[0].ID
+	t.Logf("the jump leaves the track box at IoU %.2f with the face", feature.IoU(faces[0].Box, want))
+	faces = tr.Process(after) // frame 6: one refinement from the old box, then a detection
+	if len(faces) != 1 || faces[0].ID != id {
+		t.Fatalf("after the detection: %d faces %+v, want one, track %d", len(faces), faces, id)
+	}
+	if iou := feature.IoU(faces[0].Box, want); iou < 0.7 {
+		t.Errorf("track box %+v has IoU %.2f with the face at %+v", faces[0].Box, iou, want)
+	}
+}
+
+// The jump, in pixels: the face is about 105 pixels wide.
+const jumpX, jumpY = 45, 40
+
+// Two heads side by side, as close as heads get, stay two tracks through
+// the detections that re-match them.
+func TestAdjacentHeadsStayTwoTracks(t *testing.T) {
+	frames, _ := turning(t)
+	front := frames[6]
+	one := newTracker(t, defaultConfig()).Process(front)
+	if len(one) != 1 {
+		t.Fatalf("%d faces in the photograph", len(one))
+	}
+	b := one[0].Box
+	w := int(1.15 * b.W) // crops a little wider than the face box, set edge to edge
+	crop := image.Rect(int(b.X+b.W/2)-w/2, int(b.Y)-w/4, int(b.X+b.W/2)+w/2, int(b.Y)-w/4+2*w)
+	scene := image.NewGray(image.Rect(0, 0, 640, 480))
+	for i := range scene.Pix {
+		scene.Pix[i] = 128
+	}
+	draw.Draw(scene, image.Rect(100, 100, 100+w, 100+2*w), front, crop.Min, draw.Src)
+	draw.Draw(scene, image.Rect(100+w, 100, 100+2*w, 100+2*w), front, crop.Min, draw.Src)
+	tr := newTracker(t, defaultConfig())
+	var faces []Face
+	for i := range 11 { // detections at frames 1, 6 and 11
+		faces = tr.Process(scene)
+		if i == 0 && len(faces) != 2 {
+			t.Fatalf("%d faces detected in a scene of two heads %d px apart", len(faces), w)
+		}
+	}
+	if len(faces) != 2 || faces[0].ID == faces[1].ID || max(faces[0].ID, faces[1].ID) != 2 {
+		t.Errorf("two heads %d px apart (faces %.0f px): %d faces %+v, want the two first tracks", w, b.W, len(faces), faces)
+	}
+}
