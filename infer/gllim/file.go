@@ -172,8 +172,18 @@ func ReadFile(path string) (*Model, error) {
 		return nil, fmt.Errorf("gllim: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileLen+1))
+	// Read into a buffer of the file's size: io.ReadAll would grow one by
+	// doubling and leave twice the model's size of garbage behind, which
+	// shows in the daemon's peak memory.
+	st, err := f.Stat()
 	if err != nil {
+		return nil, fmt.Errorf("gllim: %w", err)
+	}
+	if st.Size() > maxFileLen {
+		return nil, fmt.Errorf("gllim: %s: %w: %d bytes, more than a model file can hold", path, ErrCorrupt, st.Size())
+	}
+	data := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, fmt.Errorf("gllim: reading %s: %w", path, err)
 	}
 	m, err := Parse(data)
