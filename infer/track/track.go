@@ -97,7 +97,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	// 1. Follow every track with the pose model from where it was.
 	start := time.Now()
 	for _, tr := range t.tracks {
-		t.estimate(tr, tr.raw, img)
+		t.estimate(tr, tr.raw, img, false)
 	}
 	// 2. Detect on schedule (always while nothing is tracked) and match.
 	if len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 {
@@ -194,11 +194,12 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 		used[best] = true
 		tr.missed = 0
 		tr.face.Score = faces[best].Score
-		if !t.est.Refines() || bestIoU < sameFace {
+		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() {
 			// Without box refinement the detection is the best box there
 			// is; with it, a track that the detection only half overlaps
-			// has drifted off the face: re-anchor the track on it.
-			t.estimate(tr, t.calib.Apply(faces[best].Box), img)
+			// has drifted off the face: re-anchor the track on it, without
+			// smoothing towards where it had drifted.
+			t.estimate(tr, t.calib.Apply(faces[best].Box), img, drifted)
 		}
 	}
 	for i, f := range faces {
@@ -207,8 +208,7 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 		}
 		tr := t.newTrack()
 		tr.face.Score = f.Score
-		t.estimate(tr, t.calib.Apply(f.Box), img)
-		tr.face.Box = tr.raw
+		t.estimate(tr, t.calib.Apply(f.Box), img, true)
 		t.tracks = append(t.tracks, tr)
 	}
 }
@@ -262,12 +262,12 @@ func (t *Tracker) newTrack() *trackState {
 }
 
 // estimate runs the pose model from box and folds the answer into the
-// track, smoothing all but a new track's first estimate.
-func (t *Tracker) estimate(tr *trackState, box feature.Box, img *image.Gray) {
+// track, smoothed unless fresh (a new track, or one re-anchored).
+func (t *Tracker) estimate(tr *trackState, box feature.Box, img *image.Gray, fresh bool) {
 	r := t.worker.Estimate(img, box)
 	tr.raw = r.Box
 	a := t.cfg.Smoothing
-	if tr.face.Age == 0 {
+	if fresh {
 		a = 0
 	}
 	f := &tr.face
