@@ -47,14 +47,20 @@ type trackState struct {
 	missed int         // detections in a row without a match
 	raw    feature.Box // unsmoothed box, where the next refinement starts
 	drop   bool        // to be dropped at the end of this frame
+	// This frame's refinement starts from `from`: raw, or a detection
+	// the track is re-anchored on; fresh skips smoothing (a new track, or
+	// one re-anchored after drifting).
+	from  feature.Box
+	fresh bool
 }
 
 // sameFace is the overlap above which two tracks are one face.
 const sameFace = 0.5
 
 // sameHead is the distance between box centres, in box sides, below which a
-// detection and a track are one head.
-const sameHead = 0.6
+// detection and a track are one head: two heads side by side are at least
+// a face box apart.
+const sameHead = 0.75
 
 // Tracker processes frames one after another; it is not safe for
 // concurrent use.
@@ -94,18 +100,23 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	t.frame++
 	t.last = Timing{}
 	bounds := img.Rect
-	// 1. Follow every track with the pose model from where it was.
 	start := time.Now()
 	for _, tr := range t.tracks {
-		t.estimate(tr, tr.raw, img, false)
+		tr.from, tr.fresh = tr.raw, false
 	}
-	// 2. Detect on schedule (always while nothing is tracked) and match.
+	// 1. Detect on schedule (always while nothing is tracked) and match the
+	// detections with the tracks, which may re-anchor or start some.
 	if len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 {
 		d0 := time.Now()
 		faces := t.det.DetectInto(&t.dbuf, img, img.Rect)
 		t.last.Detect = time.Since(d0)
 		t.last.Detected = true
-		t.match(faces, img)
+		t.match(faces)
+	}
+	// 2. Estimate every face once, refining its box from where it was or
+	// from its detection.
+	for _, tr := range t.tracks {
+		t.estimate(tr, img)
 	}
 	// 3. Drop faces that left, that the model no longer sees, or that
 	// detections have missed too often; then duplicates: two tracks on the
@@ -165,10 +176,11 @@ func before(x, y *trackState) bool {
 	return x.face.ID < y.face.ID
 }
 
-// match pairs detections with tracks by overlap (best first). A matched
-// track is re-anchored on its detection; an unmatched detection starts a
-// track; an unmatched track counts a miss.
-func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
+// match pairs detections with tracks by overlap with where the tracks
+// were (best first). A matched track is re-anchored on its detection when
+// the model does not refine boxes or the track has drifted off it; an
+// unmatched detection starts a track; an unmatched track counts a miss.
+func (t *Tracker) match(faces []detect.Face) {
 	if cap(t.used) < len(faces) {
 		t.used = make([]bool, len(faces))
 	}
@@ -199,7 +211,7 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 			// is; with it, a track that the detection only half overlaps
 			// has drifted off the face: re-anchor the track on it, without
 			// smoothing towards where it had drifted.
-			t.estimate(tr, t.calib.Apply(faces[best].Box), img, drifted)
+			tr.from, tr.fresh = t.calib.Apply(faces[best].Box), drifted
 		}
 	}
 	for i, f := range faces {
@@ -208,7 +220,8 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray) {
 		}
 		tr := t.newTrack()
 		tr.face.Score = f.Score
-		t.estimate(tr, t.calib.Apply(f.Box), img, true)
+		tr.raw = t.calib.Apply(f.Box)
+		tr.from, tr.fresh = tr.raw, true
 		t.tracks = append(t.tracks, tr)
 	}
 }
@@ -261,13 +274,13 @@ func (t *Tracker) newTrack() *trackState {
 	return tr
 }
 
-// estimate runs the pose model from box and folds the answer into the
-// track, smoothed unless fresh (a new track, or one re-anchored).
-func (t *Tracker) estimate(tr *trackState, box feature.Box, img *image.Gray, fresh bool) {
-	r := t.worker.Estimate(img, box)
+// estimate runs the pose model from tr.from and folds the answer into
+// the track, smoothed unless tr.fresh.
+func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
+	r := t.worker.Estimate(img, tr.from)
 	tr.raw = r.Box
 	a := t.cfg.Smoothing
-	if fresh {
+	if tr.fresh {
 		a = 0
 	}
 	f := &tr.face
