@@ -34,9 +34,11 @@ type Sample struct {
 	Yaw     float64 // degrees
 	Pitch   float64
 	Roll    float64
-	HasRoll bool
-	InRange bool        // all angles within ±99° (AFLW2000's usual subset); true elsewhere
-	Box     feature.Box // annotated box as the data set gives it
+	// Which angles are labelled. A data set may label only some angles
+	// (an empty cell in labels.csv): the others are unknown, not zero.
+	HasYaw, HasPitch, HasRoll bool
+	InRange                   bool        // all angles within ±99° (AFLW2000's usual subset); true elsewhere
+	Box                       feature.Box // annotated box as the data set gives it
 }
 
 // Angle returns the named angle ("yaw", "pitch" or "roll") and whether the
@@ -44,9 +46,9 @@ type Sample struct {
 func (s Sample) Angle(name string) (float64, bool) {
 	switch name {
 	case "yaw":
-		return s.Yaw, true
+		return s.Yaw, s.HasYaw
 	case "pitch":
-		return s.Pitch, true
+		return s.Pitch, s.HasPitch
 	case "roll":
 		return s.Roll, s.HasRoll
 	}
@@ -75,8 +77,10 @@ func Read(dir string) ([]Sample, error) {
 	return nil, fmt.Errorf("%w: %s has no labels.csv, no Person*/*.txt and no *.mat", ErrLayout, dir)
 }
 
-// ReadLabels reads dir/labels.csv (columns path, subject, yaw, pitch, roll,
-// x, y, w, h, and optionally series and in_range_99, in any order).
+// ReadLabels reads dir/labels.csv (columns path, subject, x, y, w, h, at
+// least one of yaw, pitch and roll, and optionally series and in_range_99,
+// in any order). An empty or absent yaw, pitch or roll leaves that angle
+// unlabelled; a row must label at least one angle.
 func ReadLabels(dir string) ([]Sample, error) {
 	path := filepath.Join(dir, "labels.csv")
 	f, err := os.Open(path)
@@ -101,10 +105,16 @@ func parseLabels(r io.Reader, dir, set string) ([]Sample, error) {
 	for i, h := range head {
 		col[strings.TrimSpace(h)] = i
 	}
-	for _, need := range []string{"path", "subject", "yaw", "pitch", "x", "y", "w", "h"} {
+	for _, need := range []string{"path", "subject", "x", "y", "w", "h"} {
 		if _, ok := col[need]; !ok {
 			return nil, fmt.Errorf("no %q column (have %v)", need, head)
 		}
+	}
+	_, hasYaw := col["yaw"]
+	_, hasPitch := col["pitch"]
+	_, hasRoll := col["roll"]
+	if !hasYaw && !hasPitch && !hasRoll {
+		return nil, fmt.Errorf("no yaw, pitch or roll column (have %v)", head)
 	}
 	var out []Sample
 	for line := 2; ; line++ {
@@ -123,22 +133,32 @@ func parseLabels(r io.Reader, dir, set string) ([]Sample, error) {
 			return v, nil
 		}
 		s := Sample{Set: set, Path: filepath.Join(dir, rec[col["path"]]), Subject: rec[col["subject"]], InRange: true}
-		vals := make([]float64, 6)
-		for i, name := range []string{"yaw", "pitch", "x", "y", "w", "h"} {
+		vals := make([]float64, 4)
+		for i, name := range []string{"x", "y", "w", "h"} {
 			if vals[i], err = num(name); err != nil {
 				return nil, err
 			}
 		}
-		s.Yaw, s.Pitch = vals[0], vals[1]
-		s.Box = feature.Box{X: vals[2], Y: vals[3], W: vals[4], H: vals[5]}
+		s.Box = feature.Box{X: vals[0], Y: vals[1], W: vals[2], H: vals[3]}
 		if !s.Box.Valid() {
 			return nil, fmt.Errorf("line %d: box %v has no area", line, s.Box)
 		}
-		if i, ok := col["roll"]; ok && strings.TrimSpace(rec[i]) != "" {
-			if s.Roll, err = num("roll"); err != nil {
+		for _, a := range []struct {
+			name string
+			v    *float64
+			has  *bool
+		}{{"yaw", &s.Yaw, &s.HasYaw}, {"pitch", &s.Pitch, &s.HasPitch}, {"roll", &s.Roll, &s.HasRoll}} {
+			i, ok := col[a.name]
+			if !ok || strings.TrimSpace(rec[i]) == "" {
+				continue
+			}
+			if *a.v, err = num(a.name); err != nil {
 				return nil, err
 			}
-			s.HasRoll = true
+			*a.has = true
+		}
+		if !s.HasYaw && !s.HasPitch && !s.HasRoll {
+			return nil, fmt.Errorf("line %d: %s labels no angle (yaw, pitch and roll are empty)", line, rec[col["path"]])
 		}
 		if i, ok := col["series"]; ok && rec[i] != "" {
 			s.Series, _ = strconv.Atoi(rec[i])
@@ -186,7 +206,7 @@ func ReadPointing04(dir string) ([]Sample, error) {
 		pan, _ := strconv.Atoi(m[5])
 		out = append(out, Sample{
 			Set: "pointing04", Path: jpg, Subject: strings.TrimLeft(m[1], "0"), Series: series,
-			Yaw: float64(pan), Pitch: float64(tilt), InRange: true, Box: box,
+			Yaw: float64(pan), Pitch: float64(tilt), HasYaw: true, HasPitch: true, InRange: true, Box: box,
 		})
 	}
 	if len(out) == 0 {
@@ -266,7 +286,8 @@ func parseAFLW(data []byte) (Sample, error) {
 	}
 	deg := 180 / math.Pi
 	s := Sample{
-		Set: "aflw2000", Pitch: pose.Data[0] * deg, Yaw: pose.Data[1] * deg, Roll: pose.Data[2] * deg, HasRoll: true,
+		Set: "aflw2000", Pitch: pose.Data[0] * deg, Yaw: pose.Data[1] * deg, Roll: pose.Data[2] * deg,
+		HasYaw: true, HasPitch: true, HasRoll: true,
 		Box: feature.Box{X: minX, Y: minY, W: maxX - minX, H: maxY - minY},
 	}
 	s.InRange = math.Abs(s.Yaw) <= 99 && math.Abs(s.Pitch) <= 99 && math.Abs(s.Roll) <= 99

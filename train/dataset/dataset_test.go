@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -123,4 +124,41 @@ func FuzzParseMAT(f *testing.F) {
 		}
 		parseMAT(data) // must not panic
 	})
+}
+
+// A data set that labels only some angles reads with the others unknown,
+// not zero; a row with no angle at all, or a malformed angle, is an error
+// that names its line.
+func TestPartialLabels(t *testing.T) {
+	const csv = "path,subject,yaw,pitch,x,y,w,h\n" +
+		"a.jpg,1,30,,10,10,50,50\n" +
+		"b.jpg,2,,-12.5,10,10,50,50\n"
+	s, err := parseLabels(strings.NewReader(csv), "d", "cars")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := s[0].Angle("yaw"); !ok || v != 30 {
+		t.Errorf("a.jpg yaw %v %v, want 30 labelled", v, ok)
+	}
+	for _, c := range []struct {
+		i    int
+		name string
+	}{{0, "pitch"}, {0, "roll"}, {1, "yaw"}, {1, "roll"}} {
+		if _, ok := s[c.i].Angle(c.name); ok {
+			t.Errorf("%s: %s is labelled, want unlabelled", s[c.i].Path, c.name)
+		}
+	}
+	if v, ok := s[1].Angle("pitch"); !ok || v != -12.5 {
+		t.Errorf("b.jpg pitch %v %v, want -12.5 labelled", v, ok)
+	}
+	for _, bad := range []struct{ csv, want string }{
+		{"path,subject,yaw,pitch,x,y,w,h\na.jpg,1,,,10,10,50,50\n", "line 2: a.jpg labels no angle"},
+		{"path,subject,yaw,x,y,w,h\na.jpg,1,left,10,10,50,50\n", `line 2: yaw "left" is not a number`},
+		{"path,subject,x,y,w,h\na.jpg,1,10,10,50,50\n", "no yaw, pitch or roll column"},
+	} {
+		_, err := parseLabels(strings.NewReader(bad.csv), "d", "cars")
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: error %v, want it to say %q", bad.csv, err, bad.want)
+		}
+	}
 }
