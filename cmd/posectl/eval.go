@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"io"
@@ -20,91 +21,130 @@ func runEval(args []string, stdout io.Writer) error {
 	var data dataFlags
 	var mf modelFlags
 	var df detectFlags
-	var rf refineFlags
+	var rf refineListFlags
 	data.register(fs, dataRoot()+"/pointing04")
 	mf.register(fs)
 	df.register(fs, 40)
 	rf.register(fs)
-	protocol := fs.String("protocol", "", "lopo: leave one person out, a model per fold; holdout: train once, test on -holdout persons of -set")
+	cache := cacheFlag(fs)
+	protocol := fs.String("protocol", "", "lopo: leave one person of -set out, a model per fold; kfold: -splits folds of -set's persons; holdout: train once, test on -holdout persons of -set")
 	holdout := fs.Int("holdout", 300, "holdout: persons of -set kept for testing")
-	holdoutSeed := fs.Uint64("holdout-seed", 1, "holdout: seed of the draw")
+	holdoutSeed := fs.Uint64("holdout-seed", 1, "holdout and kfold: seed of the draw of persons")
+	splits := fs.Int("splits", 5, "kfold: number of folds")
 	modelPath := fs.String("model", "", "evaluate this model on -data (no training)")
-	condition := fs.String("condition", "annotated", "test boxes: annotated, shifted (seeded Gaussian moves) or detected")
-	folds := fs.Int("folds", 0, "lopo: run only the first N folds")
-	set := fs.String("set", "pointing04", "lopo: the data set whose persons are left out")
+	condition := fs.String("condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's)")
+	folds := fs.Int("folds", 0, "lopo and kfold: run only the first N folds")
+	set := fs.String("set", "pointing04", "lopo, kfold, holdout: the data set whose persons are left out")
 	testSigma := fs.Float64("test-centre-sigma", 0.1, "shifted: σ of test box moves, in box sides")
 	testScale := fs.Float64("test-scale-sigma", 0.1, "shifted: σ of test box log-scale changes")
 	testSeed := fs.Uint64("test-seed", 5, "shifted: seed of the test box moves")
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	asJSON := fs.Bool("json", false, "print one JSON object per evaluation case")
 	asCSV := fs.Bool("csv", false, "print CSV")
+	perFace := fs.String("per-face", "", "write every test face's truth, prediction, σ and boxes to this CSV file")
 	sweep := fs.String("sweep-k", "", "lopo: comma-separated K values to compare by BIC and MAE")
 	plot := fs.String("plot", "", "with -sweep-k: write an SVG plot of BIC and MAE against K")
 	card := fs.String("card", "", "append the measured accuracy to this model card")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cond, err := headpose.ParseCondition(*condition)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
 	if (*protocol != "") == (*modelPath != "") {
-		return fmt.Errorf("%w: give either -protocol lopo|holdout or -model FILE", errUsage)
+		return fmt.Errorf("%w: give either -protocol lopo|kfold|holdout or -model FILE", errUsage)
 	}
-	if *protocol != "" && *protocol != "lopo" && *protocol != "holdout" {
-		return fmt.Errorf("%w: -protocol %q is not lopo or holdout", errUsage, *protocol)
+	switch *protocol {
+	case "", "lopo", "kfold", "holdout":
+	default:
+		return fmt.Errorf("%w: -protocol %q is not lopo, kfold or holdout", errUsage, *protocol)
+	}
+	settings, err := rf.settings()
+	if err != nil {
+		return err
+	}
+	var evals []headpose.EvalOptions
+	for _, c := range splitList(*condition) {
+		cond, err := headpose.ParseCondition(c)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		for _, st := range settings {
+			evals = append(evals, headpose.EvalOptions{Condition: cond, Seed: *testSeed, CentreSigma: *testSigma, ScaleSigma: *testScale, Settings: st})
+		}
+	}
+	if len(evals) == 0 {
+		return fmt.Errorf("%w: -condition names no condition", errUsage)
 	}
 	samples, err := data.load()
 	if err != nil {
 		return err
 	}
-	bar := newProgressBar()
-	eo := headpose.EvalOptions{Condition: cond, Seed: *testSeed, CentreSigma: *testSigma, ScaleSigma: *testScale, Settings: rf.s}
-	if cond == headpose.Detected {
-		if eo.Detector, err = detect.New(df.p); err != nil {
-			return err
-		}
+	det, err := detect.New(df.p)
+	if err != nil {
+		return err
 	}
+	for i := range evals {
+		evals[i].Detector = det
+	}
+	bar := newProgressBar()
 	start := time.Now()
 	title := ""
-	var rep *headpose.Report
+	var reps []*headpose.Report
+	var bank *headpose.Bank
 	if *modelPath != "" {
 		m, err := gllim.ReadFile(*modelPath)
 		if err != nil {
 			return err
 		}
-		est, err := pose.New(m, rf.s)
-		if err != nil {
+		// Test on the kind of face box the model was trained on; a data set's
+		// convention is learnt from its own detections.
+		box := headpose.BoxKind(m.Training.Settings["box"])
+		if box == "" {
+			box = headpose.SquareBox
+		}
+		if bank, err = headpose.NewBank(samples, headpose.BankOptions{Box: box, Detector: det, Cache: *cache}, bar.features); err != nil {
 			return err
 		}
-		// Test on the kind of face box the model was trained on.
-		bank, err := headpose.NewBank(samples, headpose.BankOptions{Box: headpose.BoxKind(m.Training.Settings["box"])}, bar.features)
 		bar.done()
-		if err != nil {
-			return err
-		}
-		eo.Calibration = detect.CalibrationOf(m.Calibration)
 		all := make([]int, len(samples))
 		for i := range all {
 			all[i] = i
 		}
-		if rep, err = headpose.Evaluate(est, bank, all, eo); err != nil {
-			return err
+		for _, eo := range evals {
+			est, err := pose.New(m, eo.Settings)
+			if err != nil {
+				return err
+			}
+			eo.Calibration = detect.CalibrationOf(m.Calibration)
+			rep, err := headpose.Evaluate(est, bank, all, eo)
+			if err != nil {
+				return err
+			}
+			reps = append(reps, rep)
 		}
-		title = fmt.Sprintf("%s on %s, %s boxes", *modelPath, data.dirs, cond)
+		title = fmt.Sprintf("%s on %s", *modelPath, data.dirs)
 	} else {
 		o, err := mf.options(bar.em)
 		if err != nil {
 			return err
 		}
-		bank, err := headpose.NewBank(samples, mf.bankOptions(), bar.features)
-		bar.done()
+		bo, err := mf.bankOptions(det, *cache)
 		if err != nil {
 			return err
 		}
-		lo := headpose.LOPOOptions{Train: o, Eval: eo, Set: *set, Folds: *folds,
+		if bank, err = headpose.NewBank(samples, bo, bar.features); err != nil {
+			return err
+		}
+		bar.done()
+		for _, c := range headpose.ConventionSets(bank.Conventions) {
+			fmt.Fprintf(os.Stderr, "box convention %s\n", bank.Conventions[c])
+		}
+		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds,
 			Progress: func(done, total int, f headpose.Fold) {
 				bar.done()
-				fmt.Fprintf(os.Stderr, "fold %d/%d (held out: %s): %s, %d EM iterations, %s\n", done, total, f.Subject, f.Report.Summary(), f.Iterations, f.Elapsed.Round(time.Second))
+				var parts []string
+				for _, r := range f.Reports {
+					parts = append(parts, r.Case+": "+r.Summary())
+				}
+				fmt.Fprintf(os.Stderr, "fold %d/%d (held out: %s), %d EM iterations, %s\n  %s\n", done, total, f.Subject, f.Iterations,
+					f.Elapsed.Round(time.Second), strings.Join(parts, "\n  "))
 			}}
 		if *sweep != "" {
 			ks, err := parseInts(*sweep)
@@ -113,37 +153,80 @@ func runEval(args []string, stdout io.Writer) error {
 			}
 			return sweepK(stdout, bank, lo, ks, *plot)
 		}
-		if *protocol == "holdout" {
-			rep, _, err = headpose.Holdout(bank, lo, *holdout, *holdoutSeed)
-			title = fmt.Sprintf("%s, K=%d, %d of %s held out, %s boxes", o.Name(), o.EM.K, *holdout, *set, cond)
-		} else {
-			rep, _, err = headpose.LOPO(bank, lo)
-			title = fmt.Sprintf("%s, K=%d, LOPO on %s, %s boxes", o.Name(), o.EM.K, *set, cond)
+		switch *protocol {
+		case "holdout":
+			reps, _, err = headpose.Holdout(bank, lo, *holdout, *holdoutSeed)
+			title = fmt.Sprintf("%s, K=%d, %d of %s held out", o.Name(), o.EM.K, *holdout, *set)
+		case "kfold":
+			reps, _, err = headpose.KFold(bank, lo, *splits, *holdoutSeed)
+			title = fmt.Sprintf("%s, K=%d, %d-fold on %s", o.Name(), o.EM.K, *splits, *set)
+		default:
+			reps, _, err = headpose.LOPO(bank, lo)
+			title = fmt.Sprintf("%s, K=%d, LOPO on %s", o.Name(), o.EM.K, *set)
+		}
+		if err != nil {
+			return err
+		}
+		if o.Members > 1 {
+			title += fmt.Sprintf(", %d members", o.Members)
+		}
+	}
+	took := time.Since(start).Round(time.Second)
+	for _, rep := range reps {
+		detected := strings.HasPrefix(rep.Case, string(headpose.Detected))
+		switch {
+		case *asJSON:
+			err = rep.JSON(stdout, detected)
+		case *asCSV:
+			rep.CSV(stdout)
+		default:
+			rep.Markdown(stdout, title+", "+rep.Case)
+			fmt.Fprintln(stdout)
+			rep.YawTable(stdout)
+			fmt.Fprintf(stdout, "\n%s: %s; %s\n\n", rep.Case, rep.Summary(), took)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	switch {
-	case *asJSON:
-		err = rep.JSON(stdout, cond == headpose.Detected)
-	case *asCSV:
-		rep.CSV(stdout)
-	default:
-		rep.Markdown(stdout, title)
-		fmt.Fprintf(stdout, "\n%s; %s\n", rep.Summary(), time.Since(start).Round(time.Second))
-	}
-	if err == nil && *card != "" {
-		f, ferr := os.OpenFile(*card, os.O_APPEND|os.O_WRONLY, 0)
-		if ferr != nil {
-			return ferr
+	if *perFace != "" {
+		if err := writePerFace(*perFace, reps, bank); err != nil {
+			return err
 		}
-		fmt.Fprintf(f, "`posectl eval %s`\n\n", strings.Join(args, " "))
-		rep.Markdown(f, title)
-		fmt.Fprintf(f, "\n%s\n\n", rep.Summary())
-		err = f.Close()
 	}
-	return err
+	if *card != "" {
+		f, err := os.OpenFile(*card, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f, "`posectl eval %s` (%s)\n\n", strings.Join(args, " "), took)
+		for _, rep := range reps {
+			rep.Markdown(f, title+", "+rep.Case)
+			fmt.Fprintln(f)
+			rep.YawTable(f)
+			fmt.Fprintf(f, "\n%s: %s\n\n", rep.Case, rep.Summary())
+		}
+		return f.Close()
+	}
+	return nil
+}
+
+// writePerFace writes every report's faces to one CSV file.
+func writePerFace(path string, reps []*headpose.Report, bank *headpose.Bank) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	fmt.Fprintln(bw, headpose.PerFaceHeader)
+	for _, r := range reps {
+		r.PerFace(bw, bank)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // sweepK runs LOPO for each K and prints BIC (mean over folds) and MAE.
@@ -160,10 +243,11 @@ func sweepK(w io.Writer, bank *headpose.Bank, lo headpose.LOPOOptions, ks []int,
 	for _, k := range ks {
 		start := time.Now()
 		lo.Train.EM.K = k
-		rep, folds, err := headpose.LOPO(bank, lo)
+		reps, folds, err := headpose.LOPO(bank, lo)
 		if err != nil {
 			return err
 		}
+		rep := reps[0]
 		bic := 0.0
 		for _, f := range folds {
 			bic += f.BIC

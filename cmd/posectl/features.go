@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/train/headpose"
 )
@@ -18,8 +19,20 @@ func runFeatures(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("features", flag.ContinueOnError)
 	var data dataFlags
 	data.register(fs, dataRoot()+"/pointing04")
+	var df detectFlags
+	df.register(fs, 40)
 	out := fs.String("o", "-", "CSV file to write (- for standard output)")
+	box := fs.String("box", "canonical", "face box: canonical (the detector's, by each data set's convention), square or annotated")
+	cache := cacheFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	kind, err := headpose.ParseBoxKind(*box)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	det, err := detect.New(df.p)
+	if err != nil {
 		return err
 	}
 	samples, err := data.load()
@@ -27,7 +40,7 @@ func runFeatures(args []string, stdout io.Writer) error {
 		return err
 	}
 	bar := newProgressBar()
-	bank, err := headpose.NewBank(samples, headpose.BankOptions{}, bar.features)
+	bank, err := headpose.NewBank(samples, headpose.BankOptions{Box: kind, Detector: det, Cache: *cache}, bar.features)
 	bar.done()
 	if err != nil {
 		return err
@@ -48,12 +61,15 @@ func runFeatures(args []string, stdout io.Writer) error {
 	fmt.Fprintln(bw)
 	for i, s := range samples {
 		b := bank.FaceBox(i)
-		roll := ""
-		if s.HasRoll {
-			roll = strconv.FormatFloat(s.Roll, 'g', -1, 64)
+		angle := func(v float64, ok bool) string {
+			if !ok {
+				return ""
+			}
+			return strconv.FormatFloat(v, 'g', -1, 64)
 		}
-		fmt.Fprintf(bw, "%q,%s,%s,%g,%g,%s,%.2f,%.2f,%.2f", s.Path, s.Set, s.Subject, s.Yaw, s.Pitch, roll, b.X, b.Y, b.W)
-		for _, v := range bank.Feat[i] {
+		fmt.Fprintf(bw, "%q,%s,%s,%s,%s,%s,%.2f,%.2f,%.2f", s.Path, s.Set, s.Subject, angle(s.Yaw, s.HasYaw), angle(s.Pitch, s.HasPitch),
+			angle(s.Roll, s.HasRoll), b.X, b.Y, b.W)
+		for _, v := range bank.Base(i).Feat[0] {
 			bw.WriteByte(',')
 			bw.WriteString(strconv.FormatFloat(float64(v), 'g', 6, 32))
 		}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -52,14 +53,17 @@ func (d *dataFlags) load() ([]dataset.Sample, error) {
 	return out, nil
 }
 
-// modelFlags choose a variant and its EM settings.
+// modelFlags choose a variant, its EM settings, and the boxes and
+// augmentation of its training images.
 type modelFlags struct {
 	variant, angles, cov   string
-	box                    string
+	box, flip              string
+	moves, augment, augSet string
 	k, lw, shifts          int
-	shared, flip, scale    bool
+	shared, scale          bool
 	useShifted, zeroRoll   bool
 	centreSigma, scaleSig  float64
+	moveScale              float64
 	starts, maxIter, pcs   int
 	members                int
 	seed                   uint64
@@ -73,9 +77,13 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.angles, "angles", "yaw,pitch", "angles to predict: a subset of yaw,pitch,roll that the data labels")
 	fs.StringVar(&m.cov, "cov", "diagonal", "Σ_k: diagonal or isotropic")
 	fs.BoolVar(&m.shared, "shared", false, "one Σ for all components")
-	fs.StringVar(&m.box, "box", "square", "face box: square (as detectors give) or annotated (stretched to the patch, the paper's protocol)")
-	fs.BoolVar(&m.flip, "flip", false, "add mirrored faces (yaw, roll and the x shift change sign)")
+	fs.StringVar(&m.box, "box", "canonical", "face box: canonical (the detector's, from each data set's annotation by its convention), square (the annotated box's square) or annotated (stretched to the patch, the paper's protocol)")
+	fs.StringVar(&m.flip, "flip", "", "add the mirrored faces of these data sets (comma-separated names, or all): yaw, roll and the x shift change sign")
 	fs.IntVar(&m.shifts, "shifts", -1, "moved boxes per image for augmentation (default 0 for pose, 4 for pose-bb)")
+	fs.StringVar(&m.moves, "moves", "gauss", "how moved boxes are drawn: gauss (-centre-sigma, -scale-sigma) or detector (the detector's own errors, × -move-scale)")
+	fs.Float64Var(&m.moveScale, "move-scale", 1, "detector moves: factor on the detector's errors")
+	fs.StringVar(&m.augment, "augment", "", "augmented views per image: kind[:n[:max]],… with kinds rotate (±max°, labels composed), blur (σ ≤ max patch px), noise (σ ≤ max grey levels), lowres (side ≥ max px), gamma (|log γ| ≤ max)")
+	fs.StringVar(&m.augSet, "augment-sets", "", "data sets to augment (comma-separated; default all)")
 	fs.BoolVar(&m.useShifted, "use-shifted", false, "pose: train on the moved boxes too")
 	fs.BoolVar(&m.zeroRoll, "zero-roll", false, "label faces without a roll (Pointing'04) with roll 0")
 	fs.BoolVar(&m.scale, "scale", true, "pose-bb: also predict the box's scale correction")
@@ -100,8 +108,8 @@ func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, e
 	if cov != gllim.Diagonal && cov != gllim.Isotropic {
 		return headpose.Options{}, fmt.Errorf("%w: -cov %q is not diagonal or isotropic", errUsage, m.cov)
 	}
-	if m.box != string(headpose.SquareBox) && m.box != string(headpose.AnnotatedBox) {
-		return headpose.Options{}, fmt.Errorf("%w: -box %q is not square or annotated", errUsage, m.box)
+	if _, err := headpose.ParseBoxKind(m.box); err != nil {
+		return headpose.Options{}, fmt.Errorf("%w: -box %q is not canonical, square or annotated", errUsage, m.box)
 	}
 	if m.members < 1 {
 		return headpose.Options{}, fmt.Errorf("%w: -members %d: want at least 1", errUsage, m.members)
@@ -110,7 +118,7 @@ func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, e
 		return headpose.Options{}, fmt.Errorf("%w: -k %d -lw %d: want k ≥ 1, lw ≥ 0", errUsage, m.k, m.lw)
 	}
 	return headpose.Options{
-		Variant: v, Angles: strings.Split(m.angles, ","), Flip: m.flip, Scale: m.scale, UseShifted: m.useShifted, ZeroRoll: m.zeroRoll,
+		Variant: v, Angles: strings.Split(m.angles, ","), Flip: splitList(m.flip), Scale: m.scale, UseShifted: m.useShifted, ZeroRoll: m.zeroRoll,
 		Members: m.members,
 		EM: train.Config{
 			K: m.k, Lw: m.lw, Cov: cov, Shared: m.shared, Starts: m.starts, MaxIter: m.maxIter, Tol: m.tol,
@@ -119,7 +127,10 @@ func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, e
 	}, nil
 }
 
-func (m *modelFlags) bankOptions() headpose.BankOptions {
+// bankOptions returns the bank's boxes and augmentation; det finds the
+// faces (canonical boxes, detector moves and the detected condition need
+// it), cache keeps its detections between runs.
+func (m *modelFlags) bankOptions(det *detect.Detector, cache string) (headpose.BankOptions, error) {
 	n := m.shifts
 	if n < 0 {
 		n = 0
@@ -127,7 +138,38 @@ func (m *modelFlags) bankOptions() headpose.BankOptions {
 			n = 4
 		}
 	}
-	return headpose.BankOptions{Box: headpose.BoxKind(m.box), Shifts: n, CentreSigma: m.centreSigma, ScaleSigma: m.scaleSig, Seed: m.seed}
+	aug, err := headpose.ParseAugmentations(m.augment)
+	if err != nil {
+		return headpose.BankOptions{}, fmt.Errorf("%w: -augment: %v", errUsage, err)
+	}
+	mv := headpose.MoveKind(m.moves)
+	if mv != headpose.GaussMoves && mv != headpose.DetectorMoves {
+		return headpose.BankOptions{}, fmt.Errorf("%w: -moves %q is not gauss or detector", errUsage, m.moves)
+	}
+	return headpose.BankOptions{
+		Box: headpose.BoxKind(m.box), Shifts: n, Moves: mv, CentreSigma: m.centreSigma, ScaleSigma: m.scaleSig, MoveScale: m.moveScale,
+		Seed: m.seed, Detector: det, Cache: cache, Augment: aug, AugmentSets: splitList(m.augSet),
+	}, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// cacheFlag registers -cache: where detections are kept between runs.
+func cacheFlag(fs *flag.FlagSet) *string {
+	def := ""
+	if d, err := os.UserCacheDir(); err == nil {
+		def = filepath.Join(d, "posed")
+	}
+	return fs.String("cache", def, "folder where the detections of the data sets are kept between runs (empty: none)")
 }
 
 // detectFlags configure the face detector.
@@ -150,6 +192,34 @@ func (r *refineFlags) register(fs *flag.FlagSet) {
 	def := pose.DefaultSettings()
 	fs.IntVar(&r.s.MaxIter, "iterations", def.MaxIter, "predictions per face (box refinement steps)")
 	fs.Float64Var(&r.s.Eps, "eps", def.Eps, "stop refining when the predicted move is below this (box sides)")
+}
+
+// refineListFlags configure Algorithm 1 for evaluations, which may compare
+// several numbers of iterations on the same models.
+type refineListFlags struct {
+	iters string
+	eps   float64
+}
+
+func (r *refineListFlags) register(fs *flag.FlagSet) {
+	def := pose.DefaultSettings()
+	fs.StringVar(&r.iters, "iterations", strconv.Itoa(def.MaxIter), "predictions per face (box refinement steps); a comma-separated list measures each")
+	fs.Float64Var(&r.eps, "eps", def.Eps, "stop refining when the predicted move is below this (box sides)")
+}
+
+func (r *refineListFlags) settings() ([]pose.Settings, error) {
+	its, err := parseInts(r.iters)
+	if err != nil {
+		return nil, err
+	}
+	var out []pose.Settings
+	for _, n := range its {
+		if n < 1 {
+			return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
+		}
+		out = append(out, pose.Settings{MaxIter: n, Eps: r.eps})
+	}
+	return out, nil
 }
 
 // progressBar prints a one-line progress report on stderr, at most ten

@@ -25,7 +25,8 @@ func runTrain(args []string, stdout io.Writer) error {
 	df.register(fs, 40)
 	out := fs.String("o", "model.gllim", "model file to write")
 	card := fs.String("card", "", "model card to write (default: the model file with .md)")
-	calibrate := fs.Bool("calibrate", true, "learn the detector-box calibration from the training images")
+	calibrate := fs.Bool("calibrate", true, "square and annotated boxes: learn the detector-box calibration from the training images (canonical boxes are the detector's)")
+	cache := cacheFlag(fs)
 	stdFrac := fs.Float64("calibrate-std", 0.2, "fraction of persons held out to calibrate the predictive σ of the angles (0: leave σ uncalibrated)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -43,10 +44,21 @@ func runTrain(args []string, stdout io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	bank, err := headpose.NewBank(samples, mf.bankOptions(), bar.features)
+	det, err := detect.New(df.p)
+	if err != nil {
+		return err
+	}
+	bo, err := mf.bankOptions(det, *cache)
+	if err != nil {
+		return err
+	}
+	bank, err := headpose.NewBank(samples, bo, bar.features)
 	bar.done()
 	if err != nil {
 		return err
+	}
+	for _, c := range headpose.ConventionSets(bank.Conventions) {
+		fmt.Fprintf(os.Stderr, "box convention %s\n", bank.Conventions[c])
 	}
 	all := make([]int, len(samples))
 	for i := range all {
@@ -57,11 +69,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *calibrate {
-		det, err := detect.New(df.p)
-		if err != nil {
-			return err
-		}
+	if *calibrate && bank.Box != headpose.CanonicalBox {
 		c, n := headpose.LearnCalibration(bank, all, det)
 		if n > 0 {
 			m.Calibration = &gllim.BoxCalibration{Detector: "pigo-facefinder", DX: c.DX, DY: c.DY, Scale: c.Scale, N: n}
@@ -81,7 +89,7 @@ func runTrain(args []string, stdout io.Writer) error {
 			return err
 		}
 		headpose.SetStdScales(m, scales)
-		m.Training.Settings["calibrate_std"] = fmt.Sprintf("%g of persons, %d faces, %s boxes", *stdFrac, rep.Faces, eo.Condition)
+		m.Training.Settings["calibrate_std"] = fmt.Sprintf("%g of persons, %d faces, %s boxes", *stdFrac, len(rep.Faces), eo.Condition)
 	}
 	if err := gllim.WriteFile(*out, m); err != nil {
 		return err
@@ -143,7 +151,14 @@ func modelCard(path string, m *gllim.Model, samples []dataset.Sample, took time.
 		first = " (first member)"
 	}
 	fmt.Fprintf(&b, "\nTraining samples (with augmentation): %d; EM iterations%s: %d; log-likelihood %.6g; BIC %.6g.\n", t.N, first, t.Iterations, t.LogL, t.BIC)
-	if c := m.Calibration; c != nil {
+	if len(m.Conventions) > 0 {
+		b.WriteString("\nFace boxes: canonical, the detector's own (pigo's square, taken as it is: no calibration). ")
+		b.WriteString("Each data set's annotated boxes were mapped to it by the set's convention, learnt from its matched detections ")
+		b.WriteString("(the median move from the annotated square to the detection):\n\n| data set | centre dx | centre dy | size × | detected |\n|---|---|---|---|---|\n")
+		for _, c := range m.Conventions {
+			fmt.Fprintf(&b, "| %s | %+.3f | %+.3f | %.3f | %d of %d |\n", c.Set, c.DX, c.DY, c.Scale, c.N, c.Faces)
+		}
+	} else if c := m.Calibration; c != nil {
 		fmt.Fprintf(&b, "\nDetector calibration (%s, from %d matched detections): centre moved by (%+.3f, %+.3f) box sides, size ×%.3f.\n", c.Detector, c.N, c.DX, c.DY, c.Scale)
 	}
 	b.WriteString("\n## Measured accuracy\n\n" + measuredIntro)

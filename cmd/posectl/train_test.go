@@ -23,7 +23,7 @@ func TestTrainWritesUsableModel(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "small.gllim")
 	var buf bytes.Buffer
-	err := runTrain([]string{"-data", dir, "-variant", "pose", "-lw", "1", "-k", "4", "-max-iter", "20", "-members", "2", "-calibrate-std", "0.2", "-o", out}, &buf)
+	err := runTrain([]string{"-data", dir, "-variant", "pose", "-lw", "1", "-k", "4", "-max-iter", "20", "-members", "2", "-calibrate-std", "0.2", "-cache", t.TempDir(), "-o", out}, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,8 @@ func TestTrainWritesUsableModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"K = 4", "an ensemble of 2", "members = 2", "pointing04: 2790 images", "σ scale", "calibrate_std", "## Measured accuracy"} {
+	for _, want := range []string{"K = 4", "an ensemble of 2", "members = 2", "pointing04: 2790 images", "σ scale", "calibrate_std", "## Measured accuracy",
+		"Face boxes: canonical", "| pointing04 | -0.0"} {
 		if !bytes.Contains(card, []byte(want)) {
 			t.Errorf("model card lacks %q", want)
 		}
@@ -58,5 +59,37 @@ func TestTrainWritesUsableModel(t *testing.T) {
 	buf.Reset()
 	if err := runInspect([]string{out}, &buf); err != nil || !strings.Contains(buf.String(), "ensemble    2 models") || !strings.Contains(buf.String(), "format version 2") {
 		t.Errorf("inspect: %v\n%s", err, buf.String())
+	}
+}
+
+// posectl eval -protocol kfold measures every condition and number of
+// refinement steps asked for on the same models, prints the errors by
+// |yaw| bin, and writes one row per test face and case to -per-face.
+func TestEvalKFoldPerFace(t *testing.T) {
+	dir := filepath.Join(dataset.Root(), "pointing04")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("data set not available: %v", err)
+	}
+	perFace := filepath.Join(t.TempDir(), "faces.csv")
+	var buf bytes.Buffer
+	err := runEval([]string{"-protocol", "kfold", "-splits", "5", "-folds", "1", "-data", dir, "-variant", "pose-bb", "-shifts", "1", "-k", "4", "-max-iter", "10",
+		"-condition", "annotated,detected", "-iterations", "1,2", "-per-face", perFace, "-cache", t.TempDir()}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"5-fold on pointing04", "annotated, 1 iteration", "annotated, 2 iterations", "detected, 2 iterations", "| 75–90° | 168 |", "% detected"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	data, err := os.ReadFile(perFace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	// One fold of 5 holds 3 of the 15 persons: 558 faces, under 4 cases.
+	if len(lines) != 1+4*558 || !strings.HasPrefix(lines[0], "case,fold,set,subject,path,found,yaw_true") {
+		t.Errorf("per-face file: %d lines, want a header and %d rows; header %q", len(lines), 4*558, lines[0])
 	}
 }

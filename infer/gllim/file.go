@@ -70,6 +70,7 @@ type fileHeader struct {
 	Outputs    []Output        `json:"outputs"`
 	Features   FeatureRecipe   `json:"features"`
 	Calib      *BoxCalibration `json:"calibration,omitempty"`
+	Convs      []BoxConvention `json:"conventions,omitempty"`
 	Training   Training        `json:"training"`
 }
 
@@ -94,7 +95,7 @@ func Marshal(m *Model) ([]byte, error) {
 	p := m.Params
 	h := fileHeader{
 		K: p.K, D: p.D, Lt: p.Lt, Lw: p.Lw, Covariance: p.Cov, Shared: p.Shared,
-		Outputs: m.Outputs, Features: m.Features, Calib: m.Calibration, Training: m.Training,
+		Outputs: m.Outputs, Features: m.Features, Calib: m.Calibration, Convs: m.Conventions, Training: m.Training,
 	}
 	version := uint32(m.FileVersion())
 	if len(m.Members) > 0 {
@@ -273,7 +274,7 @@ func Parse(data []byte) (*Model, error) {
 			off += 4
 		}
 	}
-	m := &Model{Params: ps[0], Outputs: h.Outputs, Features: h.Features, Calibration: h.Calib, Training: h.Training}
+	m := &Model{Params: ps[0], Outputs: h.Outputs, Features: h.Features, Calibration: h.Calib, Conventions: h.Convs, Training: h.Training}
 	if members > 1 {
 		m.Members = ps[1:]
 	}

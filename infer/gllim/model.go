@@ -54,6 +54,20 @@ type BoxCalibration struct {
 	N        int     `json:"n"` // detections it was learnt from
 }
 
+// BoxConvention records how the annotated boxes of one training data set
+// were mapped to the canonical face box (the detector's) the model was
+// trained on: centre moved by (DX, DY) annotated box sides from the
+// annotated square, side multiplied by Scale. A model trained on canonical
+// boxes takes detector boxes as they are.
+type BoxConvention struct {
+	Set   string  `json:"set"`
+	DX    float64 `json:"dx"`
+	DY    float64 `json:"dy"`
+	Scale float64 `json:"scale"`
+	N     int     `json:"n"`     // matched detections it was learnt from
+	Faces int     `json:"faces"` // faces of the set
+}
+
 // Training records how a model was made.
 type Training struct {
 	Tool       string            `json:"tool,omitempty"`
@@ -78,6 +92,9 @@ type Model struct {
 	Outputs     []Output
 	Features    FeatureRecipe
 	Calibration *BoxCalibration // nil: none
+	// Conventions are the training data sets' box conventions, for models
+	// trained on canonical boxes (empty otherwise).
+	Conventions []BoxConvention
 	Training    Training
 }
 

@@ -1,7 +1,8 @@
 // Package headpose trains and evaluates head-pose models on labelled faces:
-// the four variants of the paper (METHOD §5), box-shift and mirror
-// augmentation, the detector calibration, and the evaluation protocol of
-// METHOD §6 (leave one person out; annotated, shifted and detected boxes).
+// the four variants of the paper (METHOD §5), box-shift, mirror, rotation
+// and photometric augmentation, each data set's box convention, and the
+// evaluation protocols of METHOD §6 (leave one person out, k-fold, hold-out;
+// annotated, shifted and detected boxes).
 package headpose
 
 import (
@@ -9,6 +10,7 @@ import (
 	"image"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/edgepose/posed/infer/detect"
@@ -41,13 +43,17 @@ func Jitter(rng *rand.Rand, centre, scale float64) Shift {
 }
 
 // BoxKind says which box around a face the models are trained and
-// evaluated on. Pointing'04's annotated boxes and AFLW2000's landmark boxes
-// both run from the eyebrows to the chin.
+// evaluated on.
 type BoxKind string
 
 const (
-	// SquareBox: the square with the annotated box's centre and side √(w·h).
-	// Detectors give square boxes, so this is what the daemon's models use.
+	// CanonicalBox: the box the detector would give, from each data set's
+	// annotation by its Convention. The daemon sees detector boxes, so this
+	// is what its models are trained on; a model on canonical boxes takes
+	// detector boxes as they are (no calibration).
+	CanonicalBox BoxKind = "canonical"
+	// SquareBox: the square with the annotated box's centre and side √(w·h),
+	// whatever the data set's convention.
 	SquareBox BoxKind = "square"
 	// AnnotatedBox: the annotated box as it is, stretched to the 64×64 patch
 	// (the paper's protocol on annotated boxes; its aspect ratio changes
@@ -55,26 +61,44 @@ const (
 	AnnotatedBox BoxKind = "annotated"
 )
 
-// FaceBox returns the face box of kind k for sample s.
-func FaceBox(s dataset.Sample, k BoxKind) feature.Box {
-	if k == AnnotatedBox {
-		return s.Box
+// ParseBoxKind checks a box kind's name.
+func ParseBoxKind(s string) (BoxKind, error) {
+	switch k := BoxKind(s); k {
+	case CanonicalBox, SquareBox, AnnotatedBox:
+		return k, nil
 	}
-	return s.Box.Square()
+	return "", fmt.Errorf("headpose: box %q is not canonical, square or annotated", s)
 }
 
-// FaceBox returns the face box of image i.
-func (b *Bank) FaceBox(i int) feature.Box { return FaceBox(b.Samples[i], b.Box) }
+// MoveKind says how the moved training boxes are drawn.
+type MoveKind string
 
-// Bank holds the images of a data set in grey and the p-HOG features of each
-// face at its face box and at Shifts randomly moved boxes.
+const (
+	// GaussMoves: centre and log-scale moves from N(0, σ²) (BankOptions'
+	// CentreSigma and ScaleSigma).
+	GaussMoves MoveKind = "gauss"
+	// DetectorMoves: the detector's own errors, drawn from the moves of the
+	// set's matched detections about their canonical boxes (Convention's
+	// Errors), scaled by MoveScale; Gaussian for a set without them.
+	DetectorMoves MoveKind = "detector"
+)
+
+// Bank holds the images of a data set in grey and, for each image, its
+// views: the face as it is (view 0), then any augmented copies (rotated,
+// blurred, …) for training. Each view has the p-HOG features at its face
+// box and at Shifts randomly moved boxes.
 type Bank struct {
-	Samples []dataset.Sample
-	Images  []*image.Gray
-	Box     BoxKind     // the face box
-	Shifts  int         // moved boxes per image
-	Feat    [][]float32 // image i, box a (0: the face box) at i*(1+Shifts)+a
-	Moves   []Shift     // the move applied to box a; the target is its inverse
+	Samples     []dataset.Sample
+	Images      []*image.Gray
+	Box         BoxKind
+	Shifts      int                   // moved boxes per view
+	Views       []View                // views of every image, image by image
+	ViewsOf     [][]int               // image i's views (indices into Views); the first is the image as it is
+	Conventions map[string]Convention // CanonicalBox: each data set's convention
+	Options     BankOptions           // as made (defaults filled in)
+
+	detector *detect.Detector // the bank's detector (BankOptions.Detector)
+	detected [][]detect.Face  // its detections of every image, if any
 
 	detOnce sync.Once
 	detMu   sync.Mutex
@@ -83,13 +107,58 @@ type Bank struct {
 	detDone []bool
 }
 
-// BankOptions set the augmentation of a bank.
+// View is one version of an image's face, with its labels and features.
+type View struct {
+	Sample int          // the image
+	Aug    Augmentation // how the image was changed (Kind "" for none)
+	Amount float64      // the change drawn for this view (degrees, σ, …)
+	Flip   bool         // the image was mirrored (set by TrainingSet rows, never stored)
+	// Labels of this view (after a rotation: composed, see dataset.RotateInPlane).
+	Yaw, Pitch, Roll          float64
+	HasYaw, HasPitch, HasRoll bool
+	Moves                     []Shift     // the move applied to box a (Moves[0] is none); the target is its inverse
+	Feat                      [][]float32 // features at box a
+}
+
+// Angle returns the view's label of angle name and whether it has one.
+func (v *View) Angle(name string) (float64, bool) {
+	switch name {
+	case pose.Yaw:
+		return v.Yaw, v.HasYaw
+	case pose.Pitch:
+		return v.Pitch, v.HasPitch
+	case pose.Roll:
+		return v.Roll, v.HasRoll
+	}
+	return 0, false
+}
+
+// Target returns the move that brings box a of the view back onto its face
+// box, in units of the moved box (the box the features were computed on).
+func (v *View) Target(a int) Shift {
+	f := feature.Box{W: 1, H: 1} // the inverse of a move does not depend on the box
+	return Back(v.Moves[a].Apply(f), f)
+}
+
+// BankOptions set the boxes and the augmentation of a bank.
 type BankOptions struct {
-	Box         BoxKind // default SquareBox
-	Shifts      int     // moved boxes per image
-	CentreSigma float64 // σ of the centre move, box sides (default 0.1)
-	ScaleSigma  float64 // σ of the log-scale move (default 0.1)
+	Box         BoxKind  // default SquareBox
+	Shifts      int      // moved boxes per view
+	Moves       MoveKind // how they are drawn; default GaussMoves
+	CentreSigma float64  // GaussMoves: σ of the centre move, box sides (default 0.1)
+	ScaleSigma  float64  // GaussMoves: σ of the log-scale move (default 0.1)
+	MoveScale   float64  // DetectorMoves: factor on the detector's errors (default 1)
 	Seed        uint64
+	// Detector finds the faces of every image once; CanonicalBox and
+	// DetectorMoves need it, and the detected condition reuses it.
+	Detector *detect.Detector
+	// Cache, if set, is a folder where detections are kept between runs,
+	// keyed by the images and the detector's settings.
+	Cache string
+	// Augment adds views of each image of the sets in AugmentSets (all
+	// sets if empty) for training.
+	Augment     []Augmentation
+	AugmentSets []string
 }
 
 func (o *BankOptions) defaults() {
@@ -99,68 +168,200 @@ func (o *BankOptions) defaults() {
 	if o.ScaleSigma == 0 {
 		o.ScaleSigma = 0.1
 	}
+	if o.MoveScale == 0 {
+		o.MoveScale = 1
+	}
 	if o.Box == "" {
 		o.Box = SquareBox
 	}
+	if o.Moves == "" {
+		o.Moves = GaussMoves
+	}
 }
 
-// NewBank loads every image and computes the features, in parallel. Each
-// image draws its moves from its own generator (seeded by Seed and its
-// index), so the bank does not depend on the number of cores.
+// NewBank loads every image, detects its faces (if o.Detector is set),
+// learns the data sets' conventions (CanonicalBox), and computes the
+// features of every view, in parallel. Each image draws its moves and
+// augmentations from its own generator (seeded by Seed and its index), so
+// the bank does not depend on the number of cores, and adding an
+// augmentation does not change the moves of the views before it.
 func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total int)) (*Bank, error) {
 	o.defaults()
-	per := 1 + o.Shifts
-	b := &Bank{
-		Samples: samples, Images: make([]*image.Gray, len(samples)), Shifts: o.Shifts, Box: o.Box,
-		Feat: make([][]float32, len(samples)*per), Moves: make([]Shift, len(samples)*per),
+	if _, err := ParseBoxKind(string(o.Box)); err != nil {
+		return nil, err
 	}
-	store := make([]float32, len(samples)*per*feature.Dim)
+	if o.Moves != GaussMoves && o.Moves != DetectorMoves {
+		return nil, fmt.Errorf("headpose: moves %q are not %q or %q", o.Moves, GaussMoves, DetectorMoves)
+	}
+	if (o.Box == CanonicalBox || o.Moves == DetectorMoves) && o.Detector == nil {
+		return nil, fmt.Errorf("headpose: %s boxes and %s moves need a detector", o.Box, o.Moves)
+	}
+	for _, a := range o.Augment {
+		if err := a.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	b := &Bank{Samples: samples, Images: make([]*image.Gray, len(samples)), Shifts: o.Shifts, Box: o.Box, Options: o, detector: o.Detector}
+	if err := b.load(progress); err != nil {
+		return nil, err
+	}
+	if o.Detector != nil {
+		var err error
+		if b.detected, err = detectAll(b, o.Detector, o.Cache, progress); err != nil {
+			return nil, err
+		}
+	}
+	if o.Box == CanonicalBox || o.Moves == DetectorMoves {
+		var err error
+		b.Conventions, err = LearnConventions(samples, func(i int) (feature.Box, bool) {
+			f, ok := b.Detection(i, o.Detector)
+			return f.Box, ok
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	b.plan(o)
+	b.extract(progress)
+	return b, nil
+}
+
+// load decodes every image to grey.
+func (b *Bank) load(progress func(done, total int)) error {
 	var (
 		mu   sync.Mutex
 		errs []error
 		done int
 	)
-	parallel(len(samples), func() func(int) {
-		var ex feature.Extractor
+	parallel(len(b.Samples), func() func(int) {
 		return func(i int) {
-			s := samples[i]
-			img, err := dataset.LoadGray(s.Path)
+			img, err := dataset.LoadGray(b.Samples[i].Path)
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
-				mu.Lock()
 				errs = append(errs, err)
-				mu.Unlock()
 				return
 			}
 			b.Images[i] = img
-			rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
-			face := FaceBox(s, o.Box)
-			for a := 0; a < per; a++ {
-				var m Shift
-				if a > 0 {
-					m = Jitter(rng, o.CentreSigma, o.ScaleSigma)
-				}
-				k := i*per + a
-				b.Moves[k] = m
-				b.Feat[k] = store[k*feature.Dim : (k+1)*feature.Dim]
-				ex.Extract(b.Feat[k], img, m.Apply(face))
-			}
+			done++
 			if progress != nil {
-				mu.Lock()
-				done++
-				progress(done, len(samples))
-				mu.Unlock()
+				progress(done, len(b.Samples))
 			}
 		}
 	})
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("headpose: %d images could not be read, first: %w", len(errs), errs[0])
+		return fmt.Errorf("headpose: %d images could not be read, first: %w", len(errs), errs[0])
 	}
-	return b, nil
+	return nil
 }
 
-// Target returns the move that brings box a of image i back onto the face
-// box, in units of the moved box (the box the features were computed on).
-func (b *Bank) Target(i, a int) Shift {
-	face := b.FaceBox(i)
-	return Back(b.Moves[i*(1+b.Shifts)+a].Apply(face), face)
+// plan draws every view's moves and augmentations.
+func (b *Bank) plan(o BankOptions) {
+	per := 1 + o.Shifts
+	b.ViewsOf = make([][]int, len(b.Samples))
+	for i, s := range b.Samples {
+		rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
+		move := func() Shift {
+			if c, ok := b.Conventions[s.Set]; ok && o.Moves == DetectorMoves && len(c.Errors) > 0 {
+				e := c.Errors[rng.IntN(len(c.Errors))]
+				return Shift{DX: o.MoveScale * e.DX, DY: o.MoveScale * e.DY, DS: o.MoveScale * e.DS}
+			}
+			return Jitter(rng, o.CentreSigma, o.ScaleSigma)
+		}
+		moves := func() []Shift {
+			m := make([]Shift, per)
+			for a := 1; a < per; a++ {
+				m[a] = move()
+			}
+			return m
+		}
+		base := View{Sample: i, Yaw: s.Yaw, Pitch: s.Pitch, Roll: s.Roll, HasYaw: s.HasYaw, HasPitch: s.HasPitch, HasRoll: s.HasRoll}
+		v := base
+		v.Moves = moves()
+		b.ViewsOf[i] = append(b.ViewsOf[i], len(b.Views))
+		b.Views = append(b.Views, v)
+		if len(o.AugmentSets) > 0 && !slices.Contains(o.AugmentSets, s.Set) {
+			continue
+		}
+		for _, a := range o.Augment {
+			for range a.N {
+				v := base
+				v.Aug, v.Amount = a, a.draw(rng)
+				if a.Kind == Rotate {
+					if !(s.HasYaw && s.HasPitch) {
+						continue // a rotation mixes yaw and pitch: both must be known
+					}
+					// A rotated head has all three angles; an unlabelled
+					// roll counts as upright (Pointing'04's heads).
+					v.Yaw, v.Pitch, v.Roll = dataset.RotateInPlane(s.Yaw, s.Pitch, s.Roll, v.Amount)
+					v.HasRoll = true
+				}
+				v.Moves = moves()
+				b.ViewsOf[i] = append(b.ViewsOf[i], len(b.Views))
+				b.Views = append(b.Views, v)
+			}
+		}
+	}
+}
+
+// extract computes the features of every view.
+func (b *Bank) extract(progress func(done, total int)) {
+	per := 1 + b.Shifts
+	store := make([]float32, len(b.Views)*per*feature.Dim)
+	for k := range b.Views {
+		v := &b.Views[k]
+		v.Feat = make([][]float32, per)
+		for a := range v.Feat {
+			off := (k*per + a) * feature.Dim
+			v.Feat[a] = store[off : off+feature.Dim : off+feature.Dim]
+		}
+	}
+	var (
+		mu   sync.Mutex
+		done int
+	)
+	parallel(len(b.Samples), func() func(int) {
+		var aug augmenter
+		return func(i int) {
+			face := b.FaceBox(i)
+			for _, k := range b.ViewsOf[i] {
+				v := &b.Views[k]
+				for a, m := range v.Moves {
+					aug.extract(v.Feat[a], b.Images[i], m.Apply(face), v.Aug, v.Amount, face)
+				}
+			}
+			if progress != nil {
+				mu.Lock()
+				done++
+				progress(done, len(b.Samples))
+				mu.Unlock()
+			}
+		}
+	})
+}
+
+// FaceBox returns the face box of image i: the canonical, square or
+// annotated box of its sample.
+func (b *Bank) FaceBox(i int) feature.Box {
+	s := b.Samples[i]
+	switch b.Box {
+	case AnnotatedBox:
+		return s.Box
+	case CanonicalBox:
+		return b.Conventions[s.Set].Apply(s.Box)
+	}
+	return s.Box.Square()
+}
+
+// Base returns image i's view as it is (no augmentation).
+func (b *Bank) Base(i int) *View { return &b.Views[b.ViewsOf[i][0]] }
+
+// Calibration is the move from a detector box to the bank's face boxes:
+// none for canonical boxes, learnt on images idx otherwise.
+func (b *Bank) Calibration(idx []int, d *detect.Detector) detect.Calibration {
+	if b.Box == CanonicalBox {
+		return detect.Identity
+	}
+	c, _ := LearnCalibration(b, idx, d)
+	return c
 }

@@ -1,12 +1,14 @@
 package headpose
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/edgepose/posed/infer/detect"
@@ -55,6 +57,16 @@ func (o *EvalOptions) defaults() {
 	}
 }
 
+// Name says what the case measures, e.g. "detected, 3 iterations".
+func (o EvalOptions) Name() string {
+	o.defaults()
+	it := "iterations"
+	if o.Settings.MaxIter == 1 {
+		it = "iteration"
+	}
+	return fmt.Sprintf("%s, %d %s", o.Condition, o.Settings.MaxIter, it)
+}
+
 // Stats are the errors of one angle, in degrees.
 type Stats struct {
 	MAE  float64 `json:"mae"`
@@ -63,59 +75,137 @@ type Stats struct {
 	N    int     `json:"n"`
 }
 
-// Report gathers absolute errors per angle and box statistics.
+// FaceResult is the outcome for one test face.
+type FaceResult struct {
+	Sample  int    // index in the bank
+	Fold    string // the fold that tested it
+	Found   bool   // detected condition: a detection matched it (always true otherwise)
+	Truth   [3]float64
+	Has     [3]bool // which angles are labelled (and predicted by the model)
+	Pred    [3]float64
+	Std     [3]float64  // predicted standard deviations (calibrated where the model says)
+	Face    feature.Box // the face box (the bank's kind)
+	Test    feature.Box // the box the estimate started from
+	Refined feature.Box // the box after refinement
+	IoU     [2]float64  // of Test and of Refined with Face
+	Iter    int         // predictions made
+}
+
+// Err returns the absolute error of angle a (0 yaw, 1 pitch, 2 roll).
+func (f *FaceResult) Err(a int) float64 { return math.Abs(f.Pred[a] - f.Truth[a]) }
+
+// Report gathers the results of every test face of one evaluation case.
 type Report struct {
-	errs      map[string][]float64
-	stds      map[string][]float64 // predicted standard deviations, beside errs
-	Faces     int                  // test faces
-	Found     int                  // faces with a matching detection (detected condition)
-	IoUBefore float64              // mean IoU of the test box with the face box
-	IoUAfter  float64              // the same after refinement
-	boxes     int
+	Case  string // what was measured, e.g. "annotated, 3 iterations"
+	Faces []FaceResult
 }
 
 // NewReport returns an empty report.
-func NewReport() *Report {
-	return &Report{errs: map[string][]float64{}, stds: map[string][]float64{}}
-}
+func NewReport() *Report { return &Report{} }
 
-// Merge adds o's errors to r.
+// Merge adds o's faces to r.
 func (r *Report) Merge(o *Report) {
-	for k, v := range o.errs {
-		r.errs[k] = append(r.errs[k], v...)
-		r.stds[k] = append(r.stds[k], o.stds[k]...)
+	if r.Case == "" {
+		r.Case = o.Case
 	}
-	r.IoUBefore = (r.IoUBefore*float64(r.boxes) + o.IoUBefore*float64(o.boxes)) / math.Max(float64(r.boxes+o.boxes), 1)
-	r.IoUAfter = (r.IoUAfter*float64(r.boxes) + o.IoUAfter*float64(o.boxes)) / math.Max(float64(r.boxes+o.boxes), 1)
-	r.boxes += o.boxes
-	r.Faces += o.Faces
-	r.Found += o.Found
+	r.Faces = append(r.Faces, o.Faces...)
 }
 
-// Stats returns the statistics of angle name (N = 0 if it was not measured).
-func (r *Report) Stats(name string) Stats {
-	e := r.errs[name]
-	if len(e) == 0 {
+// Found is the number of faces estimated (matched by a detection under the
+// detected condition).
+func (r *Report) Found() int {
+	n := 0
+	for i := range r.Faces {
+		if r.Faces[i].Found {
+			n++
+		}
+	}
+	return n
+}
+
+// IoU returns the mean IoU of the test boxes and of the refined boxes with
+// the face boxes, over the faces found.
+func (r *Report) IoU() (before, after float64) {
+	n := 0
+	for i := range r.Faces {
+		if f := &r.Faces[i]; f.Found {
+			before += f.IoU[0]
+			after += f.IoU[1]
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return before / float64(n), after / float64(n)
+}
+
+// stats computes the statistics of angle a over the faces keep accepts.
+func (r *Report) stats(a int, keep func(*FaceResult) bool) Stats {
+	var s, sq float64
+	n := 0
+	for i := range r.Faces {
+		f := &r.Faces[i]
+		if !f.Found || !f.Has[a] || (keep != nil && !keep(f)) {
+			continue
+		}
+		e := f.Err(a)
+		s += e
+		sq += e * e
+		n++
+	}
+	if n == 0 {
 		return Stats{}
 	}
-	var s, sq float64
-	for _, v := range e {
-		s += v
-		sq += v * v
+	mae := s / float64(n)
+	return Stats{MAE: mae, STD: math.Sqrt(math.Max(sq/float64(n)-mae*mae, 0)), RMSE: math.Sqrt(sq / float64(n)), N: n}
+}
+
+func angleIndex(name string) int {
+	for a, n := range pose.AngleNames {
+		if n == name {
+			return a
+		}
 	}
-	n := float64(len(e))
-	mae := s / n
-	return Stats{MAE: mae, STD: math.Sqrt(math.Max(sq/n-mae*mae, 0)), RMSE: math.Sqrt(sq / n), N: len(e)}
+	return -1
+}
+
+// Stats returns the statistics of angle name (N = 0 if it was not
+// measured: unlabelled angles are not errors).
+func (r *Report) Stats(name string) Stats {
+	a := angleIndex(name)
+	if a < 0 {
+		return Stats{}
+	}
+	return r.stats(a, nil)
+}
+
+// MeanMAE is the mean of the measured angles' MAEs.
+func (r *Report) MeanMAE() float64 {
+	s, n := 0.0, 0
+	for _, a := range r.Angles() {
+		s += r.Stats(a).MAE
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return s / float64(n)
 }
 
 // StdRatio is how much larger the errors of angle name are than the
 // predicted standard deviations: sqrt(Σ error² / Σ σ²). 1 is a calibrated
 // uncertainty; above 1, an overconfident one. 0 if nothing was measured.
 func (r *Report) StdRatio(name string) float64 {
+	a := angleIndex(name)
 	var e2, s2 float64
-	for i, e := range r.errs[name] {
-		e2 += e * e
-		s2 += r.stds[name][i] * r.stds[name][i]
+	for i := range r.Faces {
+		f := &r.Faces[i]
+		if a < 0 || !f.Found || !f.Has[a] {
+			continue
+		}
+		e2 += f.Err(a) * f.Err(a)
+		s2 += f.Std[a] * f.Std[a]
 	}
 	if s2 == 0 {
 		return 0
@@ -126,9 +216,9 @@ func (r *Report) StdRatio(name string) float64 {
 // Angles lists the measured angles in yaw, pitch, roll order.
 func (r *Report) Angles() []string {
 	var out []string
-	for _, a := range pose.AngleNames {
-		if len(r.errs[a]) > 0 {
-			out = append(out, a)
+	for a, name := range pose.AngleNames {
+		if r.stats(a, nil).N > 0 {
+			out = append(out, name)
 		}
 	}
 	return out
@@ -136,21 +226,21 @@ func (r *Report) Angles() []string {
 
 // DetectionRate is Found/Faces.
 func (r *Report) DetectionRate() float64 {
-	if r.Faces == 0 {
+	if len(r.Faces) == 0 {
 		return 0
 	}
-	return float64(r.Found) / float64(r.Faces)
+	return float64(r.Found()) / float64(len(r.Faces))
 }
 
 // JSON writes {"yaw":{"mae":…},…} plus the detection rate where measured.
 func (r *Report) JSON(w io.Writer, detection bool) error {
-	out := map[string]any{}
+	out := map[string]any{"case": r.Case, "mean_mae": r.MeanMAE()}
 	for _, a := range r.Angles() {
 		out[a] = r.Stats(a)
 	}
 	if detection {
 		out["detection_rate"] = r.DetectionRate()
-		out["faces"] = r.Faces
+		out["faces"] = len(r.Faces)
 	}
 	return json.NewEncoder(w).Encode(out)
 }
@@ -162,6 +252,59 @@ func (r *Report) Markdown(w io.Writer, title string) {
 		s := r.Stats(a)
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %d |\n", a, s.MAE, s.STD, s.RMSE, s.N)
 	}
+	if len(r.Angles()) > 1 {
+		fmt.Fprintf(w, "| mean | %.2f | | | |\n", r.MeanMAE())
+	}
+}
+
+// yawBins are the edges of the |yaw| bins of YawTable, in degrees.
+var yawBins = []float64{0, 15, 30, 45, 60, 75, 90}
+
+// YawTable writes the errors by bin of true |yaw|: where the error is. Under
+// the detected condition it says how many faces of each bin were found.
+func (r *Report) YawTable(w io.Writer) {
+	angles := r.Angles()
+	fmt.Fprintf(w, "| true \\|yaw\\| | faces | found |")
+	for _, a := range angles {
+		fmt.Fprintf(w, " %s MAE |", a)
+	}
+	fmt.Fprintf(w, "\n|---|---|---|%s\n", strings.Repeat("---|", len(angles)))
+	row := func(label string, in func(*FaceResult) bool) {
+		faces, found := 0, 0
+		for i := range r.Faces {
+			if f := &r.Faces[i]; in(f) {
+				faces++
+				if f.Found {
+					found++
+				}
+			}
+		}
+		if faces == 0 {
+			return
+		}
+		fmt.Fprintf(w, "| %s | %d | %.0f %% |", label, faces, 100*float64(found)/float64(faces))
+		for _, a := range angles {
+			if s := r.stats(angleIndex(a), in); s.N > 0 {
+				fmt.Fprintf(w, " %.2f |", s.MAE)
+			} else {
+				fmt.Fprintf(w, " – |")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	for i := 0; i < len(yawBins); i++ {
+		lo := yawBins[i]
+		if i+1 < len(yawBins) {
+			hi := yawBins[i+1]
+			row(fmt.Sprintf("%g–%g°", lo, hi), func(f *FaceResult) bool {
+				y := math.Abs(f.Truth[0])
+				return f.Has[0] && y >= lo && (y < hi || (hi == 90 && y == 90))
+			})
+		} else {
+			row(fmt.Sprintf("> %g°", lo), func(f *FaceResult) bool { return f.Has[0] && math.Abs(f.Truth[0]) > lo })
+		}
+	}
+	row("yaw unlabelled", func(f *FaceResult) bool { return !f.Has[0] })
 }
 
 // CSV writes angle,mae,std,rmse,n rows.
@@ -173,42 +316,87 @@ func (r *Report) CSV(w io.Writer) {
 	}
 }
 
-// Summary is a one-line account, e.g. "yaw 7.61 pitch 8.02 (MAE, n=2790)".
+// PerFaceHeader is the header of the rows PerFace writes.
+const PerFaceHeader = "case,fold,set,subject,path,found,yaw_true,pitch_true,roll_true,yaw,pitch,roll,yaw_std,pitch_std,roll_std," +
+	"face_x,face_y,face_w,face_h,test_x,test_y,test_w,test_h,refined_x,refined_y,refined_w,refined_h,iou_before,iou_after,iterations"
+
+// PerFace writes one CSV row per test face (PerFaceHeader's columns; a
+// cell is empty where an angle is unlabelled or a face was not found).
+func (r *Report) PerFace(w io.Writer, b *Bank) {
+	cw := csv.NewWriter(w)
+	num := func(v float64, ok bool) string {
+		if !ok {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+	box := func(x feature.Box, ok bool) []string {
+		return []string{num(x.X, ok), num(x.Y, ok), num(x.W, ok), num(x.H, ok)}
+	}
+	for i := range r.Faces {
+		f := &r.Faces[i]
+		s := b.Samples[f.Sample]
+		rec := []string{r.Case, f.Fold, s.Set, s.Subject, s.Path, strconv.FormatBool(f.Found)}
+		for a := range 3 {
+			v, ok := s.Angle(pose.AngleNames[a])
+			rec = append(rec, num(v, ok))
+		}
+		for a := range 3 {
+			rec = append(rec, num(f.Pred[a], f.Found && f.Has[a]))
+		}
+		for a := range 3 {
+			rec = append(rec, num(f.Std[a], f.Found && f.Has[a]))
+		}
+		rec = append(rec, box(f.Face, true)...)
+		rec = append(rec, box(f.Test, f.Found)...)
+		rec = append(rec, box(f.Refined, f.Found)...)
+		rec = append(rec, num(f.IoU[0], f.Found), num(f.IoU[1], f.Found), strconv.Itoa(f.Iter))
+		cw.Write(rec)
+	}
+	cw.Flush()
+}
+
+// Summary is a one-line account, e.g. "yaw 7.61 pitch 8.02 (MAE °, 2790
+// faces, IoU 0.712 → 0.858)".
 func (r *Report) Summary() string {
 	var parts []string
 	for _, a := range r.Angles() {
 		parts = append(parts, fmt.Sprintf("%s %.2f", a, r.Stats(a).MAE))
 	}
-	s := strings.Join(parts, " ") + fmt.Sprintf(" (MAE °, %d faces", r.Faces)
-	if r.Found != r.Faces {
+	if len(parts) > 1 {
+		parts = append(parts, fmt.Sprintf("mean %.2f", r.MeanMAE()))
+	}
+	s := strings.Join(parts, " ") + fmt.Sprintf(" (MAE °, %d faces", len(r.Faces))
+	if found := r.Found(); found != len(r.Faces) {
 		s += fmt.Sprintf(", %.1f %% detected", 100*r.DetectionRate())
 	}
-	if r.boxes > 0 {
-		s += fmt.Sprintf(", IoU %.3f → %.3f", r.IoUBefore, r.IoUAfter)
+	if r.Found() > 0 {
+		i0, i1 := r.IoU()
+		s += fmt.Sprintf(", IoU %.3f → %.3f", i0, i1)
 	}
 	return s + ")"
 }
 
 // Evaluate estimates the pose of the bank's images idx under o and returns
-// the errors. Images run in parallel; the result does not depend on how.
+// the results. Images run in parallel; the result does not depend on how.
 func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, error) {
 	o.defaults()
 	if o.Condition == Detected && o.Detector == nil {
 		return nil, fmt.Errorf("headpose: the detected condition needs a detector")
 	}
-	type one struct {
-		err, std   [3]float64
-		has        [3]bool
-		found      bool
-		iou0, iou1 float64
-	}
-	res := make([]one, len(idx))
+	res := make([]FaceResult, len(idx))
 	parallel(len(idx), func() func(int) {
 		wk := est.NewWorker()
 		return func(j int) {
 			i := idx[j]
-			s := b.Samples[i]
 			face := b.FaceBox(i)
+			out := FaceResult{Sample: i, Face: face}
+			v := b.Base(i)
+			for a, name := range pose.AngleNames {
+				if truth, ok := v.Angle(name); ok && est.HasAngle(a) {
+					out.Truth[a], out.Has[a] = truth, true
+				}
+			}
 			var box feature.Box
 			switch o.Condition {
 			case Annotated:
@@ -219,107 +407,19 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 			case Detected:
 				d, ok := b.Detection(i, o.Detector)
 				if !ok {
+					res[j] = out
 					return
 				}
 				box = o.Calibration.Apply(d.Box)
 			}
 			r := wk.Estimate(b.Images[i], box)
-			out := one{found: true, iou0: feature.IoU(box, face), iou1: feature.IoU(r.Box, face)}
-			for a, name := range pose.AngleNames {
-				truth, ok := s.Angle(name)
-				if !ok || !est.HasAngle(a) {
-					continue
-				}
-				out.err[a] = math.Abs(r.Angles[a] - truth)
-				out.std[a] = r.Std[a]
-				out.has[a] = true
-			}
+			out.Found, out.Test, out.Refined, out.Iter = true, box, r.Box, r.Iterations
+			out.IoU = [2]float64{feature.IoU(box, face), feature.IoU(r.Box, face)}
+			out.Pred, out.Std = r.Angles, r.Std
 			res[j] = out
 		}
 	})
-	rep := NewReport()
-	rep.Faces = len(idx)
-	var i0, i1 float64
-	for _, r := range res {
-		if !r.found {
-			continue
-		}
-		rep.Found++
-		i0 += r.iou0
-		i1 += r.iou1
-		for a, name := range pose.AngleNames {
-			if r.has[a] {
-				rep.errs[name] = append(rep.errs[name], r.err[a])
-				rep.stds[name] = append(rep.stds[name], r.std[a])
-			}
-		}
-	}
-	if rep.Found > 0 {
-		rep.IoUBefore, rep.IoUAfter, rep.boxes = i0/float64(rep.Found), i1/float64(rep.Found), rep.Found
-	}
-	return rep, nil
-}
-
-// Detection returns the detection that matches image i's face: its centre
-// inside the annotated box and IoU ≥ 0.3 with it (METHOD §8), the best by
-// IoU. Detections are computed once per image and detector and cached.
-func (b *Bank) Detection(i int, d *detect.Detector) (detect.Face, bool) {
-	b.detOnce.Do(func() { b.dets = make([][]detect.Face, len(b.Samples)); b.detDone = make([]bool, len(b.Samples)) })
-	b.detMu.Lock()
-	done := b.detDone[i] && b.detBy == d
-	faces := b.dets[i]
-	b.detMu.Unlock()
-	if !done {
-		faces = d.Detect(b.Images[i])
-		b.detMu.Lock()
-		if b.detBy != d {
-			for k := range b.detDone {
-				b.detDone[k] = false
-			}
-			b.detBy = d
-		}
-		b.dets[i], b.detDone[i] = faces, true
-		b.detMu.Unlock()
-	}
-	ann := b.Samples[i].Box
-	best, bestIoU := detect.Face{}, 0.0
-	for _, f := range faces {
-		cx, cy := f.Box.Centre()
-		if cx < ann.X || cx > ann.X+ann.W || cy < ann.Y || cy > ann.Y+ann.H {
-			continue
-		}
-		if iou := feature.IoU(f.Box, ann); iou >= 0.3 && iou > bestIoU {
-			best, bestIoU = f, iou
-		}
-	}
-	return best, bestIoU > 0
-}
-
-// LearnCalibration finds the mean move from matched detections to the face
-// boxes of images idx: centre offset in detector box sides, and the
-// geometric mean of the size ratio.
-func LearnCalibration(b *Bank, idx []int, d *detect.Detector) (detect.Calibration, int) {
-	var dx, dy, ls float64
-	n := 0
-	found := make([]detect.Face, len(idx))
-	ok := make([]bool, len(idx))
-	parallel(len(idx), func() func(int) {
-		return func(j int) { found[j], ok[j] = b.Detection(idx[j], d) }
-	})
-	for j, i := range idx {
-		if !ok[j] {
-			continue
-		}
-		sh := Back(found[j].Box, b.FaceBox(i))
-		dx += sh.DX
-		dy += sh.DY
-		ls += sh.DS
-		n++
-	}
-	if n == 0 {
-		return detect.Identity, 0
-	}
-	return detect.Calibration{DX: dx / float64(n), DY: dy / float64(n), Scale: math.Exp(ls / float64(n))}, n
+	return &Report{Case: o.Name(), Faces: res}, nil
 }
 
 // Subjects returns the distinct subjects of the bank's samples (restricted

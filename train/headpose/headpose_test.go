@@ -67,7 +67,7 @@ func split(b *Bank, subject string) (trainIdx, testIdx []int) {
 func TestLeaveOnePersonOutYaw(t *testing.T) {
 	b := pointingBank(t)
 	trainIdx, testIdx := split(b, "15")
-	o := Options{Variant: VariantPose, Angles: []string{pose.Yaw, pose.Pitch}, Flip: true,
+	o := Options{Variant: VariantPose, Angles: []string{pose.Yaw, pose.Pitch}, Flip: []string{"all"},
 		EM: train.Config{K: 10, Seed: 1, Tol: 1e-4}}
 	m, res, err := Train(b, trainIdx, o)
 	if err != nil {
@@ -117,7 +117,7 @@ func TestLeaveOnePersonOutYaw(t *testing.T) {
 	y64 := make([]float64, feature.Dim)
 	worst := 0.0
 	for _, i := range testIdx {
-		y := b.Feat[i*(1+b.Shifts)]
+		y := b.Base(i).Feat[0]
 		for d, v := range y {
 			y64[d] = float64(v)
 		}
@@ -138,7 +138,7 @@ func TestLeaveOnePersonOutYaw(t *testing.T) {
 func TestRefinementMovesBoxesBack(t *testing.T) {
 	b := pointingBank(t)
 	trainIdx, testIdx := split(b, "8")
-	o := Options{Variant: VariantPoseBB, Angles: []string{pose.Yaw, pose.Pitch}, Flip: true, Scale: true,
+	o := Options{Variant: VariantPoseBB, Angles: []string{pose.Yaw, pose.Pitch}, Flip: []string{"all"}, Scale: true,
 		EM: train.Config{K: 10, Seed: 2, Tol: 1e-4}}
 	m, _, err := Train(b, trainIdx, o)
 	if err != nil {
@@ -153,8 +153,8 @@ func TestRefinementMovesBoxesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("person 8, shifted boxes: %s", rep.Summary())
-	if rep.IoUAfter <= rep.IoUBefore+0.02 {
-		t.Errorf("mean IoU with the face box %.3f before refinement, %.3f after: want a clear gain", rep.IoUBefore, rep.IoUAfter)
+	if before, after := rep.IoU(); after <= before+0.02 {
+		t.Errorf("mean IoU with the face box %.3f before refinement, %.3f after: want a clear gain", before, after)
 	}
 }
 
@@ -227,7 +227,7 @@ func TestCalibratedUncertaintyMatchesErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("learnt on %d held-out faces: σ scales %v", inner.Faces, scales)
+	t.Logf("learnt on %d held-out faces: σ scales %v", len(inner.Faces), scales)
 	m, _, err := Train(b, trainIdx, o)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package headpose
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,19 +11,22 @@ import (
 	"github.com/edgepose/posed/train"
 )
 
-// Fold is the outcome of one leave-one-person-out fold.
+// Fold is the outcome of one fold: one model trained without some persons
+// and tested on them.
 type Fold struct {
 	Subject    string
-	Report     *Report
+	Reports    []*Report // one per evaluation case
 	Iterations int
 	LogL, BIC  float64
 	Elapsed    time.Duration
 }
 
-// LOPOOptions configure a leave-one-person-out evaluation.
+// LOPOOptions configure a cross-validation: leave one person out, k-fold
+// or hold-out. Each fold trains one model and measures it under every
+// evaluation case (conditions, refinement settings).
 type LOPOOptions struct {
 	Train Options
-	Eval  EvalOptions
+	Evals []EvalOptions
 	Set   string // the data set whose persons are left out in turn (e.g. "pointing04")
 	Folds int    // run only the first Folds folds (0: all)
 	// Progress, when set, is called after each fold.
@@ -32,8 +36,8 @@ type LOPOOptions struct {
 // LOPO trains one model per person of Set on every other image of the bank
 // (other data sets included) and tests it on that person's images. Under
 // the detected condition the calibration is learnt on the training images
-// of each fold.
-func LOPO(b *Bank, o LOPOOptions) (*Report, []Fold, error) {
+// of each fold. It returns one report per evaluation case.
+func LOPO(b *Bank, o LOPOOptions) ([]*Report, []Fold, error) {
 	subjects := b.Subjects(o.Set)
 	if len(subjects) < 2 {
 		return nil, nil, fmt.Errorf("headpose: %d persons in %q: leave-one-person-out needs at least 2", len(subjects), o.Set)
@@ -48,10 +52,38 @@ func LOPO(b *Bank, o LOPOOptions) (*Report, []Fold, error) {
 	return crossValidate(b, o, groups)
 }
 
+// KFold splits the persons of Set into k groups of near-equal size (drawn
+// with seed) and trains one model per group on every other image of the
+// bank, other data sets included: e.g. AFLW2000 in 5 folds with
+// Pointing'04 always in training. Every person of Set is tested once.
+func KFold(b *Bank, o LOPOOptions, k int, seed uint64) ([]*Report, []Fold, error) {
+	subjects := b.Subjects(o.Set)
+	if k < 2 || k > len(subjects) {
+		return nil, nil, fmt.Errorf("headpose: %d folds of the %d persons of %q: want 2 to %d", k, len(subjects), o.Set, len(subjects))
+	}
+	groups := kfoldGroups(subjects, k, seed)
+	if o.Folds > 0 && o.Folds < k {
+		groups = groups[:o.Folds]
+	}
+	return crossValidate(b, o, groups)
+}
+
+// kfoldGroups shuffles subjects with seed and deals them into k groups.
+func kfoldGroups(subjects []string, k int, seed uint64) [][]string {
+	subjects = slices.Clone(subjects)
+	rng := rand.New(rand.NewPCG(seed, 0xf01d))
+	rng.Shuffle(len(subjects), func(i, j int) { subjects[i], subjects[j] = subjects[j], subjects[i] })
+	groups := make([][]string, k)
+	for i, s := range subjects {
+		groups[i%k] = append(groups[i%k], s)
+	}
+	return groups
+}
+
 // Holdout keeps n persons of Set, drawn with seed, for testing and trains
 // one model on every other image of the bank (other data sets included):
 // e.g. 300 of AFLW2000's faces held out, the rest and Pointing'04 trained on.
-func Holdout(b *Bank, o LOPOOptions, n int, seed uint64) (*Report, []Fold, error) {
+func Holdout(b *Bank, o LOPOOptions, n int, seed uint64) ([]*Report, []Fold, error) {
 	subjects := b.Subjects(o.Set)
 	if n < 1 || n >= len(subjects) {
 		return nil, nil, fmt.Errorf("headpose: holding out %d of the %d persons of %q", n, len(subjects), o.Set)
@@ -62,8 +94,14 @@ func Holdout(b *Bank, o LOPOOptions, n int, seed uint64) (*Report, []Fold, error
 }
 
 // crossValidate trains and tests one model per group of held-out persons.
-func crossValidate(b *Bank, o LOPOOptions, groups [][]string) (*Report, []Fold, error) {
-	total := NewReport()
+func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold, error) {
+	if len(o.Evals) == 0 {
+		return nil, nil, fmt.Errorf("headpose: nothing to evaluate")
+	}
+	totals := make([]*Report, len(o.Evals))
+	for i := range totals {
+		totals[i] = NewReport()
+	}
 	var folds []Fold
 	for n, group := range groups {
 		start := time.Now()
@@ -85,38 +123,52 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) (*Report, []Fold, 
 				trainIdx = append(trainIdx, i)
 			}
 		}
-		rep, res, err := trainAndTest(b, trainIdx, testIdx, o.Train, o.Eval)
+		reps, res, err := trainAndTest(b, trainIdx, testIdx, o.Train, o.Evals)
 		if err != nil {
 			return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
 		}
-		total.Merge(rep)
-		f := Fold{Subject: subj, Report: rep, Iterations: res.Iterations, LogL: res.LogL, BIC: res.BIC, Elapsed: time.Since(start)}
+		name := fmt.Sprintf("%d", n+1)
+		for i, r := range reps {
+			for j := range r.Faces {
+				r.Faces[j].Fold = name
+			}
+			totals[i].Merge(r)
+		}
+		f := Fold{Subject: subj, Reports: reps, Iterations: res.Iterations, LogL: res.LogL, BIC: res.BIC, Elapsed: time.Since(start)}
 		folds = append(folds, f)
 		if o.Progress != nil {
 			o.Progress(n+1, len(groups), f)
 		}
 	}
-	return total, folds, nil
+	return totals, folds, nil
 }
 
-// trainAndTest trains on trainIdx and evaluates on testIdx under eo; under
-// the detected condition the calibration is learnt on the training images.
-func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, eo EvalOptions) (*Report, *train.Result, error) {
+// trainAndTest trains on trainIdx and evaluates on testIdx under each of
+// evals; under the detected condition the calibration is learnt on the
+// training images.
+func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []EvalOptions) ([]*Report, *train.Result, error) {
 	m, res, err := Train(b, trainIdx, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	if eo.Condition == Detected {
-		eo.Calibration, _ = LearnCalibration(b, trainIdx, eo.Detector)
+	var reps []*Report
+	for _, eo := range evals {
+		if eo.Condition == Detected {
+			eo.Calibration = b.Calibration(trainIdx, eo.Detector)
+		}
+		settings := eo.Settings
+		if settings.MaxIter == 0 {
+			settings = pose.DefaultSettings()
+		}
+		est, err := pose.New(m, settings)
+		if err != nil {
+			return nil, nil, err
+		}
+		rep, err := Evaluate(est, b, testIdx, eo)
+		if err != nil {
+			return nil, nil, err
+		}
+		reps = append(reps, rep)
 	}
-	settings := eo.Settings
-	if settings.MaxIter == 0 {
-		settings = pose.DefaultSettings()
-	}
-	est, err := pose.New(m, settings)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep, err := Evaluate(est, b, testIdx, eo)
-	return rep, res, err
+	return reps, res, nil
 }

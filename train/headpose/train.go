@@ -2,6 +2,7 @@ package headpose
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train"
+	"github.com/edgepose/posed/train/dataset"
 )
 
 // Variant is what t holds (METHOD §5): the angles only ("pose": GLLiM_pose
@@ -30,7 +32,10 @@ type Options struct {
 	Variant Variant
 	Angles  []string // a subset of yaw, pitch, roll, in that order
 	Scale   bool     // pose-bb: predict the scale correction ds too (beyond the paper)
-	Flip    bool     // add mirrored faces (yaw, roll and dx change sign)
+	// Flip adds the mirrored faces of these data sets ("all": every set):
+	// yaw, roll and dx change sign. Per set, because mirroring only helps
+	// where the lighting has no side (AFLW2000's, not Pointing'04's).
+	Flip []string
 	// UseShifted trains on the bank's moved boxes as well as the face boxes.
 	// pose-bb always does (it must see moves to learn them back); for pose
 	// it is off in the paper's protocol.
@@ -101,68 +106,88 @@ func (o Options) Validate(b *Bank) error {
 	if o.Members < 0 || o.Members > 64 {
 		return fmt.Errorf("headpose: %d ensemble members: want 1 to 64 (0 means 1)", o.Members)
 	}
+	for _, s := range o.Flip {
+		if s != "all" && !slices.ContainsFunc(b.Samples, func(x dataset.Sample) bool { return x.Set == s }) {
+			return fmt.Errorf("headpose: mirroring data set %q, which the bank does not hold", s)
+		}
+	}
 	if (o.Variant == VariantPoseBB || o.UseShifted) && b.Shifts == 0 {
 		return fmt.Errorf("headpose: variant %s needs moved boxes, the bank has none", o.Variant)
 	}
 	return nil
 }
 
-// TrainingSet assembles t (N×Lt) and y (N×D) from the bank's images idx.
+// flips reports whether the faces of data set set are mirrored too.
+func (o Options) flips(set string) bool {
+	return slices.Contains(o.Flip, "all") || slices.Contains(o.Flip, set)
+}
+
+// TrainingSet assembles t (N×Lt) and y (N×D) from every view of the bank's
+// images idx (augmented views included), each at its face box and, for
+// pose-bb or UseShifted, at its moved boxes, and mirrored where o.Flip says.
 func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 	names, _ := o.Outputs()
-	per := 1 + b.Shifts
 	boxes := 1
 	if o.Variant == VariantPoseBB || o.UseShifted {
-		boxes = per
+		boxes = 1 + b.Shifts
 	}
-	flips := 1
-	if o.Flip {
-		flips = 2
+	n := 0
+	for _, i := range idx {
+		f := 1
+		if o.flips(b.Samples[i].Set) {
+			f = 2
+		}
+		n += len(b.ViewsOf[i]) * boxes * f
 	}
-	n := len(idx) * boxes * flips
 	t := mat.NewDense(n, len(names), nil)
 	y := mat.NewDense(n, feature.Dim, nil)
 	perm := feature.MirrorPermutation()
 	row := 0
 	for _, i := range idx {
-		s := b.Samples[i]
-		for a := 0; a < boxes; a++ {
-			sh := b.Target(i, a)
-			f := b.Feat[i*per+a]
-			for fl := 0; fl < flips; fl++ {
-				sign := 1.0
-				if fl == 1 {
-					sign = -1
-				}
-				for j, name := range names {
-					var v float64
-					switch name {
-					case pose.Yaw:
-						v = sign * s.Yaw
-					case pose.Pitch:
-						v = s.Pitch
-					case pose.Roll:
-						v = sign * s.Roll
-					case pose.DX:
-						v = sign * sh.DX
-					case pose.DY:
-						v = sh.DY
-					case pose.DS:
-						v = sh.DS
+		flips := 1
+		if o.flips(b.Samples[i].Set) {
+			flips = 2
+		}
+		for _, k := range b.ViewsOf[i] {
+			v := &b.Views[k]
+			for a := 0; a < boxes; a++ {
+				sh := v.Target(a)
+				f := v.Feat[a]
+				for fl := 0; fl < flips; fl++ {
+					sign := 1.0
+					if fl == 1 {
+						sign = -1
 					}
-					t.Set(row, j, v)
-				}
-				dst := y.RawRowView(row)
-				if fl == 0 {
-					for d, v := range f {
-						dst[d] = float64(v)
+					for j, name := range names {
+						var val float64
+						switch name {
+						case pose.Yaw:
+							val = sign * v.Yaw
+						case pose.Pitch:
+							val = v.Pitch
+						case pose.Roll:
+							val = sign * v.Roll // 0 where unlabelled: ZeroRoll
+						case pose.DX:
+							val = sign * sh.DX
+						case pose.DY:
+							val = sh.DY
+						case pose.DS:
+							val = sh.DS
+						}
+						t.Set(row, j, val)
 					}
-				} else {
-					for d := range dst {
-						dst[d] = float64(f[perm[d]])
+					dst := y.RawRowView(row)
+					if fl == 0 {
+						for d, x := range f {
+							dst[d] = float64(x)
+						}
+					} else {
+						for d := range dst {
+							dst[d] = float64(f[perm[d]])
+						}
 					}
+					row++
 				}
-				row++
 			}
 		}
 	}
@@ -200,6 +225,17 @@ func Train(b *Bank, idx []int, o Options) (*gllim.Model, *train.Result, error) {
 		data = append(data, s)
 	}
 	slices.Sort(data)
+	if b.Box == CanonicalBox {
+		n := 0
+		for _, set := range ConventionSets(b.Conventions) {
+			c := b.Conventions[set]
+			m.Conventions = append(m.Conventions, gllim.BoxConvention{
+				Set: set, DX: c.Move.DX, DY: c.Move.DY, Scale: math.Exp(c.Move.DS), N: c.N, Faces: c.Faces})
+			n += c.N
+		}
+		// Canonical boxes are the detector's: it needs no calibration.
+		m.Calibration = &gllim.BoxCalibration{Detector: "pigo-facefinder", Scale: 1, N: n}
+	}
 	m.Training.Tool = "posectl train"
 	m.Training.Data = data
 	m.Training.Date = time.Now().UTC().Format(time.RFC3339)
@@ -207,16 +243,29 @@ func Train(b *Bank, idx []int, o Options) (*gllim.Model, *train.Result, error) {
 	return m, res, nil
 }
 
-// Settings records o as text, for the model file.
+// Settings records o and the bank's boxes as text, for the model file.
 func (o Options) Settings(b *Bank) map[string]string {
 	c := o.EM
-	return map[string]string{
+	bo := b.Options
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	var aug []string
+	for _, a := range bo.Augment {
+		aug = append(aug, a.String())
+	}
+	s := map[string]string{
 		"variant": string(o.Variant), "name": o.Name(), "angles": strings.Join(o.Angles, ","),
 		"k": strconv.Itoa(c.K), "lw": strconv.Itoa(c.Lw), "covariance": string(c.Cov), "shared": strconv.FormatBool(c.Shared),
-		"flip": strconv.FormatBool(o.Flip), "box": string(b.Box), "shifts": strconv.Itoa(b.Shifts), "use_shifted": strconv.FormatBool(o.UseShifted),
+		"flip": strings.Join(o.Flip, ","), "box": string(b.Box), "shifts": strconv.Itoa(b.Shifts), "use_shifted": strconv.FormatBool(o.UseShifted),
 		"scale": strconv.FormatBool(o.Scale), "starts": strconv.Itoa(c.Starts), "seed": strconv.FormatUint(c.Seed, 10),
-		"max_iter": strconv.Itoa(c.MaxIter), "tol": strconv.FormatFloat(c.Tol, 'g', -1, 64),
-		"init_pcs": strconv.Itoa(c.InitPCs), "zero_roll": strconv.FormatBool(o.ZeroRoll), "gamma_floor": strconv.FormatFloat(c.GammaFloor, 'g', -1, 64),
-		"var_floor": strconv.FormatFloat(c.VarFloor, 'g', -1, 64), "members": strconv.Itoa(max(o.Members, 1)),
+		"max_iter": strconv.Itoa(c.MaxIter), "tol": f(c.Tol),
+		"init_pcs": strconv.Itoa(c.InitPCs), "zero_roll": strconv.FormatBool(o.ZeroRoll), "gamma_floor": f(c.GammaFloor),
+		"var_floor": f(c.VarFloor), "members": strconv.Itoa(max(o.Members, 1)),
+		"moves": string(bo.Moves), "augment": strings.Join(aug, ","), "augment_sets": strings.Join(bo.AugmentSets, ","),
 	}
+	if bo.Moves == DetectorMoves {
+		s["move_scale"] = f(bo.MoveScale)
+	} else {
+		s["centre_sigma"], s["scale_sigma"] = f(bo.CentreSigma), f(bo.ScaleSigma)
+	}
+	return s
 }

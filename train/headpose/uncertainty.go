@@ -52,10 +52,11 @@ func LearnStdScales(b *Bank, idx []int, o Options, eo EvalOptions, frac float64,
 			trainIdx = append(trainIdx, i)
 		}
 	}
-	rep, _, err := trainAndTest(b, trainIdx, testIdx, o, eo)
+	reps, _, err := trainAndTest(b, trainIdx, testIdx, o, []EvalOptions{eo})
 	if err != nil {
 		return nil, nil, fmt.Errorf("headpose: calibrating the uncertainty: %w", err)
 	}
+	rep := reps[0]
 	scales := map[string]float64{}
 	for _, a := range rep.Angles() {
 		if r := rep.StdRatio(a); r > 0 {

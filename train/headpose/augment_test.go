@@ -1,0 +1,152 @@
+package headpose
+
+import (
+	"image"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train/dataset"
+)
+
+func randomImage(rng *rand.Rand, w, h int) *image.Gray {
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	// Smooth structure plus noise, so that bilinear samples are not all
+	// equal and a wrong sampling position shows.
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			v := 128 + 60*math.Sin(float64(x)/7) + 50*math.Cos(float64(y)/5+float64(x)/11) + 10*rng.NormFloat64()
+			img.Pix[y*img.Stride+x] = clampGrey(v)
+		}
+	}
+	return img
+}
+
+// The rotated crop samples as feature.Crop does: unrotated it gives the same
+// patch, and rotated by 90° it gives the patch of the image whose pixels
+// were turned by 90° counter-clockwise (within one grey level: the two
+// round their sums differently).
+func TestCropRotatedMatchesCrop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	const n = 64
+	src := randomImage(rng, 200, 200)
+	want, got := make([]uint8, n*n), make([]uint8, n*n)
+	worst := func() int {
+		w := 0
+		for i := range want {
+			w = max(w, int(math.Abs(float64(want[i])-float64(got[i]))))
+		}
+		return w
+	}
+	for _, box := range []feature.Box{{X: 50, Y: 60, W: 100, H: 100}, {X: 70.3, Y: 81.7, W: 40, H: 40}, {X: -20, Y: 150, W: 90, H: 90}} {
+		feature.Crop(want, n, src, box)
+		cx, cy := box.Centre()
+		cropRotated(got, n, src, box, cx, cy, 0)
+		if d := worst(); d > 1 {
+			t.Errorf("box %v unrotated: differs from Crop by %d grey levels", box, d)
+		}
+	}
+	// Turn the pixels: new[N−1−i][j] = old[j][i] is a 90° counter-clockwise
+	// turn about the image's centre (100, 100).
+	turned := image.NewGray(src.Rect)
+	for y := 0; y < 200; y++ {
+		for x := 0; x < 200; x++ {
+			turned.Pix[(199-x)*turned.Stride+y] = src.Pix[y*src.Stride+x]
+		}
+	}
+	box := feature.Box{X: 55, Y: 45, W: 90, H: 90}
+	feature.Crop(want, n, turned, box)
+	cropRotated(got, n, src, box, 100, 100, 90)
+	if d := worst(); d > 1 {
+		t.Errorf("rotated by 90°: differs from the crop of the turned image by %d grey levels", d)
+	}
+	cropRotated(got, n, src, box, 100, 100, -90)
+	if d := worst(); d < 20 {
+		t.Errorf("rotated by −90°: matches the +90° turn (%d levels): the test cannot see the direction", d)
+	}
+}
+
+// Augmented views carry labels that follow their change: a rotated view's
+// angles are the composed rotation of the image's by the drawn angle, the
+// photometric views keep the image's labels; all of them have features
+// of their own. Only the sets asked for are augmented, and TrainingSet
+// takes every view, each moved box, and mirrors only the sets asked for.
+func TestAugmentedViews(t *testing.T) {
+	dir := dataDir(t)
+	p04, err := dataset.Read(filepath.Join(dir, "pointing04"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	aflw, err := dataset.Read(filepath.Join(dir, "aflw2000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := append(slices.Clone(p04[:20]), aflw[:20]...)
+	aug := []Augmentation{{Kind: Rotate, N: 2}, {Kind: Blur, N: 1}, {Kind: Noise, N: 1}, {Kind: LowRes, N: 1}, {Kind: Gamma, N: 1}}
+	b, err := NewBank(samples, BankOptions{Shifts: 1, Seed: 7, Augment: aug, AugmentSets: []string{"aflw2000"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range samples {
+		views := b.ViewsOf[i]
+		want := 1
+		if s.Set == "aflw2000" {
+			want = 1 + 2 + 4
+		}
+		if len(views) != want {
+			t.Fatalf("%s (%s): %d views, want %d", s.Path, s.Set, len(views), want)
+		}
+		base := b.Views[views[0]]
+		for _, k := range views[1:] {
+			v := b.Views[k]
+			if v.Aug.Kind == Rotate {
+				y, p, r := dataset.RotateInPlane(s.Yaw, s.Pitch, s.Roll, v.Amount)
+				if math.Abs(v.Yaw-y)+math.Abs(v.Pitch-p)+math.Abs(v.Roll-r) > 1e-9 || math.Abs(v.Amount) > 30 {
+					t.Errorf("%s rotated by %.1f°: labels %.2f %.2f %.2f, want %.2f %.2f %.2f", s.Path, v.Amount, v.Yaw, v.Pitch, v.Roll, y, p, r)
+				}
+			} else if v.Yaw != s.Yaw || v.Pitch != s.Pitch || v.Roll != s.Roll {
+				t.Errorf("%s %s: labels changed", s.Path, v.Aug)
+			}
+			dist := 0.0
+			for d := range v.Feat[0] {
+				dist += math.Abs(float64(v.Feat[0][d] - base.Feat[0][d]))
+			}
+			// Equalisation undoes a gamma curve but for the levels it
+			// merges: a small γ can leave the features as they were.
+			if dist < 1 && v.Aug.Kind != Gamma {
+				t.Errorf("%s %s (amount %.2f): features equal the image's (L1 %.3g)", s.Path, v.Aug, v.Amount, dist)
+			}
+		}
+	}
+	o := Options{Variant: VariantPoseBB, Angles: []string{pose.Yaw, pose.Pitch}, Flip: []string{"aflw2000"}}
+	idx := make([]int, len(samples))
+	for i := range idx {
+		idx[i] = i
+	}
+	tt, y := o.TrainingSet(b, idx)
+	// Pointing'04: 20 images × 1 view × 2 boxes; AFLW2000: 20 × 7 views × 2 boxes × 2 (mirrored).
+	if n, _ := y.Dims(); n != 20*2+20*7*2*2 {
+		t.Errorf("%d training rows, want %d", n, 20*2+20*7*2*2)
+	}
+	// The last AFLW2000 row is a mirrored one: yaw and dx change sign.
+	n, _ := tt.Dims()
+	last := b.Views[b.ViewsOf[39][len(b.ViewsOf[39])-1]]
+	if tt.At(n-1, 0) != -last.Yaw || tt.At(n-1, 2) != -last.Target(1).DX {
+		t.Errorf("last row yaw %g dx %g, want the mirror of %g, %g", tt.At(n-1, 0), tt.At(n-1, 2), last.Yaw, last.Target(1).DX)
+	}
+	if _, err := ParseAugmentations("rotate:2:120"); err == nil {
+		t.Error("a rotation beyond ±90° was accepted")
+	}
+	if a, err := ParseAugmentations("rotate:2:20, blur"); err != nil || len(a) != 2 || a[0].Max != 20 || a[1].N != 1 {
+		t.Errorf("ParseAugmentations: %v, %v", a, err)
+	}
+	for _, bad := range []string{"sharpen:1", "blur:x", "noise:1:1:1", "blur:0"} {
+		if _, err := ParseAugmentations(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package headpose
+
+import (
+	"bytes"
+	"encoding/csv"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train/dataset"
+)
+
+// A report counts only what was measured: an unlabelled angle is not an
+// error of 0, a face the detector missed has no error at all; the yaw
+// table puts each face in its bin of true |yaw|, and the per-face file
+// has a row for every face with empty cells where nothing is known.
+func TestReportCountsOnlyLabelledAngles(t *testing.T) {
+	samples := []dataset.Sample{
+		{Set: "cars", Path: "a.jpg", Subject: "1", Yaw: 10, HasYaw: true, Pitch: 5, HasPitch: true},
+		{Set: "cars", Path: "b.jpg", Subject: "2", Yaw: -50, HasYaw: true},    // pitch unlabelled
+		{Set: "cars", Path: "c.jpg", Subject: "3", Pitch: 20, HasPitch: true}, // yaw unlabelled
+		{Set: "cars", Path: "d.jpg", Subject: "4", Yaw: 80, HasYaw: true, Pitch: 0, HasPitch: true},
+	}
+	b := &Bank{Samples: samples}
+	box := feature.Box{X: 1, Y: 2, W: 30, H: 30}
+	face := func(i int, found bool, pred [3]float64) FaceResult {
+		f := FaceResult{Sample: i, Fold: "1", Found: found, Pred: pred, Face: box, Test: box, Refined: box, IoU: [2]float64{1, 0.9}, Iter: 3}
+		s := samples[i]
+		f.Truth = [3]float64{s.Yaw, s.Pitch, 0}
+		f.Has = [3]bool{s.HasYaw, s.HasPitch, false}
+		return f
+	}
+	r := &Report{Case: "detected, 3 iterations", Faces: []FaceResult{
+		face(0, true, [3]float64{14, 3, 0}),   // yaw error 4, pitch error 2
+		face(1, true, [3]float64{-44, 90, 0}), // yaw error 6; its pitch is not an error
+		face(2, true, [3]float64{70, 26, 0}),  // pitch error 6; its yaw is not an error
+		face(3, false, [3]float64{}),          // missed by the detector
+	}}
+	if s := r.Stats(pose.Yaw); s.N != 2 || math.Abs(s.MAE-5) > 1e-12 {
+		t.Errorf("yaw: %+v, want MAE 5 over 2 faces", s)
+	}
+	if s := r.Stats(pose.Pitch); s.N != 2 || math.Abs(s.MAE-4) > 1e-12 {
+		t.Errorf("pitch: %+v, want MAE 4 over 2 faces", s)
+	}
+	if s := r.Stats(pose.Roll); s.N != 0 {
+		t.Errorf("roll measured over %d faces, none labels it", s.N)
+	}
+	if got := r.Angles(); len(got) != 2 || r.MeanMAE() != 4.5 || r.Found() != 3 || r.DetectionRate() != 0.75 {
+		t.Errorf("angles %v, mean %g, found %d, rate %g", got, r.MeanMAE(), r.Found(), r.DetectionRate())
+	}
+	var tab bytes.Buffer
+	r.YawTable(&tab)
+	for _, want := range []string{"| 0–15° | 1 | 100 % | 4.00 | 2.00 |", "| 45–60° | 1 | 100 % | 6.00 | – |", "| 75–90° | 1 | 0 % | – | – |", "| yaw unlabelled | 1 | 100 % | – | 6.00 |"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("yaw table lacks %q:\n%s", want, tab.String())
+		}
+	}
+	var out bytes.Buffer
+	out.WriteString(PerFaceHeader + "\n")
+	r.PerFace(&out, b)
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 5 {
+		t.Fatalf("%d rows, want a header and 4 faces", len(rows))
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, c := range []struct {
+		row       int
+		name, val string
+	}{{1, "yaw", "14.000"}, {1, "path", "a.jpg"}, {2, "pitch", ""}, {2, "pitch_true", ""}, {3, "yaw", ""}, {4, "found", "false"}, {4, "test_x", ""}, {4, "face_w", "30.000"}, {1, "iou_after", "0.900"}} {
+		if got := rows[c.row][col[c.name]]; got != c.val {
+			t.Errorf("row %d %s = %q, want %q", c.row, c.name, got, c.val)
+		}
+	}
+}
+
+// k-fold draws every person of the set into exactly one fold, folds of
+// near-equal size, the same draw for the same seed.
+func TestKFoldGroups(t *testing.T) {
+	var subjects []string
+	for i := range 23 {
+		subjects = append(subjects, string(rune('a'+i)))
+	}
+	g := kfoldGroups(subjects, 5, 3)
+	seen := map[string]int{}
+	for _, grp := range g {
+		if len(grp) < 4 || len(grp) > 5 {
+			t.Errorf("fold of %d persons, want 4 or 5", len(grp))
+		}
+		for _, s := range grp {
+			seen[s]++
+		}
+	}
+	for _, s := range subjects {
+		if seen[s] != 1 {
+			t.Errorf("person %s in %d folds", s, seen[s])
+		}
+	}
+	if again := kfoldGroups(subjects, 5, 3); strings.Join(again[0], ",") != strings.Join(g[0], ",") {
+		t.Error("same seed, other draw")
+	}
+}
