@@ -36,10 +36,10 @@ func runInspect(args []string, stdout io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
-			"file": path, "bytes": st.Size(), "version": m.FileVersion(), "members": len(m.Members) + 1,
+			"file": path, "bytes": st.Size(), "version": m.FileVersion(), "encoding": m.Encoding, "members": len(m.Members) + 1,
 			"k": p.K, "d": p.D, "lt": p.Lt, "lw": p.Lw, "covariance": p.Cov, "shared": p.Shared,
 			"free_parameters": p.NumFree(), "outputs": m.Outputs, "features": m.Features,
-			"calibration": m.Calibration, "training": m.Training,
+			"calibration": m.Calibration, "conventions": m.Conventions, "training": m.Training,
 		})
 	}
 	describe(stdout, path, st.Size(), m)
@@ -63,12 +63,12 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 		cov += ", one per component"
 	}
 	members := len(m.Members) + 1
-	fmt.Fprintf(w, "model       %s (%s), format version %d, checksum ok\n", path, humanBytes(size), m.FileVersion())
+	fmt.Fprintf(w, "model       %s (%s), format version %d, %s weights, checksum ok\n", path, humanBytes(size), m.FileVersion(), encodingName(m.Encoding))
 	fmt.Fprintf(w, "mixture     K = %d components, D = %d features → Lt = %d outputs; %s; %s\n", p.K, p.D, p.Lt, kind, cov)
 	if members > 1 {
 		fmt.Fprintf(w, "ensemble    %d models fitted from different seeds; predictions are their average\n", members)
 	}
-	fmt.Fprintf(w, "parameters  %d free (the BIC's count) per model, %d float32 weights\n", p.NumFree(), members*(len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma)))
+	fmt.Fprintf(w, "parameters  %d free (the BIC's count) per model, %d weights\n", p.NumFree(), members*(len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma)))
 	fmt.Fprintln(w, "outputs")
 	for _, o := range m.Outputs {
 		fmt.Fprintf(w, "  %-10s %-6s trained around %.3g, spread %.3g", o.Name, o.Unit, o.Mean, o.Scale)
@@ -109,7 +109,12 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 		fmt.Fprintf(w, ": %s", strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w)
-	if c := m.Calibration; c != nil {
+	for _, c := range m.Conventions {
+		fmt.Fprintf(w, "convention  %s: trained on its annotated squares moved by (%+.3f, %+.3f), size ×%.3f (from %d of %d faces detected)\n", c.Set, c.DX, c.DY, c.Scale, c.N, c.Faces)
+	}
+	if c := m.Calibration; c != nil && len(m.Conventions) > 0 && c.DX == 0 && c.DY == 0 && c.Scale == 1 {
+		fmt.Fprintf(w, "calibration none: trained on %s boxes as they are\n", c.Detector)
+	} else if c != nil {
 		fmt.Fprintf(w, "calibration %s boxes: centre moved by (%+.3f, %+.3f) box sizes, size ×%.3f (learnt from %d detections)\n", c.Detector, c.DX, c.DY, c.Scale, c.N)
 	} else {
 		fmt.Fprintln(w, "calibration none")
@@ -166,4 +171,11 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func encodingName(e gllim.Encoding) string {
+	if e == gllim.Half {
+		return "half-precision (binary16, exact centres)"
+	}
+	return "float32"
 }

@@ -13,28 +13,55 @@ import (
 	"path/filepath"
 )
 
-// The *.gllim file, versions 1 and 2. All integers and floats are
+// The *.gllim file, versions 1 to 3. All integers and floats are
 // little-endian.
 //
 //	offset  size  field
 //	0       8     magic "POSEGLLM"
-//	8       4     format version (uint32): 1, or 2 for an ensemble
+//	8       4     format version (uint32)
 //	12      8     total file length in bytes (uint64)
 //	20      4     header length H (uint32)
 //	24      H     header: JSON object (fileHeader), UTF-8
-//	24+H    4·n   float32 payload, in order: π (K), c^t (K·Lt), Γ^t (K·Lt·Lt),
-//	              A (K·D·L), b (K·D), Σ diagonal (K·D); version 2 repeats
-//	              this block for each of the header's "members"
+//	24+H    …     weights, one block per member (see below)
 //	end−4   4     CRC-32C (Castagnoli) of every byte before it
 //
+// Version 1 holds one model, version 2 an ensemble of "members" (≥ 2),
+// both as float32: π (K), c^t (K·Lt), Γ^t (K·Lt·Lt), A (K·D·L), b (K·D),
+// Σ diagonal (K·D). Version 3 holds one or more members ("members" ≥ 1)
+// in the header's "encoding":
+//
+//   - "float32": as versions 1 and 2;
+//   - "half" (compact): π, c^t, Γ^t as float32; the component centres
+//     c*_k = A^t_k c^t_k + b_k (K·D) as float32; then per member K float32
+//     scales of A followed by A (K·D·L) as binary16, and K scales of Σ
+//     followed by Σ (K·D) as binary16, each value being its component's
+//     scale times the stored half. b_k = c*_k − A^t_k c^t_k is recovered
+//     at load. Keeping the centres exact is what keeps the mixture's
+//     weights: a face's distance to c*_k decides them, and a half-precision
+//     b_k moved some faces' predictions by up to 1.6° on real faces, where
+//     exact centres leave them within 0.04°.
+//
 // The total length comes first so that a truncated file is told apart from a
-// corrupted one; the checksum is verified before the header is trusted. A
-// single model is written as version 1, so that builds that know no
-// ensembles still read it.
+// corrupted one; the checksum is verified before the header is trusted, and
+// the header's sizes are checked against the bytes present before anything
+// of that size is allocated. A new file is written as version 3; versions 1
+// and 2 can still be written (without the header fields they lack) for
+// daemons built before version 3.
 
 // FormatVersion is the newest model file version this package writes and
 // reads; it reads every version from 1.
-const FormatVersion = 2
+const FormatVersion = 3
+
+// Encoding is how a version-3 file stores the weights.
+type Encoding string
+
+const (
+	// Float32 stores every weight as float32 (the default).
+	Float32 Encoding = "float32"
+	// Half stores A and Σ as binary16 with a float32 scale per component,
+	// and the component centres exactly as float32: about half the size.
+	Half Encoding = "half"
+)
 
 const (
 	magic      = "POSEGLLM"
@@ -64,78 +91,193 @@ type fileHeader struct {
 	D          int             `json:"d"`
 	Lt         int             `json:"lt"`
 	Lw         int             `json:"lw"`
-	Members    int             `json:"members,omitempty"` // version 2: models in the ensemble
+	Members    int             `json:"members,omitempty"`  // versions 2 and 3: models in the ensemble
+	Encoding   Encoding        `json:"encoding,omitempty"` // version 3
 	Covariance Covariance      `json:"covariance"`
 	Shared     bool            `json:"shared"`
 	Outputs    []Output        `json:"outputs"`
 	Features   FeatureRecipe   `json:"features"`
 	Calib      *BoxCalibration `json:"calibration,omitempty"`
-	Convs      []BoxConvention `json:"conventions,omitempty"`
+	Convs      []BoxConvention `json:"conventions,omitempty"` // version 3
 	Training   Training        `json:"training"`
 }
 
-// FileVersion is the format version m is written in: 1 for a single
-// model, 2 for an ensemble.
+// FileVersion is the format version m was read from (3 for a model made in
+// memory).
 func (m *Model) FileVersion() int {
-	if len(m.Members) > 0 {
-		return 2
+	if m.fileVersion == 0 {
+		return FormatVersion
 	}
-	return 1
+	return m.fileVersion
 }
 
-// Marshal encodes m as a model file: version 1 for a single model,
-// version 2 for an ensemble. The weights are stored as float32.
+// MarshalOptions choose the file version and the weights' encoding.
+type MarshalOptions struct {
+	// Version is 3 (the default), or 1 or 2 for daemons built before
+	// version 3: 1 for a single model, 2 for an ensemble, float32 only, and
+	// without the box conventions.
+	Version  int
+	Encoding Encoding // version 3: Float32 (default) or Half
+}
+
+// Marshal encodes m as a version-3 file in m.Encoding (Float32 if unset).
 func Marshal(m *Model) ([]byte, error) {
+	return MarshalWith(m, MarshalOptions{Encoding: m.Encoding})
+}
+
+// MarshalWith encodes m as o says.
+func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	if len(m.Members)+1 > maxMembers {
-		return nil, fmt.Errorf("gllim: %d ensemble members, a model file holds at most %d", len(m.Members)+1, maxMembers)
+	members := m.Ensemble()
+	if len(members) > maxMembers {
+		return nil, fmt.Errorf("gllim: %d ensemble members, a model file holds at most %d", len(members), maxMembers)
+	}
+	if o.Version == 0 {
+		o.Version = FormatVersion
+	}
+	if o.Encoding == "" {
+		o.Encoding = Float32
 	}
 	p := m.Params
 	h := fileHeader{
 		K: p.K, D: p.D, Lt: p.Lt, Lw: p.Lw, Covariance: p.Cov, Shared: p.Shared,
-		Outputs: m.Outputs, Features: m.Features, Calib: m.Calibration, Convs: m.Conventions, Training: m.Training,
+		Outputs: m.Outputs, Features: m.Features, Calib: m.Calibration, Training: m.Training,
 	}
-	version := uint32(m.FileVersion())
-	if len(m.Members) > 0 {
-		h.Members = len(m.Members) + 1
+	switch {
+	case o.Version == 3 && (o.Encoding == Float32 || o.Encoding == Half):
+		h.Members, h.Encoding, h.Convs = len(members), o.Encoding, m.Conventions
+	case o.Version == 3:
+		return nil, fmt.Errorf("gllim: encoding %q is not %q or %q", o.Encoding, Float32, Half)
+	case o.Encoding != Float32:
+		return nil, fmt.Errorf("gllim: file version %d stores float32 weights only, not %s", o.Version, o.Encoding)
+	case o.Version == 1 && len(members) == 1:
+	case o.Version == 2 && len(members) > 1:
+		h.Members = len(members)
+	case o.Version == 1 || o.Version == 2:
+		return nil, fmt.Errorf("gllim: file version %d cannot hold %d member(s): version 1 holds one model, version 2 an ensemble", o.Version, len(members))
+	default:
+		return nil, fmt.Errorf("gllim: file version %d: this build writes versions 1 to %d", o.Version, FormatVersion)
 	}
 	hdr, err := json.Marshal(h)
 	if err != nil {
 		return nil, fmt.Errorf("gllim: encoding header: %w", err)
 	}
-	var arrays [][]float64
-	for _, q := range m.Ensemble() {
-		arrays = append(arrays, q.Pi, q.C, q.Gamma, q.A, q.B, q.Sigma)
+	weights := 0
+	for range members {
+		weights += memberBytes(p.K, p.D, p.Lt, p.Lw, o.Encoding)
 	}
-	n := 0
-	for _, a := range arrays {
-		n += len(a)
-	}
-	total := prefixLen + len(hdr) + 4*n + 4
-	buf := make([]byte, total)
+	total := prefixLen + len(hdr) + weights + 4
+	buf := make([]byte, prefixLen, total)
 	copy(buf, magic)
-	binary.LittleEndian.PutUint32(buf[8:], version)
+	binary.LittleEndian.PutUint32(buf[8:], uint32(o.Version))
 	binary.LittleEndian.PutUint64(buf[12:], uint64(total))
 	binary.LittleEndian.PutUint32(buf[20:], uint32(len(hdr)))
-	copy(buf[prefixLen:], hdr)
-	off := prefixLen + len(hdr)
-	for _, a := range arrays {
-		for _, v := range a {
-			binary.LittleEndian.PutUint32(buf[off:], math.Float32bits(float32(v)))
-			off += 4
+	buf = append(buf, hdr...)
+	for _, q := range members {
+		buf = appendMember(buf, q, o.Encoding)
+	}
+	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli)), nil
+}
+
+// memberBytes is the size of one member's weights in encoding enc.
+func memberBytes(k, d, lt, lw int, enc Encoding) int {
+	l := lt + lw
+	small := 4 * (k + k*lt + k*lt*lt)
+	if enc == Half {
+		// centres, 2·K scales, A and Σ as halves
+		return small + 4*k*d + 8*k + 2*(k*d*l+k*d)
+	}
+	return small + 4*(k*d*l+2*k*d)
+}
+
+func appendF32(buf []byte, v []float64) []byte {
+	for _, x := range v {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(float32(x)))
+	}
+	return buf
+}
+
+// appendMember appends the weights of q in encoding enc.
+func appendMember(buf []byte, q *Params, enc Encoding) []byte {
+	buf = appendF32(buf, q.Pi)
+	buf = appendF32(buf, q.C)
+	buf = appendF32(buf, q.Gamma)
+	if enc != Half {
+		buf = appendF32(buf, q.A)
+		buf = appendF32(buf, q.B)
+		return appendF32(buf, q.Sigma)
+	}
+	buf = appendF32(buf, centres(q))
+	buf = appendHalves(buf, q.A, q.K)
+	return appendHalves(buf, q.Sigma, q.K)
+}
+
+// centres returns c*_k = A^t_k c^t_k + b_k for every component (K·D): the
+// mean of y given component k.
+func centres(q *Params) []float64 {
+	l := q.L()
+	out := make([]float64, q.K*q.D)
+	for k := 0; k < q.K; k++ {
+		a, b, c := q.Ak(k), q.Bk(k), q.Ck(k)
+		for d := 0; d < q.D; d++ {
+			v := b[d]
+			for j := 0; j < q.Lt; j++ {
+				v += a[d*l+j] * c[j]
+			}
+			out[k*q.D+d] = v
 		}
 	}
-	binary.LittleEndian.PutUint32(buf[off:], crc32.Checksum(buf[:off], castagnoli))
-	return buf, nil
+	return out
+}
+
+// appendHalves appends v, cut into rows equal blocks (one per component),
+// as each block's float32 scale followed by its values divided by the
+// scale as binary16. The scale is the power of two that puts the block's
+// largest magnitude in [2¹⁴, 2¹⁵) (or at 2¹⁴ where it would round to 2¹⁵):
+// every value then keeps half's full relative precision down to 2⁻²⁸ of
+// the largest.
+func appendHalves(buf []byte, v []float64, rows int) []byte {
+	n := len(v) / rows
+	scales := make([]float64, rows)
+	for r := range scales {
+		big := 0.0
+		for _, x := range v[r*n : (r+1)*n] {
+			big = math.Max(big, math.Abs(x))
+		}
+		scales[r] = 1
+		if big > 0 {
+			_, e := math.Frexp(big) // big = f·2^e, f ∈ [0.5, 1)
+			scales[r] = math.Ldexp(1, e-15)
+			// Where the largest value rounds up to 2¹⁵, the file would read
+			// back as a block whose largest is 2^e, which this rule scales
+			// one step coarser: take that step now, so that writing a
+			// loaded model again gives the same bytes.
+			if halfFloat(halfBits(float32(big/scales[r]))) >= 1<<15 {
+				scales[r] *= 2
+			}
+		}
+	}
+	buf = appendF32(buf, scales)
+	for r, s := range scales {
+		for _, x := range v[r*n : (r+1)*n] {
+			buf = binary.LittleEndian.AppendUint16(buf, halfBits(float32(x/s)))
+		}
+	}
+	return buf
 }
 
 // WriteFile writes m to path atomically: a temporary file in the same
 // directory, synced, then renamed over path. A failed write leaves any
 // earlier file at path as it was.
 func WriteFile(path string, m *Model) error {
-	data, err := Marshal(m)
+	return WriteFileWith(path, m, MarshalOptions{Encoding: m.Encoding})
+}
+
+// WriteFileWith is WriteFile with the file version and encoding of o.
+func WriteFileWith(path string, m *Model, o MarshalOptions) error {
+	data, err := MarshalWith(m, o)
 	if err != nil {
 		return err
 	}
@@ -194,8 +336,9 @@ func ReadFile(path string) (*Model, error) {
 	return m, nil
 }
 
-// Parse decodes a model file held in memory. It never panics: any input that
-// is not a valid version-1 or version-2 model file gives an error wrapping ErrNotModel,
+// Parse decodes a model file held in memory. It never panics and never
+// allocates more than the file's own size suggests: any input that is not
+// a valid model file of versions 1 to 3 gives an error wrapping ErrNotModel,
 // ErrVersion, ErrTruncated, ErrCorrupt, ErrDimension or ErrInvalid.
 func Parse(data []byte) (*Model, error) {
 	if len(data) < len(magic) {
@@ -241,40 +384,41 @@ func Parse(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("gllim: %w: K=%d D=%d Lt=%d Lw=%d out of range (1 ≤ K ≤ %d, 1 ≤ D ≤ %d, Lt ≥ 1, Lw ≥ 0, Lt+Lw ≤ %d)",
 			ErrDimension, h.K, h.D, h.Lt, h.Lw, maxK, maxD, maxL)
 	}
-	members := 1
+	members, enc := 1, Float32
 	switch {
 	case version == 1 && h.Members != 0:
 		return nil, fmt.Errorf("gllim: %w: a version-1 file has no ensemble, the header says %d members", ErrCorrupt, h.Members)
 	case version == 2 && (h.Members < 2 || h.Members > maxMembers):
 		return nil, fmt.Errorf("gllim: %w: %d ensemble members (2 to %d)", ErrDimension, h.Members, maxMembers)
+	case version < 3 && (h.Encoding != "" || len(h.Convs) > 0):
+		return nil, fmt.Errorf("gllim: %w: a version-%d file has no encoding or box conventions", ErrCorrupt, version)
 	case version == 2:
 		members = h.Members
+	case version == 3 && (h.Members < 1 || h.Members > maxMembers):
+		return nil, fmt.Errorf("gllim: %w: %d ensemble members (1 to %d)", ErrDimension, h.Members, maxMembers)
+	case version == 3 && h.Encoding != Float32 && h.Encoding != Half:
+		return nil, fmt.Errorf("gllim: %w: weights encoded as %q, this build reads %q and %q", ErrCorrupt, h.Encoding, Float32, Half)
+	case version == 3:
+		members, enc = h.Members, h.Encoding
+	}
+	// Compare the sizes the header claims with the bytes present before
+	// allocating anything of those sizes (in uint64: they cannot overflow
+	// within the bounds above).
+	payload := body[prefixLen+hlen:]
+	per := uint64(memberBytes(h.K, h.D, h.Lt, h.Lw, enc))
+	if uint64(len(payload)) != per*uint64(members) {
+		return nil, fmt.Errorf("gllim: %w: header says K=%d D=%d Lt=%d Lw=%d (%d member(s), %s), which needs %d bytes of weights, the file holds %d",
+			ErrDimension, h.K, h.D, h.Lt, h.Lw, members, enc, per*uint64(members), len(payload))
 	}
 	ps := make([]*Params, members)
-	var arrays [][]float64
 	for i := range ps {
 		p := NewParams(h.K, h.D, h.Lt, h.Lw)
 		p.Cov, p.Shared = h.Covariance, h.Shared
-		arrays = append(arrays, p.Pi, p.C, p.Gamma, p.A, p.B, p.Sigma)
+		readMember(p, payload[uint64(i)*per:uint64(i+1)*per], enc)
 		ps[i] = p
 	}
-	n := uint64(0)
-	for _, a := range arrays {
-		n += uint64(len(a))
-	}
-	payload := body[prefixLen+hlen:]
-	if uint64(len(payload)) != 4*n {
-		return nil, fmt.Errorf("gllim: %w: header says K=%d D=%d Lt=%d Lw=%d (%d member(s)), which needs %d weights, the file holds %d bytes of weights",
-			ErrDimension, h.K, h.D, h.Lt, h.Lw, members, n, len(payload))
-	}
-	off := 0
-	for _, a := range arrays {
-		for i := range a {
-			a[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(payload[off:])))
-			off += 4
-		}
-	}
-	m := &Model{Params: ps[0], Outputs: h.Outputs, Features: h.Features, Calibration: h.Calib, Conventions: h.Convs, Training: h.Training}
+	m := &Model{Params: ps[0], Outputs: h.Outputs, Features: h.Features, Calibration: h.Calib, Conventions: h.Convs,
+		Training: h.Training, Encoding: enc, fileVersion: int(version)}
 	if members > 1 {
 		m.Members = ps[1:]
 	}
@@ -282,4 +426,46 @@ func Parse(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("gllim: %w: %v", ErrInvalid, err)
 	}
 	return m, nil
+}
+
+// readMember decodes one member's weights (exactly memberBytes long).
+func readMember(p *Params, b []byte, enc Encoding) {
+	f32 := func(dst []float64) {
+		for i := range dst {
+			dst[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+			b = b[4:]
+		}
+	}
+	f32(p.Pi)
+	f32(p.C)
+	f32(p.Gamma)
+	if enc != Half {
+		f32(p.A)
+		f32(p.B)
+		f32(p.Sigma)
+		return
+	}
+	cs := p.B // the centres first, b_k from them below
+	f32(cs)
+	halves := func(dst []float64) {
+		scales := make([]float64, p.K)
+		f32(scales)
+		n := len(dst) / p.K
+		for i := range dst {
+			dst[i] = scales[i/n] * float64(halfFloat(binary.LittleEndian.Uint16(b)))
+			b = b[2:]
+		}
+	}
+	halves(p.A)
+	halves(p.Sigma)
+	// b_k = c*_k − A^t_k c^t_k.
+	l := p.L()
+	for k := 0; k < p.K; k++ {
+		a, bk, c := p.Ak(k), p.Bk(k), p.Ck(k)
+		for d := range bk {
+			for j := 0; j < p.Lt; j++ {
+				bk[d] -= a[d*l+j] * c[j]
+			}
+		}
+	}
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -38,25 +40,30 @@ func ensemble(t testing.TB, n, k, d, lt, lw int, seed uint64) (*gllim.Model, *ra
 }
 
 // Save → load gives identical predictions and the same description, for a
-// single model (file version 1) and an ensemble (version 2).
+// single model and an ensemble, in the float32 encoding of version 3 and in
+// the versions 1 and 2 that older daemons read.
 func TestSaveLoadIdenticalPredictions(t *testing.T) {
-	for _, members := range []int{1, 3} {
-		m, rng := ensemble(t, members, 5, 120, 3, 2, 11)
+	for _, c := range []struct {
+		members, version int
+	}{{1, 3}, {3, 3}, {1, 1}, {3, 2}} {
+		m, rng := ensemble(t, c.members, 5, 120, 3, 2, 11)
 		m.Training.Settings = map[string]string{"k": "5"}
-		path := filepath.Join(t.TempDir(), "m.gllim")
-		if err := gllim.WriteFile(path, m); err != nil {
-			t.Fatal(err)
+		if c.version == 3 {
+			m.Conventions = []gllim.BoxConvention{{Set: "synthetic", DX: 0.01, DY: -0.2, Scale: 1.3, N: 40, Faces: 50}}
 		}
-		back, err := gllim.ReadFile(path)
+		d1, err := gllim.MarshalWith(m, gllim.MarshalOptions{Version: c.version})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if back.Outputs[2] != m.Outputs[2] || back.Features.Name != "synthetic" || back.Training.Settings["k"] != "5" {
+		back, err := gllim.Parse(d1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Outputs[2] != m.Outputs[2] || back.Features.Name != "synthetic" || back.Training.Settings["k"] != "5" || len(back.Conventions) != len(m.Conventions) {
 			t.Errorf("header did not round-trip: %+v", back)
 		}
-		d1, _ := os.ReadFile(path)
-		if v := binary.LittleEndian.Uint32(d1[8:]); len(back.Members) != members-1 || v != uint32(min(members, 2)) {
-			t.Errorf("%d members written: %d read back, file version %d", members, len(back.Members)+1, v)
+		if v := binary.LittleEndian.Uint32(d1[8:]); len(back.Members) != c.members-1 || v != uint32(c.version) || back.FileVersion() != c.version {
+			t.Errorf("%d members written as version %d: %d read back, file version %d", c.members, c.version, len(back.Members)+1, v)
 		}
 		f1, err := gllim.NewForward(m)
 		if err != nil {
@@ -78,20 +85,136 @@ func TestSaveLoadIdenticalPredictions(t *testing.T) {
 			p2.Predict(&b, y)
 			for j := range a.Mean {
 				if a.Mean[j] != b.Mean[j] || a.Cov[j] != b.Cov[j] {
-					t.Fatalf("%d members, sample %d output %d: in memory %v, loaded %v", members, i, j, a.Mean, b.Mean)
+					t.Fatalf("%d members, sample %d output %d: in memory %v, loaded %v", c.members, i, j, a.Mean, b.Mean)
 				}
 			}
 			if a.LogDensity != b.LogDensity {
-				t.Fatalf("%d members, sample %d: log p %v vs %v", members, i, a.LogDensity, b.LogDensity)
+				t.Fatalf("%d members, sample %d: log p %v vs %v", c.members, i, a.LogDensity, b.LogDensity)
 			}
 		}
 		// Writing the loaded model again gives the same bytes.
-		d2, err := gllim.Marshal(back)
+		d2, err := gllim.MarshalWith(back, gllim.MarshalOptions{Version: back.FileVersion()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(d1, d2) {
-			t.Errorf("%d members: re-encoding a loaded model changed its bytes", members)
+			t.Errorf("%d members, version %d: re-encoding a loaded model changed its bytes", c.members, c.version)
+		}
+	}
+	m, _ := ensemble(t, 2, 3, 16, 2, 1, 7)
+	for _, o := range []gllim.MarshalOptions{{Version: 1}, {Version: 2, Encoding: gllim.Half}, {Version: 4}, {Encoding: "int4"}} {
+		if _, err := gllim.MarshalWith(m, o); err == nil {
+			t.Errorf("%+v: a two-member ensemble was written", o)
+		}
+	}
+}
+
+// The compact encoding halves the file and keeps predictions within a
+// small fraction of the float32 file's: its components' centres are exact,
+// A and Σ are binary16 with a scale per component (≤ 2⁻¹¹ relative). Here
+// on samples of the model itself; models/default.gllim is checked on real
+// faces in package pose.
+func TestHalfEncoding(t *testing.T) {
+	m, rng := ensemble(t, 2, 5, 300, 3, 2, 13)
+	full, err := gllim.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Encoding = gllim.Half
+	half, err := gllim.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Exact centres (D float32) + A and Σ as halves (D·L + D) + scales,
+	// against D·L + 2D float32: 16/28 of the weights for L = 5.
+	if r := float64(len(half)) / float64(len(full)); r > 0.58 {
+		t.Errorf("half encoding is %.3f of the float32 file's size, want ≤ 0.58", r)
+	}
+	back, err := gllim.Parse(half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Encoding != gllim.Half || len(back.Members) != 1 {
+		t.Errorf("read back as %q with %d members", back.Encoding, len(back.Members)+1)
+	}
+	// Every weight within half's rounding of its value.
+	for i, q := range back.Ensemble() {
+		p := m.Ensemble()[i]
+		for j := range p.A {
+			if math.Abs(q.A[j]-p.A[j]) > 1e-3*math.Abs(p.A[j])+1e-9 {
+				t.Fatalf("member %d A[%d] = %g read back as %g", i, j, p.A[j], q.A[j])
+			}
+		}
+		for j := range p.Sigma {
+			if math.Abs(q.Sigma[j]-p.Sigma[j]) > 1e-3*p.Sigma[j] {
+				t.Fatalf("member %d Σ[%d] = %g read back as %g", i, j, p.Sigma[j], q.Sigma[j])
+			}
+		}
+	}
+	f1, _ := gllim.NewForward(m)
+	f2, err := gllim.NewForward(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, ys, _ := train.Sample(m.Params, 200, rng)
+	p1, p2 := f1.NewPredictor(), f2.NewPredictor()
+	a, b := f1.NewPrediction(), f2.NewPrediction()
+	y := make([]float32, 300)
+	worst := 0.0
+	for i := 0; i < 200; i++ {
+		for j, v := range ys.RawRowView(i) {
+			y[j] = float32(v)
+		}
+		p1.Predict(&a, y)
+		p2.Predict(&b, y)
+		for j := range a.Mean {
+			worst = math.Max(worst, math.Abs(a.Mean[j]-b.Mean[j])/m.Outputs[j].Scale)
+		}
+	}
+	t.Logf("half vs float32: worst difference %.2g standardised units", worst)
+	if worst > 2e-3 {
+		t.Errorf("half-encoded model differs by %.3g standardised units, want ≤ 2e-3", worst)
+	}
+	// Re-encoding the loaded model gives the same bytes.
+	if again, err := gllim.Marshal(back); err != nil || !bytes.Equal(again, half) {
+		t.Errorf("re-encoding a loaded half model: %v, same bytes %v", err, bytes.Equal(again, half))
+	}
+	// A truncated compact file says so.
+	if _, err := gllim.Parse(half[:len(half)-3]); !errors.Is(err, gllim.ErrTruncated) {
+		t.Errorf("truncated half file: %v", err)
+	}
+}
+
+// A small file whose header claims a huge model is refused before anything
+// of the claimed size is allocated: K=4096, D=2²⁰ would be 34 GB of
+// float64 weights.
+func TestParseHugeClaimsAllocateNothing(t *testing.T) {
+	_, good := smallModelBytes(t)
+	hlen := int(binary.LittleEndian.Uint32(good[20:]))
+	hdr := string(good[24 : 24+hlen])
+	for _, c := range []struct{ from, to string }{
+		{`"k":3,"d":16`, `"k":4096,"d":1048576`},
+		{`"members":1`, `"members":64`},
+		{`"k":3,"d":16,"lt":2,"lw":1`, `"k":16384,"d":1048576,"lt":2,"lw":62`},
+	} {
+		h := strings.Replace(hdr, c.from, c.to, 1)
+		if h == hdr {
+			t.Fatalf("header %s has no %s", hdr, c.from)
+		}
+		b := append(append(append([]byte(nil), good[:24]...), h...), good[24+hlen:]...)
+		binary.LittleEndian.PutUint32(b[20:], uint32(len(h)))
+		binary.LittleEndian.PutUint64(b[12:], uint64(len(b)))
+		b = reseal(b)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := gllim.Parse(b)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, gllim.ErrDimension) {
+			t.Errorf("%s: %v, want a dimension error", c.to, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Errorf("%s: parsing allocated %d bytes", c.to, grew)
 		}
 	}
 }
@@ -117,8 +240,8 @@ func TestParseEnsembleErrors(t *testing.T) {
 		want error
 		says string
 	}{
-		{"a member more in the header", edit(`"members":3`, `"members":4`), gllim.ErrDimension, "(4 member(s))"},
-		{"a member less in the header", edit(`"members":3`, `"members":2`), gllim.ErrDimension, "(2 member(s))"},
+		{"a member more in the header", edit(`"members":3`, `"members":4`), gllim.ErrDimension, "(4 member(s)"},
+		{"a member less in the header", edit(`"members":3`, `"members":2`), gllim.ErrDimension, "(2 member(s)"},
 		{"version 1 with members", func() []byte {
 			b := append([]byte(nil), good...)
 			binary.LittleEndian.PutUint32(b[8:], 1)
@@ -172,11 +295,22 @@ func TestParseErrors(t *testing.T) {
 			b[30] ^= 0x01
 			return b
 		}, gllim.ErrCorrupt},
-		{"version 3", func() []byte {
+		{"version 4", func() []byte {
 			b := append([]byte(nil), good...)
-			binary.LittleEndian.PutUint32(b[8:], 3)
+			binary.LittleEndian.PutUint32(b[8:], 4)
 			return reseal(b)
 		}, gllim.ErrVersion},
+		{"version 1 with a version-3 header", func() []byte {
+			b := append([]byte(nil), good...)
+			binary.LittleEndian.PutUint32(b[8:], 1)
+			return reseal(b)
+		}, gllim.ErrCorrupt},
+		{"unknown encoding", func() []byte {
+			b := append([]byte(nil), good...)
+			h := bytes.Replace(b[24:24+hlen], []byte(`"float32"`), []byte(`"float33"`), 1)
+			copy(b[24:], h)
+			return reseal(b)
+		}, gllim.ErrCorrupt},
 		{"version 2 without members", func() []byte {
 			b := append([]byte(nil), good...)
 			binary.LittleEndian.PutUint32(b[8:], 2)
@@ -257,20 +391,29 @@ func TestWriteFileKeepsOldOnFailure(t *testing.T) {
 	}
 }
 
-// ensembleBytes is a small two-member ensemble's file (version 2).
-func ensembleBytes(t testing.TB) []byte {
-	m, _ := ensemble(t, 2, 3, 16, 2, 1, 7)
-	data, err := gllim.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
+// seedFiles are small model files of every version and encoding.
+func seedFiles(t testing.TB) [][]byte {
+	var out [][]byte
+	for _, c := range []struct {
+		members int
+		o       gllim.MarshalOptions
+	}{{1, gllim.MarshalOptions{}}, {2, gllim.MarshalOptions{}}, {2, gllim.MarshalOptions{Encoding: gllim.Half}},
+		{1, gllim.MarshalOptions{Version: 1}}, {2, gllim.MarshalOptions{Version: 2}}} {
+		m, _ := ensemble(t, c.members, 3, 16, 2, 1, 7)
+		data, err := gllim.MarshalWith(m, c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, data)
 	}
-	return data
+	return out
 }
 
 func FuzzParse(f *testing.F) {
 	_, good := smallModelBytes(f)
-	f.Add(good)
-	f.Add(ensembleBytes(f))
+	for _, s := range seedFiles(f) {
+		f.Add(s)
+	}
 	f.Add(good[:len(good)/2])
 	f.Add(good[:30])
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -293,18 +436,26 @@ func FuzzParse(f *testing.F) {
 
 // FuzzParseSealed fixes the length and checksum of each input before parsing,
 // so the fuzzer reaches the header and dimension checks behind them. The
-// version is 1 or 2 by the low bit of the input's version byte.
+// version is 1, 2 or 3 by the input's version byte. Seeds include headers
+// that claim huge sizes and member counts.
 func FuzzParseSealed(f *testing.F) {
-	_, good := smallModelBytes(f)
-	f.Add(good)
-	f.Add(ensembleBytes(f))
+	for _, s := range seedFiles(f) {
+		f.Add(s)
+		hlen := int(binary.LittleEndian.Uint32(s[20:]))
+		for _, huge := range [][2]string{{`"k":3,"d":16`, `"k":4096,"d":1048576`}, {`"members":2`, `"members":64`}, {`"lw":1`, `"lw":62`}} {
+			h := strings.Replace(string(s[24:24+hlen]), huge[0], huge[1], 1)
+			b := append(append(append([]byte(nil), s[:24]...), h...), s[24+hlen:]...)
+			binary.LittleEndian.PutUint32(b[20:], uint32(len(h)))
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 28 || len(data) > 1<<16 {
 			return
 		}
 		b := append([]byte(nil), data...)
 		copy(b, "POSEGLLM")
-		binary.LittleEndian.PutUint32(b[8:], 1+uint32(data[8]&1))
+		binary.LittleEndian.PutUint32(b[8:], 1+uint32(data[8]%3))
 		binary.LittleEndian.PutUint64(b[12:], uint64(len(b)))
 		m, err := gllim.Parse(reseal(b))
 		if err != nil {

@@ -96,6 +96,11 @@ type Model struct {
 	// trained on canonical boxes (empty otherwise).
 	Conventions []BoxConvention
 	Training    Training
+	// Encoding is how the model's file stores its weights (Float32 if
+	// empty); Marshal writes it the same way.
+	Encoding Encoding
+
+	fileVersion int // the version it was read from; 0 if made in memory
 }
 
 // Validate checks the parameters and that the outputs match them.
