@@ -59,6 +59,7 @@ type modelFlags struct {
 	variant, angles, cov   string
 	box, flip              string
 	moves, augment, augSet string
+	yawBoxes               bool
 	k, lw, shifts          int
 	shared, scale          bool
 	useShifted, zeroRoll   bool
@@ -78,6 +79,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.cov, "cov", "diagonal", "Σ_k: diagonal or isotropic")
 	fs.BoolVar(&m.shared, "shared", false, "one Σ for all components")
 	fs.StringVar(&m.box, "box", "canonical", "face box: canonical (the detector's, from each data set's annotation by its convention), square (the annotated box's square) or annotated (stretched to the patch, the paper's protocol)")
+	fs.BoolVar(&m.yawBoxes, "yaw-boxes", false, "canonical boxes: place each face's box where the detector puts it on faces of that yaw (uses the yaw label)")
 	fs.StringVar(&m.flip, "flip", "", "add the mirrored faces of these data sets (comma-separated names, or all): yaw, roll and the x shift change sign")
 	fs.IntVar(&m.shifts, "shifts", -1, "moved boxes per image for augmentation (default 0 for pose, 4 for pose-bb)")
 	fs.StringVar(&m.moves, "moves", "gauss", "how moved boxes are drawn: gauss (-centre-sigma, -scale-sigma) or detector (the detector's own errors, × -move-scale)")
@@ -148,7 +150,7 @@ func (m *modelFlags) bankOptions(det *detect.Detector, cache string) (headpose.B
 	}
 	return headpose.BankOptions{
 		Box: headpose.BoxKind(m.box), Shifts: n, Moves: mv, CentreSigma: m.centreSigma, ScaleSigma: m.scaleSig, MoveScale: m.moveScale,
-		Seed: m.seed, Detector: det, Cache: cache, Augment: aug, AugmentSets: splitList(m.augSet),
+		Seed: m.seed, Detector: det, Cache: cache, YawBoxes: m.yawBoxes, Augment: aug, AugmentSets: splitList(m.augSet),
 	}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/headpose"
 )
@@ -27,6 +28,8 @@ func runTrain(args []string, stdout io.Writer) error {
 	card := fs.String("card", "", "model card to write (default: the model file with .md)")
 	calibrate := fs.Bool("calibrate", true, "square and annotated boxes: learn the detector-box calibration from the training images (canonical boxes are the detector's)")
 	cache := cacheFlag(fs)
+	encoding := fs.String("encoding", "half", "weights in the file: half (binary16 with exact component centres: half the size, checked against float32 on the training faces) or float32")
+	fileVersion := fs.Int("file-version", gllim.FormatVersion, "model file version: 3, or 1 (a single model) or 2 (an ensemble) for daemons built before version 3 (float32 only)")
 	stdFrac := fs.Float64("calibrate-std", 0.2, "fraction of persons held out to calibrate the predictive σ of the angles (0: leave σ uncalibrated)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -91,7 +94,31 @@ func runTrain(args []string, stdout io.Writer) error {
 		headpose.SetStdScales(m, scales)
 		m.Training.Settings["calibrate_std"] = fmt.Sprintf("%g of persons, %d faces, %s boxes", *stdFrac, len(rep.Faces), eo.Condition)
 	}
-	if err := gllim.WriteFile(*out, m); err != nil {
+	enc := gllim.Encoding(*encoding)
+	if enc != gllim.Half && enc != gllim.Float32 {
+		return fmt.Errorf("%w: -encoding %q is not half or float32", errUsage, *encoding)
+	}
+	if *fileVersion < 3 {
+		enc = gllim.Float32
+	}
+	if enc == gllim.Half {
+		// The compact file must predict as the float32 one does, within
+		// 0.05°, on every training face.
+		worst, err := headpose.EncodingError(m, enc, bank, all)
+		if err != nil {
+			return err
+		}
+		note := fmt.Sprintf("worst difference from float32 on the %d training faces: yaw %.3f°, pitch %.3f°, roll %.3f°", len(all), worst[0], worst[1], worst[2])
+		fmt.Fprintf(os.Stderr, "half encoding: %s\n", note)
+		for i, w := range worst {
+			if w > maxEncodingError {
+				return fmt.Errorf("half encoding moves %s by %.3f° on a training face, more than %g°: write -encoding float32", pose.AngleNames[i], w, maxEncodingError)
+			}
+		}
+		m.Training.Settings["encoding"] = "half: " + note
+	}
+	m.Encoding = enc
+	if err := gllim.WriteFileWith(*out, m, gllim.MarshalOptions{Version: *fileVersion, Encoding: enc}); err != nil {
 		return err
 	}
 	cardPath := *card
@@ -105,6 +132,10 @@ func runTrain(args []string, stdout io.Writer) error {
 		*out, o.Name(), m.Params.K, m.Params.Lw, res.N, res.Iterations, res.LogL, res.BIC, cardPath, time.Since(start).Round(time.Second))
 	return nil
 }
+
+// maxEncodingError is the largest difference, in degrees, that the half
+// encoding may make to any training face's predicted angles.
+const maxEncodingError = 0.05
 
 // modelCard describes a trained model: what it predicts, the data and its
 // terms, the settings. `posectl eval -card` appends measured accuracy.

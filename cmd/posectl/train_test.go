@@ -57,7 +57,8 @@ func TestTrainWritesUsableModel(t *testing.T) {
 		t.Errorf("predict with the trained model: %v, %s", err, buf.String())
 	}
 	buf.Reset()
-	if err := runInspect([]string{out}, &buf); err != nil || !strings.Contains(buf.String(), "ensemble    2 models") || !strings.Contains(buf.String(), "format version 2") {
+	if err := runInspect([]string{out}, &buf); err != nil || !strings.Contains(buf.String(), "ensemble    2 models") || !strings.Contains(buf.String(), "format version 3, half-precision") ||
+		!strings.Contains(buf.String(), "convention  pointing04") {
 		t.Errorf("inspect: %v\n%s", err, buf.String())
 	}
 }

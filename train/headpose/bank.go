@@ -152,6 +152,10 @@ type BankOptions struct {
 	// Detector finds the faces of every image once; CanonicalBox and
 	// DetectorMoves need it, and the detected condition reuses it.
 	Detector *detect.Detector
+	// YawBoxes places each canonical training box where the detector puts
+	// its box on faces of that yaw (Convention.PoseBox), which uses the
+	// yaw label; without it the canonical box uses the annotation alone.
+	YawBoxes bool
 	// Cache, if set, is a folder where detections are kept between runs,
 	// keyed by the images and the detector's settings.
 	Cache string
@@ -348,7 +352,11 @@ func (b *Bank) FaceBox(i int) feature.Box {
 	case AnnotatedBox:
 		return s.Box
 	case CanonicalBox:
-		return b.Conventions[s.Set].Apply(s.Box)
+		c := b.Conventions[s.Set]
+		if b.Options.YawBoxes && s.HasYaw {
+			return c.PoseBox(s.Box, s.Yaw)
+		}
+		return c.Apply(s.Box)
 	}
 	return s.Box.Square()
 }

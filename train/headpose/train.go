@@ -260,7 +260,7 @@ func (o Options) Settings(b *Bank) map[string]string {
 		"max_iter": strconv.Itoa(c.MaxIter), "tol": f(c.Tol),
 		"init_pcs": strconv.Itoa(c.InitPCs), "zero_roll": strconv.FormatBool(o.ZeroRoll), "gamma_floor": f(c.GammaFloor),
 		"var_floor": f(c.VarFloor), "members": strconv.Itoa(max(o.Members, 1)),
-		"moves": string(bo.Moves), "augment": strings.Join(aug, ","), "augment_sets": strings.Join(bo.AugmentSets, ","),
+		"yaw_boxes": strconv.FormatBool(bo.YawBoxes), "moves": string(bo.Moves), "augment": strings.Join(aug, ","), "augment_sets": strings.Join(bo.AugmentSets, ","),
 	}
 	if bo.Moves == DetectorMoves {
 		s["move_scale"] = f(bo.MoveScale)
