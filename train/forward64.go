@@ -21,6 +21,8 @@ type Forward64 struct {
 	cstar    []*mat.VecDense // D:   c*_k = A_k c_k + b_k              (direct1)
 	bmat     []*mat.Dense    // L×D: A_kᵀ Σ_k⁻¹
 	logDetGs []float64       // log|Γ*_k|, by the determinant lemma on direct2
+	// Temperature of the weights in Predict (0 or 1: untempered).
+	Temperature float64
 }
 
 // NewForward64 derives θ* from p.
@@ -129,9 +131,16 @@ func (f *Forward64) LogDensities(y []float64) []float64 {
 }
 
 // Predict returns E[x | y] = Σ_k ν_k (A*_k y + b*_k) (all L dimensions,
-// standardised units of t) and the weights ν_k.
+// standardised units of t) and the weights ν_k, tempered by f.Temperature
+// when it is set: ν_k ∝ π_k p(y | k)^(1/T).
 func (f *Forward64) Predict(y []float64) (x []float64, nu []float64) {
 	lp := f.LogDensities(y)
+	if t := f.Temperature; t != 0 && t != 1 {
+		for k := range lp {
+			lpi := math.Log(f.p.Pi[k])
+			lp[k] = lpi + (lp[k]-lpi)/t
+		}
+	}
 	m := floats.Max(lp)
 	z := 0.0
 	for _, v := range lp {

@@ -199,14 +199,15 @@ func (r *refineFlags) register(fs *flag.FlagSet) {
 // refineListFlags configure Algorithm 1 for evaluations, which may compare
 // several numbers of iterations on the same models.
 type refineListFlags struct {
-	iters string
-	eps   float64
+	iters, temps string
+	eps          float64
 }
 
 func (r *refineListFlags) register(fs *flag.FlagSet) {
 	def := pose.DefaultSettings()
 	fs.StringVar(&r.iters, "iterations", strconv.Itoa(def.MaxIter), "predictions per face (box refinement steps); a comma-separated list measures each")
 	fs.Float64Var(&r.eps, "eps", def.Eps, "stop refining when the predicted move is below this (box sides)")
+	fs.StringVar(&r.temps, "temperature", "", "temperature of the mixture weights at prediction (≥ 1; default the model's); a comma-separated list measures each")
 }
 
 func (r *refineListFlags) settings() ([]pose.Settings, error) {
@@ -214,12 +215,25 @@ func (r *refineListFlags) settings() ([]pose.Settings, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []pose.Settings
-	for _, n := range its {
-		if n < 1 {
-			return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
+	temps := []float64{0}
+	if r.temps != "" {
+		temps = nil
+		for _, f := range splitList(r.temps) {
+			t, err := strconv.ParseFloat(f, 64)
+			if err != nil || !(t >= 1) {
+				return nil, fmt.Errorf("%w: -temperature %q: want numbers ≥ 1", errUsage, f)
+			}
+			temps = append(temps, t)
 		}
-		out = append(out, pose.Settings{MaxIter: n, Eps: r.eps})
+	}
+	var out []pose.Settings
+	for _, t := range temps {
+		for _, n := range its {
+			if n < 1 {
+				return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
+			}
+			out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t})
+		}
 	}
 	return out, nil
 }

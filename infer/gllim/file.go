@@ -99,6 +99,7 @@ type fileHeader struct {
 	Features   FeatureRecipe   `json:"features"`
 	Calib      *BoxCalibration `json:"calibration,omitempty"`
 	Convs      []BoxConvention `json:"conventions,omitempty"` // version 3
+	Temp       float64         `json:"temperature,omitempty"` // version 3
 	Training   Training        `json:"training"`
 }
 
@@ -147,11 +148,13 @@ func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 	}
 	switch {
 	case o.Version == 3 && (o.Encoding == Float32 || o.Encoding == Half):
-		h.Members, h.Encoding, h.Convs = len(members), o.Encoding, m.Conventions
+		h.Members, h.Encoding, h.Convs, h.Temp = len(members), o.Encoding, m.Conventions, m.Temperature
 	case o.Version == 3:
 		return nil, fmt.Errorf("gllim: encoding %q is not %q or %q", o.Encoding, Float32, Half)
 	case o.Encoding != Float32:
 		return nil, fmt.Errorf("gllim: file version %d stores float32 weights only, not %s", o.Version, o.Encoding)
+	case m.Temperature != 0 && m.Temperature != 1:
+		return nil, fmt.Errorf("gllim: file version %d has no temperature (the model's is %g)", o.Version, m.Temperature)
 	case o.Version == 1 && len(members) == 1:
 	case o.Version == 2 && len(members) > 1:
 		h.Members = len(members)
@@ -390,8 +393,8 @@ func Parse(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("gllim: %w: a version-1 file has no ensemble, the header says %d members", ErrCorrupt, h.Members)
 	case version == 2 && (h.Members < 2 || h.Members > maxMembers):
 		return nil, fmt.Errorf("gllim: %w: %d ensemble members (2 to %d)", ErrDimension, h.Members, maxMembers)
-	case version < 3 && (h.Encoding != "" || len(h.Convs) > 0):
-		return nil, fmt.Errorf("gllim: %w: a version-%d file has no encoding or box conventions", ErrCorrupt, version)
+	case version < 3 && (h.Encoding != "" || len(h.Convs) > 0 || h.Temp != 0):
+		return nil, fmt.Errorf("gllim: %w: a version-%d file has no encoding, box conventions or temperature", ErrCorrupt, version)
 	case version == 2:
 		members = h.Members
 	case version == 3 && (h.Members < 1 || h.Members > maxMembers):
@@ -418,7 +421,7 @@ func Parse(data []byte) (*Model, error) {
 		ps[i] = p
 	}
 	m := &Model{Params: ps[0], Outputs: h.Outputs, Features: h.Features, Calibration: h.Calib, Conventions: h.Convs,
-		Training: h.Training, Encoding: enc, fileVersion: int(version)}
+		Training: h.Training, Temperature: h.Temp, Encoding: enc, fileVersion: int(version)}
 	if members > 1 {
 		m.Members = ps[1:]
 	}

@@ -13,6 +13,7 @@ type Forward struct {
 	K, D, Lt, L int
 	outputs     []Output
 	members     []member
+	invT        float64 // 1/temperature of the mixture weights
 }
 
 // member is one model's θ*.
@@ -24,6 +25,7 @@ type member struct {
 	sstar []float64 // K × L × L: Σ*_k
 	m     []float64 // K × L: m_k = c_k = [c^t_k ; 0] = A*_k c*_k + b*_k
 	cst   []float64 // K: log π_k − ½(D log 2π + log|Γ*_k|)
+	logPi []float64 // K: log π_k
 }
 
 // NewForward derives the forward model of m. The parameters are first
@@ -38,6 +40,13 @@ func NewForward(m *Model) (*Forward, error) {
 	f := &Forward{
 		K: p.K, D: p.D, Lt: p.Lt, L: p.L(),
 		outputs: append([]Output(nil), m.Outputs...),
+		invT:    1,
+	}
+	if t := m.Temperature; t != 0 {
+		if !(t >= 1 && t <= maxTemperature) {
+			return nil, fmt.Errorf("gllim: temperature %g not in [1, %g]", t, float64(maxTemperature))
+		}
+		f.invT = 1 / t
 	}
 	for i, q := range m.Ensemble() {
 		mb, err := newMember(q)
@@ -55,6 +64,21 @@ func NewForward(m *Model) (*Forward, error) {
 // Members is the number of models in the ensemble (1: a single model).
 func (f *Forward) Members() int { return len(f.members) }
 
+// maxTemperature bounds Model.Temperature: beyond it the weights are all
+// but uniform, whatever the features.
+const maxTemperature = 1e4
+
+// WithTemperature returns a copy of f whose mixture weights are tempered by
+// t ≥ 1 (see Model.Temperature); it shares f's weights.
+func (f *Forward) WithTemperature(t float64) (*Forward, error) {
+	if !(t >= 1 && t <= maxTemperature) {
+		return nil, fmt.Errorf("gllim: temperature %g not in [1, %g]", t, float64(maxTemperature))
+	}
+	g := *f
+	g.invT = 1 / t
+	return &g, nil
+}
+
 // newMember derives one model's θ*.
 func newMember(p *Params) (member, error) {
 	K, D, Lt, Lw := p.K, p.D, p.Lt, p.Lw
@@ -66,6 +90,7 @@ func newMember(p *Params) (member, error) {
 		sstar: make([]float64, K*L*L),
 		m:     make([]float64, K*L),
 		cst:   make([]float64, K),
+		logPi: make([]float64, K),
 	}
 	r32 := func(x float64) float64 { return float64(float32(x)) }
 
@@ -147,7 +172,8 @@ func newMember(p *Params) (member, error) {
 		copy(f.m[k*L:(k+1)*L], ck)
 		// log|Γ*_k| = log|Σ_k| + log|Γ_k| − log|Σ*_k|  (matrix determinant lemma on direct2)
 		logDetGammaStar := logSigma + logDetGamma + logDetPrec
-		f.cst[k] = math.Log(r32(p.Pi[k])) - 0.5*(float64(D)*math.Log(2*math.Pi)+logDetGammaStar)
+		f.logPi[k] = math.Log(r32(p.Pi[k]))
+		f.cst[k] = f.logPi[k] - 0.5*(float64(D)*math.Log(2*math.Pi)+logDetGammaStar)
 	}
 	return f, nil
 }
@@ -213,11 +239,12 @@ func (f *Forward) NewPredictor() *Predictor {
 //	q_k    = Σ_d r_kd² / σ_kd
 //	v_k    = B_k r_k,  z_k = Σ*_k v_k          K·L dot products of length D
 //	maha_k = q_k − v_kᵀ z_k                   (Woodbury on Γ*_k, direct2)
-//	log ν_k = const_k − ½ maha_k,  normalised by logsumexp
+//	log ν_k = log π_k + (const_k − log π_k − ½ maha_k) / T,  normalised by logsumexp
 //	x̂_k    = A*_k y + b*_k = c_k + z_k        (direct4, direct5)
 //	x̂      = Σ_k ν_k x̂_k,  Cov = Σ_k ν_k (Σ*_k + (x̂_k − x̂)(x̂_k − x̂)ᵀ)
 //
-// on the t block. An ensemble of M members is the equal mixture of them:
+// on the t block, where T is the model's temperature (1: the mixture's own
+// posterior weights; see Model.Temperature). An ensemble of M members is the equal mixture of them:
 // x̂ = mean of the members' x̂_m, Cov = mean of (Cov_m + (x̂_m − x̂)(x̂_m − x̂)ᵀ),
 // p(y) = mean of p_m(y). The result is mapped to natural units. Taking
 // y − c*_k before any product keeps float32 from cancelling large terms (B_k y
@@ -305,7 +332,22 @@ func (p *Predictor) member(mb *member, y []float32, mean, cov []float64) float64
 			maxLog = lv
 		}
 	}
+	// log p(y) = logsumexp_k log ν_k, untempered.
 	sum := 0.0
+	for _, lv := range p.logv {
+		sum += math.Exp(lv - maxLog)
+	}
+	logp := maxLog + math.Log(sum)
+	if f.invT != 1 {
+		// Tempered weights: log π_k + (log ν_k − log π_k)/T.
+		maxLog = math.Inf(-1)
+		for k, lv := range p.logv {
+			lv = mb.logPi[k] + (lv-mb.logPi[k])*f.invT
+			p.logv[k] = lv
+			maxLog = math.Max(maxLog, lv)
+		}
+	}
+	sum = 0
 	for k, lv := range p.logv {
 		w := math.Exp(lv - maxLog)
 		p.logv[k] = w
@@ -334,7 +376,7 @@ func (p *Predictor) member(mb *member, y []float32, mean, cov []float64) float64
 			}
 		}
 	}
-	return maxLog + math.Log(sum)
+	return logp
 }
 
 // PredictBatch predicts for each ys[i] into dst[i].

@@ -286,3 +286,65 @@ func overlap(p *gllim.Params, spread float64) {
 		}
 	}
 }
+
+// Tempered weights, ν_k ∝ π_k p(y | k)^(1/T), agree with the float64
+// reference on components that overlap; the density is not tempered; and
+// a very high temperature leaves the prior weights π_k.
+func TestTemperatureMatchesFloat64Reference(t *testing.T) {
+	m, rng := testModel(t, 6, 300, 3, 2, 77)
+	overlap(m.Params, 0.05)
+	ref, err := train.NewForward64(round32(m.Params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, ys, _ := train.Sample(m.Params, 100, rng)
+	y32 := make([]float32, 300)
+	y64 := make([]float64, 300)
+	for _, temp := range []float64{1, 3, 30} {
+		m.Temperature = temp
+		f, err := gllim.NewForward(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref.Temperature = temp
+		pr, got := f.NewPredictor(), f.NewPrediction()
+		worst := [3]float64{}
+		spread := 0.0 // how far the tempered weights are from one-hot
+		for i := 0; i < 100; i++ {
+			for j, v := range ys.RawRowView(i) {
+				y32[j] = float32(v)
+				y64[j] = float64(y32[j])
+			}
+			pr.Predict(&got, y32)
+			x, v, logP, nu := refMoments(ref, y64, 3)
+			spread += 1 - slices.Max(nu)
+			compare(&worst, m.Outputs, &got, x, v, logP)
+		}
+		t.Logf("T=%g: mean weight outside the largest %.3f; worst mean error %.2g, std rel %.2g, log p rel %.2g", temp, spread/100, worst[0], worst[1], worst[2])
+		if worst[0] > meanTol || worst[1] > stdRelTol || worst[2] > logPRelTol {
+			t.Errorf("T=%g: float32 vs float64: mean %.2g, std %.2g, log p rel %.2g", temp, worst[0], worst[1], worst[2])
+		}
+	}
+	m.Temperature = 1e4
+	f, err := gllim.NewForward(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Temperature = 1e4
+	for j, v := range ys.RawRowView(0) {
+		y64[j] = float64(float32(v))
+	}
+	_, w := ref.Predict(y64)
+	for k, p := range m.Params.Pi {
+		if math.Abs(w[k]-p) > 0.05 {
+			t.Errorf("T=1e4: weight %d is %.3f, prior %.3f", k, w[k], p)
+		}
+	}
+	if _, err := f.WithTemperature(0.5); err == nil {
+		t.Error("temperature 0.5 accepted")
+	}
+	m.Temperature = -1
+	if err := m.Validate(); err == nil {
+		t.Error("negative temperature validated")
+	}
+}

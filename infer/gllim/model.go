@@ -96,6 +96,13 @@ type Model struct {
 	// trained on canonical boxes (empty otherwise).
 	Conventions []BoxConvention
 	Training    Training
+	// Temperature T ≥ 1 tempers the mixture's posterior weights at
+	// prediction: ν_k ∝ π_k p(y | k)^(1/T) (0 means 1, the model's own).
+	// With D = 1888 correlated features and diagonal Σ_k, p(y | k) counts
+	// the same evidence many times over and the weights are all but
+	// one-hot; tempering lets the neighbouring components' regressions
+	// share a face that lies between them. log p(y) is not tempered.
+	Temperature float64
 	// Encoding is how the model's file stores its weights (Float32 if
 	// empty); Marshal writes it the same way.
 	Encoding Encoding
@@ -123,6 +130,9 @@ func (m *Model) Validate() error {
 		if err := q.Validate(); err != nil {
 			return fmt.Errorf("gllim: ensemble member %d: %w", i+2, err)
 		}
+	}
+	if t := m.Temperature; t != 0 && !(t >= 1 && t <= maxTemperature) {
+		return fmt.Errorf("gllim: temperature %g not in [1, %g] (0: none)", t, float64(maxTemperature))
 	}
 	if len(m.Outputs) != m.Params.Lt {
 		return fmt.Errorf("gllim: %d outputs described, model has Lt=%d", len(m.Outputs), m.Params.Lt)

@@ -35,6 +35,9 @@ type Settings struct {
 	// negated for the mirror: test-time augmentation at the cost of a
 	// second forward pass.
 	Mirror bool
+	// Temperature, if set, overrides the model's temperature of the
+	// mixture weights (gllim.Model.Temperature).
+	Temperature float64
 }
 
 // DefaultSettings: at most 3 predictions, stop below a 2 % move.
@@ -65,6 +68,11 @@ func New(m *gllim.Model, s Settings) (*Estimator, error) {
 	f, err := gllim.NewForward(m)
 	if err != nil {
 		return nil, err
+	}
+	if s.Temperature != 0 {
+		if f, err = f.WithTemperature(s.Temperature); err != nil {
+			return nil, err
+		}
 	}
 	// Keep the model's description, not its float64 weights: the forward
 	// model holds what prediction needs, and a small board should not

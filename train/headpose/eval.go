@@ -64,7 +64,11 @@ func (o EvalOptions) Name() string {
 	if o.Settings.MaxIter == 1 {
 		it = "iteration"
 	}
-	return fmt.Sprintf("%s, %d %s", o.Condition, o.Settings.MaxIter, it)
+	name := fmt.Sprintf("%s, %d %s", o.Condition, o.Settings.MaxIter, it)
+	if t := o.Settings.Temperature; t != 0 {
+		name += fmt.Sprintf(", T %g", t)
+	}
+	return name
 }
 
 // Stats are the errors of one angle, in degrees.
