@@ -140,22 +140,31 @@ func (c Config) withDefaults() Config {
 // Fit runs EM for a hybrid GLLiM on N samples: t is N×Lt (observed outputs),
 // y is N×D (features). Neither is modified.
 func Fit(t, y *mat.Dense, cfg Config) (*Result, error) {
+	rs, err := FitEnsemble(t, y, cfg, 1)
+	if err != nil {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// check validates a fit's data and settings and fills in the defaults.
+func check(t, y *mat.Dense, cfg Config) (Config, error) {
 	cfg = cfg.withDefaults()
 	n, lt := t.Dims()
 	ny, d := y.Dims()
 	switch {
 	case n != ny:
-		return nil, fmt.Errorf("%w: %d targets but %d feature vectors", ErrData, n, ny)
+		return cfg, fmt.Errorf("%w: %d targets but %d feature vectors", ErrData, n, ny)
 	case cfg.K < 1:
-		return nil, fmt.Errorf("train: K = %d: need at least one component", cfg.K)
+		return cfg, fmt.Errorf("train: K = %d: need at least one component", cfg.K)
 	case cfg.Lw < 0:
-		return nil, fmt.Errorf("train: Lw = %d is negative", cfg.Lw)
+		return cfg, fmt.Errorf("train: Lw = %d is negative", cfg.Lw)
 	case cfg.Cov != gllim.Diagonal && cfg.Cov != gllim.Isotropic:
-		return nil, fmt.Errorf("train: covariance %q is not %q or %q", cfg.Cov, gllim.Diagonal, gllim.Isotropic)
+		return cfg, fmt.Errorf("train: covariance %q is not %q or %q", cfg.Cov, gllim.Diagonal, gllim.Isotropic)
 	case cfg.InitPCs < 0 || cfg.InitPCs > d:
-		return nil, fmt.Errorf("train: InitPCs = %d not in [0, D=%d]", cfg.InitPCs, d)
+		return cfg, fmt.Errorf("train: InitPCs = %d not in [0, D=%d]", cfg.InitPCs, d)
 	case n < 2*cfg.K:
-		return nil, fmt.Errorf("%w: %d samples for K = %d components (need at least 2 per component)", ErrData, n, cfg.K)
+		return cfg, fmt.Errorf("%w: %d samples for K = %d components (need at least 2 per component)", ErrData, n, cfg.K)
 	}
 	for _, m := range []struct {
 		name string
@@ -165,7 +174,7 @@ func Fit(t, y *mat.Dense, cfg Config) (*Result, error) {
 		for i := 0; i < r; i++ {
 			for j := 0; j < c; j++ {
 				if v := m.x.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
-					return nil, fmt.Errorf("%w: %s[%d][%d] is %v", ErrData, m.name, i, j, v)
+					return cfg, fmt.Errorf("%w: %s[%d][%d] is %v", ErrData, m.name, i, j, v)
 				}
 			}
 		}
@@ -173,9 +182,36 @@ func Fit(t, y *mat.Dense, cfg Config) (*Result, error) {
 	if cfg.MinCount == 0 {
 		cfg.MinCount = float64(lt + cfg.Lw + 2)
 	}
-	start := time.Now()
+	return cfg, nil
+}
+
+// FitEnsemble fits members models to the same data from seeds cfg.Seed,
+// cfg.Seed+1, …: EM's local optima differ by seed, and an ensemble averages
+// them. The members share the standardised data and its squares (one
+// N×D pair in memory, not one per member) and Fit's checks; their EM
+// iterations cannot be shared without making them the same model. The
+// first result is what Fit would return.
+func FitEnsemble(t, y *mat.Dense, cfg Config, members int) ([]*Result, error) {
+	if members < 1 {
+		return nil, fmt.Errorf("train: %d ensemble members: want at least 1", members)
+	}
+	cfg, err := check(t, y, cfg)
+	if err != nil {
+		return nil, err
+	}
 	e := newEM(t, y, cfg)
-	res := &Result{TMean: e.tMean, TScale: e.tScale, N: n, Start: -1}
+	var out []*Result
+	for i := 0; i < members; i++ {
+		e.cfg.Seed = cfg.Seed + uint64(i)
+		out = append(out, e.fit(time.Now()))
+	}
+	return out, nil
+}
+
+// fit runs every start from e.cfg.Seed and returns the best.
+func (e *em) fit(start time.Time) *Result {
+	cfg := e.cfg
+	res := &Result{TMean: e.tMean, TScale: e.tScale, N: e.N, Start: -1}
 	var best *gllim.Params
 	for s := 0; s < cfg.Starts; s++ {
 		run := e.run(s, start)
@@ -194,9 +230,9 @@ func Fit(t, y *mat.Dense, cfg Config) (*Result, error) {
 		}
 	}
 	res.Params = best
-	res.BIC = -2*res.LogL + float64(best.NumFree())*math.Log(float64(n))
+	res.BIC = -2*res.LogL + float64(best.NumFree())*math.Log(float64(e.N))
 	res.Elapsed = time.Since(start)
-	return res, nil
+	return res
 }
 
 // em holds the data and the buffers of one fit.

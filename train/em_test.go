@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -236,6 +237,36 @@ func TestFitDeterministic(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// An ensemble's members, fitted on shared data, are the models Fit gives
+// from their seeds, bit for bit; they differ from one another.
+func TestFitEnsembleMembersAreSeededFits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(18, 19))
+	truth := RandomParams(4, 30, 2, 1, rng)
+	tt, _, y, _ := Sample(truth, 600, rng)
+	cfg := Config{K: 4, Lw: 1, Seed: 7, MaxIter: 15}
+	rs, err := FitEnsemble(tt, y, cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rs {
+		c := cfg
+		c.Seed += uint64(i)
+		one, err := Fit(tt, y, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.LogL != one.LogL || !slices.Equal(r.Params.A, one.Params.A) || !slices.Equal(r.Params.B, one.Params.B) {
+			t.Errorf("member %d: logL %.17g, Fit from seed %d gives %.17g", i+1, r.LogL, c.Seed, one.LogL)
+		}
+	}
+	if slices.Equal(rs[0].Params.A, rs[1].Params.A) {
+		t.Error("members 1 and 2 are the same model")
+	}
+	if _, err := FitEnsemble(tt, y, cfg, 0); err == nil {
+		t.Error("an ensemble of 0 members was fitted")
 	}
 }
 

@@ -201,12 +201,14 @@ func (r *refineFlags) register(fs *flag.FlagSet) {
 type refineListFlags struct {
 	iters, temps string
 	eps          float64
+	densest      bool
 }
 
 func (r *refineListFlags) register(fs *flag.FlagSet) {
 	def := pose.DefaultSettings()
 	fs.StringVar(&r.iters, "iterations", strconv.Itoa(def.MaxIter), "predictions per face (box refinement steps); a comma-separated list measures each")
 	fs.Float64Var(&r.eps, "eps", def.Eps, "stop refining when the predicted move is below this (box sides)")
+	fs.BoolVar(&r.densest, "densest", false, "report the angles of the iteration whose features the model finds most likely, not the last")
 	fs.StringVar(&r.temps, "temperature", "", "temperature of the mixture weights at prediction (≥ 1; default the model's); a comma-separated list measures each")
 }
 
@@ -232,7 +234,7 @@ func (r *refineListFlags) settings() ([]pose.Settings, error) {
 			if n < 1 {
 				return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
 			}
-			out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t})
+			out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Densest: r.densest})
 		}
 	}
 	return out, nil

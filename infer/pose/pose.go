@@ -38,6 +38,10 @@ type Settings struct {
 	// Temperature, if set, overrides the model's temperature of the
 	// mixture weights (gllim.Model.Temperature).
 	Temperature float64
+	// Densest reports the angles of the prediction whose features the
+	// model found most likely (highest log p(y)) among the iterations,
+	// instead of the last one; the box is still the last one refined.
+	Densest bool
 }
 
 // DefaultSettings: at most 3 predictions, stop below a 2 % move.
@@ -129,6 +133,8 @@ type Worker struct {
 	y, ym  []float32        // features, and mirrored features
 	perm   []int
 	negate []bool // outputs that change sign under mirroring
+	// The angles to report and their standard deviations (Settings.Densest).
+	kept, keptStd [3]float64
 }
 
 // NewWorker returns a Worker; it is not safe for concurrent use.
@@ -189,10 +195,15 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 	e := w.e
 	b := box
 	var r Result
+	best := math.Inf(-1)
 	for it := 1; it <= e.settings.MaxIter; it++ {
 		w.ex.Extract(w.y, img, b)
 		w.predict()
 		r.Iterations = it
+		if !e.settings.Densest || w.pred.LogDensity > best {
+			best = w.pred.LogDensity
+			w.keep()
+		}
 		if !e.Refines() {
 			break
 		}
@@ -216,11 +227,20 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 	r.LogDensity = w.pred.LogDensity
 	for i, k := range e.angle {
 		if k >= 0 {
-			r.Angles[i] = w.pred.Mean[k]
-			r.Std[i] = w.pred.Std(k) * e.model.Outputs[k].Uncertainty()
+			r.Angles[i] = w.kept[i]
+			r.Std[i] = w.keptStd[i] * e.model.Outputs[k].Uncertainty()
 		}
 	}
 	return r
+}
+
+// keep records the angles of the last prediction as the ones to report.
+func (w *Worker) keep() {
+	for i, k := range w.e.angle {
+		if k >= 0 {
+			w.kept[i], w.keptStd[i] = w.pred.Mean[k], w.pred.Std(k)
+		}
+	}
 }
 
 func clamp(v, lim float64) float64 { return math.Max(-lim, math.Min(lim, v)) }

@@ -68,6 +68,9 @@ func (o EvalOptions) Name() string {
 	if t := o.Settings.Temperature; t != 0 {
 		name += fmt.Sprintf(", T %g", t)
 	}
+	if o.Settings.Densest {
+		name += ", densest"
+	}
 	return name
 }
 

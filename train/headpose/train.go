@@ -200,19 +200,14 @@ func Train(b *Bank, idx []int, o Options) (*gllim.Model, *train.Result, error) {
 		return nil, nil, err
 	}
 	t, y := o.TrainingSet(b, idx)
-	res, err := train.Fit(t, y, o.EM)
+	rs, err := train.FitEnsemble(t, y, o.EM, max(o.Members, 1))
 	if err != nil {
 		return nil, nil, err
 	}
+	res := rs[0]
 	names, units := o.Outputs()
 	m := res.Model(names, units)
-	for i := 1; i < o.Members; i++ {
-		cfg := o.EM
-		cfg.Seed += uint64(i)
-		r, err := train.Fit(t, y, cfg)
-		if err != nil {
-			return nil, nil, fmt.Errorf("headpose: ensemble member %d: %w", i+1, err)
-		}
+	for _, r := range rs[1:] {
 		m.Members = append(m.Members, r.Params)
 	}
 	m.Features = feature.Recipe()
