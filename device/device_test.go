@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
 // A real face image from the data set, as the frames the tests record.
@@ -24,7 +26,7 @@ func realFrame(t *testing.T) *image.YCbCr {
 	}
 	f, err := os.Open(filepath.Join(dir, "pointing04", "Person01", "person01146+0+0.jpg"))
 	if err != nil {
-		t.Skipf("data set not available: %v", err)
+		datatest.Missing(t, "data set not available: %v", err)
 	}
 	defer f.Close()
 	img, err := jpeg.Decode(f)

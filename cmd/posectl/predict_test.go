@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edgepose/posed/train/dataset/datatest"
+
 	"github.com/edgepose/posed/train/dataset"
 )
 
@@ -18,7 +20,7 @@ import (
 func TestPredictDefaultModel(t *testing.T) {
 	img := filepath.Join(dataset.Root(), "pointing04", "Person02", "person02145+0-15.jpg")
 	if _, err := os.Stat(img); err != nil {
-		t.Skipf("data set not available: %v", err)
+		datatest.Missing(t, "data set not available: %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "drawn.png")
 	var buf bytes.Buffer

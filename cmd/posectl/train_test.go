@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgepose/posed/train/dataset/datatest"
+
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train/dataset"
@@ -19,7 +21,7 @@ import (
 func TestTrainWritesUsableModel(t *testing.T) {
 	dir := filepath.Join(dataset.Root(), "pointing04")
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("data set not available: %v", err)
+		datatest.Missing(t, "data set not available: %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "small.gllim")
 	var buf bytes.Buffer
@@ -69,7 +71,7 @@ func TestTrainWritesUsableModel(t *testing.T) {
 func TestEvalKFoldPerFace(t *testing.T) {
 	dir := filepath.Join(dataset.Root(), "pointing04")
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("data set not available: %v", err)
+		datatest.Missing(t, "data set not available: %v", err)
 	}
 	perFace := filepath.Join(t.TempDir(), "faces.csv")
 	var buf bytes.Buffer

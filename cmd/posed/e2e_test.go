@@ -15,20 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/train/dataset/datatest"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/publish/mqtttest"
-	"github.com/edgepose/posed/train/dataset"
 )
 
-func dataDir(t *testing.T) string {
-	d := dataset.Root()
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("no data set at %s", d)
-	}
-	return d
-}
+func dataDir(t *testing.T) string { return datatest.Root(t) }
 
 // yawSequence copies Pointing'04 images of one person turning the head from
 // −45° to +45° yaw (pitch 0) into a folder, in that order, and returns the

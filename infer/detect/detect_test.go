@@ -11,6 +11,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edgepose/posed/train/dataset/datatest"
+
 	pigo "github.com/esimov/pigo/core"
 
 	"github.com/edgepose/posed/infer/feature"
@@ -67,7 +69,7 @@ func TestDetectInRegionMatchesFullFrame(t *testing.T) {
 	}
 	f, err := os.Open(filepath.Join(gomod, "github.com", "esimov", "pigo@v1.4.6", "testdata", "sample.jpg"))
 	if err != nil {
-		t.Skipf("pigo sample image not in the module cache: %v", err)
+		datatest.Missing(t, "pigo sample image not in the module cache: %v", err)
 	}
 	defer f.Close()
 	img, err := jpeg.Decode(f)
@@ -108,7 +110,7 @@ func realFrames(t *testing.T) []*image.Gray {
 	for _, set := range []string{"pointing04", "aflw2000"} {
 		samples, err := dataset.Read(filepath.Join(dataset.Root(), set))
 		if err != nil {
-			t.Skipf("data set not available: %v", err)
+			datatest.Missing(t, "data set not available: %v", err)
 		}
 		for i := 0; i < len(samples); i += len(samples) / 12 {
 			g, err := dataset.LoadGray(samples[i].Path)
@@ -156,7 +158,7 @@ func TestDetectIntoAllocatesOnlyInPigo(t *testing.T) {
 	}
 	g, err := dataset.LoadGray(filepath.Join(dataset.Root(), "pointing04", "Person05", "person05146+0+0.jpg"))
 	if err != nil {
-		t.Skipf("data set not available: %v", err)
+		datatest.Missing(t, "data set not available: %v", err)
 	}
 	var b Buffers
 	if len(d.DetectInto(&b, g, g.Rect)) == 0 {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/train/dataset/datatest"
+
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
@@ -20,7 +22,7 @@ import (
 func frame640(tb testing.TB) *image.Gray {
 	img, err := dataset.LoadGray(filepath.Join(dataset.Root(), "pointing04", "Person05", "person05146+0+0.jpg"))
 	if err != nil {
-		tb.Skipf("data set not available: %v", err)
+		datatest.Missing(tb, "data set not available: %v", err)
 	}
 	f := image.NewGray(image.Rect(0, 0, 640, 480))
 	for i := range f.Pix {

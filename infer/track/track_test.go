@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edgepose/posed/train/dataset/datatest"
+
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/train/dataset"
 )
@@ -17,7 +19,7 @@ func turning(t *testing.T) ([]*image.Gray, []float64) {
 	t.Helper()
 	samples, err := dataset.Read(filepath.Join(dataset.Root(), "pointing04"))
 	if err != nil {
-		t.Skipf("data set not available: %v", err)
+		datatest.Missing(t, "data set not available: %v", err)
 	}
 	byYaw := map[float64]string{}
 	for _, s := range samples {

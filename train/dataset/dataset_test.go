@@ -12,6 +12,9 @@ import (
 func dataDir(t testing.TB) string {
 	d := Root()
 	if _, err := os.Stat(d); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no data set at %s (set POSED_DATA)", d)
+		}
 		t.Skipf("no data set at %s (set POSED_DATA)", d)
 	}
 	return d

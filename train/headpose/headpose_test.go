@@ -2,11 +2,12 @@ package headpose
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/edgepose/posed/train/dataset/datatest"
 
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
@@ -16,13 +17,7 @@ import (
 	"github.com/edgepose/posed/train/dataset"
 )
 
-func dataDir(t testing.TB) string {
-	d := dataset.Root()
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("no data set at %s (set POSED_DATA)", d)
-	}
-	return d
-}
+func dataDir(t testing.TB) string { return datatest.Root(t) }
 
 // One bank of Pointing'04 with two moved boxes per image, shared by the
 // tests (it takes a few seconds to build).
