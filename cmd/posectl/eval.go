@@ -44,6 +44,7 @@ func runEval(args []string, stdout io.Writer) error {
 	sweep := fs.String("sweep-k", "", "lopo: comma-separated K values to compare by BIC and MAE")
 	plot := fs.String("plot", "", "with -sweep-k: write an SVG plot of BIC and MAE against K")
 	card := fs.String("card", "", "append the measured accuracy to this model card")
+	models := fs.String("models", "", "keep each fold's trained model in this folder and reuse it when the training settings and images are the same (to measure other test-time settings without training again)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func runEval(args []string, stdout io.Writer) error {
 		for _, c := range headpose.ConventionSets(bank.Conventions) {
 			fmt.Fprintf(os.Stderr, "box convention %s\n", bank.Conventions[c])
 		}
-		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds,
+		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds, Models: *models,
 			Progress: func(done, total int, f headpose.Fold) {
 				bar.done()
 				var parts []string
@@ -238,6 +239,7 @@ func sweepK(w io.Writer, bank *headpose.Bank, lo headpose.LOPOOptions, ks []int,
 		duration time.Duration
 	}
 	var rows []row
+	lo.Models = "" // the BIC needs each fold's training result
 	fmt.Fprintln(w, "| K | BIC (mean over folds) | "+strings.Join(angleHeaders(lo.Train.Angles), " | ")+" |")
 	fmt.Fprintln(w, "|---|---|"+strings.Repeat("---|", len(lo.Train.Angles)))
 	for _, k := range ks {

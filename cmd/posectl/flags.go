@@ -274,6 +274,18 @@ func (p *progressBar) features(done, total int) {
 	p.printf(done == total, "features %d/%d images", done, total)
 }
 
+func parseFloats(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range splitList(s) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q is not a list of numbers", errUsage, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 func parseInts(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {

@@ -36,7 +36,7 @@ func runInspect(args []string, stdout io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
-			"file": path, "bytes": st.Size(), "version": m.FileVersion(), "encoding": m.Encoding, "members": len(m.Members) + 1,
+			"file": path, "bytes": st.Size(), "version": m.FileVersion(), "encoding": m.Encoding, "members": len(m.Members) + 1, "temperature": m.Temperature,
 			"k": p.K, "d": p.D, "lt": p.Lt, "lw": p.Lw, "covariance": p.Cov, "shared": p.Shared,
 			"free_parameters": p.NumFree(), "outputs": m.Outputs, "features": m.Features,
 			"calibration": m.Calibration, "conventions": m.Conventions, "training": m.Training,
@@ -67,6 +67,9 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 	fmt.Fprintf(w, "mixture     K = %d components, D = %d features → Lt = %d outputs; %s; %s\n", p.K, p.D, p.Lt, kind, cov)
 	if members > 1 {
 		fmt.Fprintf(w, "ensemble    %d models fitted from different seeds; predictions are their average\n", members)
+	}
+	if m.Temperature > 1 {
+		fmt.Fprintf(w, "weights     the mixture's posterior weights tempered by T = %g\n", m.Temperature)
 	}
 	fmt.Fprintf(w, "parameters  %d free (the BIC's count) per model, %d weights\n", p.NumFree(), members*(len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma)))
 	fmt.Fprintln(w, "outputs")

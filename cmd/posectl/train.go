@@ -30,7 +30,8 @@ func runTrain(args []string, stdout io.Writer) error {
 	cache := cacheFlag(fs)
 	encoding := fs.String("encoding", "half", "weights in the file: half (binary16 with exact component centres: half the size, checked against float32 on the training faces) or float32")
 	fileVersion := fs.Int("file-version", gllim.FormatVersion, "model file version: 3, or 1 (a single model) or 2 (an ensemble) for daemons built before version 3 (float32 only)")
-	stdFrac := fs.Float64("calibrate-std", 0.2, "fraction of persons held out to calibrate the predictive σ of the angles (0: leave σ uncalibrated)")
+	stdFrac := fs.Float64("calibrate-std", 0.2, "fraction of persons held out to calibrate the predictive σ of the angles and choose the temperature (0: neither)")
+	temps := fs.String("temperatures", "1,2,4,8,16,32,64,128", "temperatures of the mixture weights tried on the held-out persons of -calibrate-std; the most accurate is stored in the model (1: the mixture's own weights)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,14 +86,27 @@ func runTrain(args []string, stdout io.Writer) error {
 		if o.Variant == headpose.VariantPoseBB {
 			eo.Condition = headpose.Shifted
 		}
-		fmt.Fprintf(os.Stderr, "calibrating σ: training again without %.0f %% of the persons\n", 100**stdFrac)
-		scales, rep, err := headpose.LearnStdScales(bank, all, o, eo, *stdFrac, o.EM.Seed)
+		ts, err := parseFloats(*temps)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if !(t >= 1) {
+				return fmt.Errorf("%w: -temperatures: %g is below 1", errUsage, t)
+			}
+		}
+		fmt.Fprintf(os.Stderr, "calibrating σ and the temperature: training again without %.0f %% of the persons\n", 100**stdFrac)
+		temp, scales, rep, err := headpose.LearnHeldOut(bank, all, o, eo, *stdFrac, o.EM.Seed, ts)
 		bar.done()
 		if err != nil {
 			return err
 		}
+		if temp > 1 {
+			m.Temperature = temp
+		}
 		headpose.SetStdScales(m, scales)
-		m.Training.Settings["calibrate_std"] = fmt.Sprintf("%g of persons, %d faces, %s boxes", *stdFrac, len(rep.Faces), eo.Condition)
+		m.Training.Settings["calibrate_std"] = fmt.Sprintf("%g of persons, %d faces, %s boxes: temperature %g of %s (mean MAE %.2f°)",
+			*stdFrac, len(rep.Faces), eo.Condition, max(temp, 1), *temps, rep.MeanMAE())
 	}
 	enc := gllim.Encoding(*encoding)
 	if enc != gllim.Half && enc != gllim.Float32 {
@@ -100,6 +114,10 @@ func runTrain(args []string, stdout io.Writer) error {
 	}
 	if *fileVersion < 3 {
 		enc = gllim.Float32
+		if m.Temperature > 1 {
+			fmt.Fprintf(os.Stderr, "file version %d has no temperature: the model is written with its own weights (T = 1), not the T = %g chosen\n", *fileVersion, m.Temperature)
+			m.Temperature = 0
+		}
 	}
 	if enc == gllim.Half {
 		// The compact file must predict as the float32 one does, within
@@ -157,6 +175,9 @@ func modelCard(path string, m *gllim.Model, samples []dataset.Sample, took time.
 	b.WriteString("## Outputs\n\n| output | unit | training mean | spread | σ scale |\n|---|---|---|---|---|\n")
 	for _, o := range m.Outputs {
 		fmt.Fprintf(&b, "| %s | %s | %.3g | %.3g | %s |\n", o.Name, o.Unit, o.Mean, o.Scale, stdScale(o))
+	}
+	if m.Temperature > 1 {
+		fmt.Fprintf(&b, "\nMixture weights tempered at prediction by T = %g (ν_k ∝ π_k p(y|k)^(1/T)), chosen on held-out persons.\n", m.Temperature)
 	}
 	b.WriteString("\nAngles: yaw > 0 turns the nose to the image's left, pitch > 0 looks up (AFLW2000 convention). ")
 	b.WriteString("dx, dy move the box centre in box sides, ds is the log of the size change. ")

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/csv"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train"
 	"github.com/edgepose/posed/train/dataset"
 )
 
@@ -105,5 +107,37 @@ func TestKFoldGroups(t *testing.T) {
 	}
 	if again := kfoldGroups(subjects, 5, 3); strings.Join(again[0], ",") != strings.Join(g[0], ",") {
 		t.Error("same seed, other draw")
+	}
+}
+
+// With a models folder, a cross-validation keeps each fold's model and a
+// second run with the same settings reads it back instead of training:
+// the same results, no training result (nothing was fitted), and a
+// changed setting trains anew.
+func TestCrossValidationKeepsModels(t *testing.T) {
+	b := pointingBank(t)
+	dir := t.TempDir()
+	o := LOPOOptions{
+		Train: Options{Variant: VariantPose, Angles: []string{pose.Yaw, pose.Pitch}, EM: train.Config{K: 3, Seed: 1, MaxIter: 5}},
+		Evals: []EvalOptions{{Condition: Annotated}}, Set: "pointing04", Folds: 2, Models: dir,
+	}
+	first, folds, err := KFold(b, o, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := filepath.Glob(filepath.Join(dir, "*.gllim"))
+	if len(kept) != 2 || folds[0].Iterations == 0 {
+		t.Fatalf("%d models kept, first fold %d EM iterations", len(kept), folds[0].Iterations)
+	}
+	again, folds2, err := KFold(b, o, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if folds2[0].Iterations != 0 || again[0].Summary() != first[0].Summary() {
+		t.Errorf("second run: %d EM iterations, %s; first %s", folds2[0].Iterations, again[0].Summary(), first[0].Summary())
+	}
+	o.Train.EM.K = 4
+	if _, folds3, err := KFold(b, o, 5, 1); err != nil || folds3[0].Iterations == 0 {
+		t.Errorf("K changed: %v, %d EM iterations (want a new fit)", err, folds3[0].Iterations)
 	}
 }

@@ -1,12 +1,19 @@
 package headpose
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train"
 )
@@ -29,6 +36,10 @@ type LOPOOptions struct {
 	Evals []EvalOptions
 	Set   string // the data set whose persons are left out in turn (e.g. "pointing04")
 	Folds int    // run only the first Folds folds (0: all)
+	// Models, if set, is a folder where each fold's trained model is kept,
+	// keyed by the training settings and images, so that measuring other
+	// test-time settings (iterations, temperature) does not train again.
+	Models string
 	// Progress, when set, is called after each fold.
 	Progress func(done, total int, f Fold)
 }
@@ -123,7 +134,7 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 				trainIdx = append(trainIdx, i)
 			}
 		}
-		reps, res, err := trainAndTest(b, trainIdx, testIdx, o.Train, o.Evals)
+		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, o.Evals, o.Models)
 		if err != nil {
 			return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
 		}
@@ -134,13 +145,56 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 			}
 			totals[i].Merge(r)
 		}
-		f := Fold{Subject: subj, Reports: reps, Iterations: res.Iterations, LogL: res.LogL, BIC: res.BIC, Elapsed: time.Since(start)}
+		f := Fold{Subject: subj, Reports: reps, Elapsed: time.Since(start)}
+		if res != nil {
+			f.Iterations, f.LogL, f.BIC = res.Iterations, res.LogL, res.BIC
+		}
 		folds = append(folds, f)
 		if o.Progress != nil {
 			o.Progress(n+1, len(groups), f)
 		}
 	}
 	return totals, folds, nil
+}
+
+// modelCacheVersion changes whenever training changes what it makes from
+// the same settings and images, so that kept models are not reused.
+const modelCacheVersion = 1
+
+// cachedTrainAndTest is trainAndTest with the fold's model read from, or
+// kept in, the folder models ("" keeps nothing). A model read back has no
+// training result (nil).
+func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []EvalOptions, models string) ([]*Report, *train.Result, error) {
+	if models == "" {
+		return trainAndTest(b, trainIdx, testIdx, o, evals)
+	}
+	h := sha256.New()
+	settings := o.Settings(b)
+	keys := slices.Sorted(maps.Keys(settings))
+	fmt.Fprintf(h, "v%d %+v\n", modelCacheVersion, feature.Recipe())
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\n", k, settings[k])
+	}
+	for _, i := range trainIdx {
+		s := b.Samples[i]
+		fmt.Fprintf(h, "%s %v\n", s.Path, b.FaceBox(i))
+	}
+	path := filepath.Join(models, "fold-"+hex.EncodeToString(h.Sum(nil))[:24]+".gllim")
+	m, err := gllim.ReadFile(path)
+	var res *train.Result
+	if err != nil {
+		if m, res, err = Train(b, trainIdx, o); err != nil {
+			return nil, nil, err
+		}
+		if err := os.MkdirAll(models, 0o755); err != nil {
+			return nil, nil, err
+		}
+		if err := gllim.WriteFile(path, m); err != nil {
+			return nil, nil, err
+		}
+	}
+	reps, err := testModel(b, m, trainIdx, testIdx, evals)
+	return reps, res, err
 }
 
 // trainAndTest trains on trainIdx and evaluates on testIdx under each of
@@ -151,6 +205,13 @@ func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []EvalOptio
 	if err != nil {
 		return nil, nil, err
 	}
+	reps, err := testModel(b, m, trainIdx, testIdx, evals)
+	return reps, res, err
+}
+
+// testModel evaluates m on testIdx under each of evals; under the detected
+// condition the calibration is learnt on the training images.
+func testModel(b *Bank, m *gllim.Model, trainIdx, testIdx []int, evals []EvalOptions) ([]*Report, error) {
 	var reps []*Report
 	for _, eo := range evals {
 		if eo.Condition == Detected {
@@ -162,13 +223,13 @@ func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []EvalOptio
 		}
 		est, err := pose.New(m, settings)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		rep, err := Evaluate(est, b, testIdx, eo)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		reps = append(reps, rep)
 	}
-	return reps, res, nil
+	return reps, nil
 }

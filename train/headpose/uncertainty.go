@@ -21,8 +21,18 @@ import (
 // 1888 dimensions, so the raw σ is mostly one component's noise and is
 // several times smaller than the error on persons never seen.
 func LearnStdScales(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, seed uint64) (map[string]float64, *Report, error) {
+	_, scales, rep, err := LearnHeldOut(b, idx, o, eo, frac, seed, nil)
+	return scales, rep, err
+}
+
+// LearnHeldOut is LearnStdScales that also chooses the temperature of the
+// mixture weights (gllim.Model.Temperature) among temps: the one with the
+// lowest mean MAE over the angles on the held-out persons, at which the
+// σ ratios are then measured. With no temps it measures at the model's
+// own weights and returns 0.
+func LearnHeldOut(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, seed uint64, temps []float64) (float64, map[string]float64, *Report, error) {
 	if !(frac > 0 && frac < 1) {
-		return nil, nil, fmt.Errorf("headpose: held-out fraction %g not in (0, 1)", frac)
+		return 0, nil, nil, fmt.Errorf("headpose: held-out fraction %g not in (0, 1)", frac)
 	}
 	person := func(i int) string { return b.Samples[i].Set + "/" + b.Samples[i].Subject }
 	var persons []string
@@ -34,7 +44,7 @@ func LearnStdScales(b *Bank, idx []int, o Options, eo EvalOptions, frac float64,
 		}
 	}
 	if len(persons) < 2 {
-		return nil, nil, fmt.Errorf("headpose: %d person(s): calibrating the uncertainty needs at least 2", len(persons))
+		return 0, nil, nil, fmt.Errorf("headpose: %d person(s): calibrating the uncertainty needs at least 2", len(persons))
 	}
 	slices.Sort(persons)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -52,18 +62,38 @@ func LearnStdScales(b *Bank, idx []int, o Options, eo EvalOptions, frac float64,
 			trainIdx = append(trainIdx, i)
 		}
 	}
-	reps, _, err := trainAndTest(b, trainIdx, testIdx, o, []EvalOptions{eo})
-	if err != nil {
-		return nil, nil, fmt.Errorf("headpose: calibrating the uncertainty: %w", err)
+	evals := []EvalOptions{eo}
+	if len(temps) > 0 {
+		evals = nil
+		for _, t := range temps {
+			e := eo
+			e.defaults()
+			e.Settings.Temperature = t
+			evals = append(evals, e)
+		}
 	}
-	rep := reps[0]
+	reps, _, err := trainAndTest(b, trainIdx, testIdx, o, evals)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("headpose: calibrating on held-out persons: %w", err)
+	}
+	best := 0
+	for i, r := range reps {
+		if r.MeanMAE() < reps[best].MeanMAE() {
+			best = i
+		}
+	}
+	rep := reps[best]
+	temp := 0.0
+	if len(temps) > 0 {
+		temp = temps[best]
+	}
 	scales := map[string]float64{}
 	for _, a := range rep.Angles() {
 		if r := rep.StdRatio(a); r > 0 {
 			scales[a] = r
 		}
 	}
-	return scales, rep, nil
+	return temp, scales, rep, nil
 }
 
 // SetStdScales records scales (by output name) in m's outputs.
