@@ -199,15 +199,17 @@ func (r *refineFlags) register(fs *flag.FlagSet) {
 // refineListFlags configure Algorithm 1 for evaluations, which may compare
 // several numbers of iterations on the same models.
 type refineListFlags struct {
-	iters, temps string
-	eps          float64
-	densest      bool
+	iters, temps, gains string
+	eps                 float64
+	densest, average    bool
 }
 
 func (r *refineListFlags) register(fs *flag.FlagSet) {
 	def := pose.DefaultSettings()
 	fs.StringVar(&r.iters, "iterations", strconv.Itoa(def.MaxIter), "predictions per face (box refinement steps); a comma-separated list measures each")
 	fs.Float64Var(&r.eps, "eps", def.Eps, "stop refining when the predicted move is below this (box sides)")
+	fs.BoolVar(&r.average, "average", false, "report the mean of every iteration's angles, not the last")
+	fs.StringVar(&r.gains, "gain", "", "factor on each predicted box move (default 1); a comma-separated list measures each")
 	fs.BoolVar(&r.densest, "densest", false, "report the angles of the iteration whose features the model finds most likely, not the last")
 	fs.StringVar(&r.temps, "temperature", "", "temperature of the mixture weights at prediction (≥ 1; default the model's); a comma-separated list measures each")
 }
@@ -228,13 +230,26 @@ func (r *refineListFlags) settings() ([]pose.Settings, error) {
 			temps = append(temps, t)
 		}
 	}
+	gains := []float64{0}
+	if r.gains != "" {
+		if gains, err = parseFloats(r.gains); err != nil {
+			return nil, err
+		}
+		for _, g := range gains {
+			if !(g > 0 && g <= 1) {
+				return nil, fmt.Errorf("%w: -gain %g not in (0, 1]", errUsage, g)
+			}
+		}
+	}
 	var out []pose.Settings
 	for _, t := range temps {
-		for _, n := range its {
-			if n < 1 {
-				return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
+		for _, g := range gains {
+			for _, n := range its {
+				if n < 1 {
+					return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
+				}
+				out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Densest: r.densest, Average: r.average, Gain: g})
 			}
-			out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Densest: r.densest})
 		}
 	}
 	return out, nil

@@ -42,6 +42,12 @@ type Settings struct {
 	// model found most likely (highest log p(y)) among the iterations,
 	// instead of the last one; the box is still the last one refined.
 	Densest bool
+	// Average reports the mean of every iteration's angles (each a crop
+	// of its own box) instead of the last one's.
+	Average bool
+	// Gain scales each predicted box move (0 means 1, the paper's full
+	// step): below 1 the refinement damps the prediction's own noise.
+	Gain float64
 }
 
 // DefaultSettings: at most 3 predictions, stop below a 2 % move.
@@ -135,6 +141,7 @@ type Worker struct {
 	negate []bool // outputs that change sign under mirroring
 	// The angles to report and their standard deviations (Settings.Densest).
 	kept, keptStd [3]float64
+	sum, sumStd   [3]float64 // over the iterations (Settings.Average)
 }
 
 // NewWorker returns a Worker; it is not safe for concurrent use.
@@ -196,6 +203,11 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 	b := box
 	var r Result
 	best := math.Inf(-1)
+	w.sum, w.sumStd = [3]float64{}, [3]float64{}
+	gain := e.settings.Gain
+	if gain == 0 {
+		gain = 1
+	}
 	for it := 1; it <= e.settings.MaxIter; it++ {
 		w.ex.Extract(w.y, img, b)
 		w.predict()
@@ -203,6 +215,12 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 		if !e.settings.Densest || w.pred.LogDensity > best {
 			best = w.pred.LogDensity
 			w.keep()
+		}
+		for i, k := range e.angle {
+			if k >= 0 {
+				w.sum[i] += w.pred.Mean[k]
+				w.sumStd[i] += w.pred.Std(k)
+			}
 		}
 		if !e.Refines() {
 			break
@@ -214,7 +232,7 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 		}
 		// A wild prediction (features unlike any face) must not throw the
 		// box off the frame: clamp the move to one box size per step.
-		dx, dy, ds = clamp(dx, 1), clamp(dy, 1), clamp(ds, 0.7)
+		dx, dy, ds = clamp(gain*dx, 1), clamp(gain*dy, 1), clamp(gain*ds, 0.7)
 		// Move the box even after the last prediction: like Algorithm 1,
 		// return the last pose with the box updated by the last shift.
 		r.Shift = math.Sqrt(dx*dx + dy*dy + ds*ds)
@@ -226,10 +244,15 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 	r.Box = b
 	r.LogDensity = w.pred.LogDensity
 	for i, k := range e.angle {
-		if k >= 0 {
-			r.Angles[i] = w.kept[i]
-			r.Std[i] = w.keptStd[i] * e.model.Outputs[k].Uncertainty()
+		if k < 0 {
+			continue
 		}
+		r.Angles[i], r.Std[i] = w.kept[i], w.keptStd[i]
+		if e.settings.Average {
+			n := float64(r.Iterations)
+			r.Angles[i], r.Std[i] = w.sum[i]/n, w.sumStd[i]/n
+		}
+		r.Std[i] *= e.model.Outputs[k].Uncertainty()
 	}
 	return r
 }

@@ -68,8 +68,14 @@ func (o EvalOptions) Name() string {
 	if t := o.Settings.Temperature; t != 0 {
 		name += fmt.Sprintf(", T %g", t)
 	}
+	if g := o.Settings.Gain; g != 0 && g != 1 {
+		name += fmt.Sprintf(", gain %g", g)
+	}
 	if o.Settings.Densest {
 		name += ", densest"
+	}
+	if o.Settings.Average {
+		name += ", averaged"
 	}
 	return name
 }
