@@ -41,8 +41,8 @@ func (e *em) eStep() float64 {
 			S.Data[d*S.Stride+k] = inv
 		}
 	})
-	e.yw.Mul(e.y, e.w)
-	e.ys.Mul(e.y2, e.s)
+	mul(e.yw, e.y, e.w)
+	mul(e.ys, e.y2, e.s)
 	YW := e.yw.RawMatrix()
 	YS := e.ys.RawMatrix()
 	parallelFor(K, func(k int) {

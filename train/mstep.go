@@ -58,8 +58,8 @@ func (e *em) mStep(lw int) {
 			}
 		}
 	})
-	e.pq.Mul(e.q, e.y)
-	e.p2.Mul(e.rt, e.y2)
+	mul(e.pq, e.q, e.y)
+	mul(e.p2, e.rt, e.y2)
 	PQ := e.pq.RawMatrix()
 	P2 := e.p2.RawMatrix()
 	parallelFor(K, func(k int) {

@@ -1,0 +1,91 @@
+#include "textflag.h"
+
+// func kernel6x8(kc int, a, b, c *float64, ldc int)
+//
+// Y0…Y11 accumulate C's 6×8 block: row i in Y(2i) (columns 0–3) and
+// Y(2i+1) (columns 4–7). Each step p loads b[8p…8p+7] into Y12, Y13,
+// broadcasts a[6p+i] into Y14/Y15 and fuses Y(2i) += a·Y12,
+// Y(2i+1) += a·Y13 (VFMADD231PD: dst = src1·src2 + dst).
+TEXT ·kernel6x8(SB), NOSPLIT, $0-40
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $3, R8 // row stride in bytes
+
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+
+	TESTQ CX, CX
+	JEQ   store
+
+loop:
+	VMOVUPD      (DI), Y12
+	VMOVUPD      32(DI), Y13
+	VBROADCASTSD (SI), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VFMADD231PD  Y13, Y14, Y1
+	VBROADCASTSD 8(SI), Y15
+	VFMADD231PD  Y12, Y15, Y2
+	VFMADD231PD  Y13, Y15, Y3
+	VBROADCASTSD 16(SI), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 24(SI), Y15
+	VFMADD231PD  Y12, Y15, Y6
+	VFMADD231PD  Y13, Y15, Y7
+	VBROADCASTSD 32(SI), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 40(SI), Y15
+	VFMADD231PD  Y12, Y15, Y10
+	VFMADD231PD  Y13, Y15, Y11
+	ADDQ         $48, SI
+	ADDQ         $64, DI
+	DECQ         CX
+	JNE          loop
+
+store:
+	// C += accumulators, row by row.
+	VADDPD  (DX), Y0, Y0
+	VADDPD  32(DX), Y1, Y1
+	VMOVUPD Y0, (DX)
+	VMOVUPD Y1, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y2, Y2
+	VADDPD  32(DX), Y3, Y3
+	VMOVUPD Y2, (DX)
+	VMOVUPD Y3, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y4, Y4
+	VADDPD  32(DX), Y5, Y5
+	VMOVUPD Y4, (DX)
+	VMOVUPD Y5, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y6, Y6
+	VADDPD  32(DX), Y7, Y7
+	VMOVUPD Y6, (DX)
+	VMOVUPD Y7, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y8, Y8
+	VADDPD  32(DX), Y9, Y9
+	VMOVUPD Y8, (DX)
+	VMOVUPD Y9, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y10, Y10
+	VADDPD  32(DX), Y11, Y11
+	VMOVUPD Y10, (DX)
+	VMOVUPD Y11, 32(DX)
+	VZEROUPPER
+	RET
