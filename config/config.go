@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/edgepose/posed/infer/pose"
 )
 
 // Config is the whole configuration. Field names are the YAML keys.
@@ -46,12 +48,23 @@ type Source struct {
 	ReopenMax time.Duration `yaml:"reopen_max"`
 }
 
-// Model is the pose model and its refinement.
+// Model is the pose model and its refinement (paper Algorithm 1); the
+// defaults are pose.DefaultSettings, the settings the model card measures.
 type Model struct {
 	Path       string  `yaml:"path"`
 	Iterations int     `yaml:"iterations"` // predictions per face and frame
 	Eps        float64 `yaml:"eps"`        // stop refining below this move (box sizes)
+	Gain       float64 `yaml:"gain"`       // factor on each predicted box move, in (0, 1]
+	Average    bool    `yaml:"average"`    // report the mean of the iterations' angles, not the last
 	Mirror     bool    `yaml:"mirror"`     // also predict from the mirrored face and average
+	// Temperature overrides the model file's temperature of the mixture
+	// weights (0: the file's, chosen when it was trained).
+	Temperature float64 `yaml:"temperature"`
+}
+
+// Settings returns the refinement settings of m.
+func (m Model) Settings() pose.Settings {
+	return pose.Settings{MaxIter: m.Iterations, Eps: m.Eps, Gain: m.Gain, Average: m.Average, Mirror: m.Mirror, Temperature: m.Temperature}
 }
 
 // Detect configures the face detector.
@@ -112,6 +125,11 @@ type Log struct {
 	Format string `yaml:"format"` // text or json
 }
 
+func modelDefaults() Model {
+	p := pose.DefaultSettings()
+	return Model{Path: "/usr/local/share/posed/default.gllim", Iterations: p.MaxIter, Eps: p.Eps, Gain: p.Gain, Average: p.Average}
+}
+
 // Default returns the configuration used for anything a file leaves out.
 func Default() Config {
 	return Config{
@@ -119,7 +137,7 @@ func Default() Config {
 			Path: "/dev/video0", Width: 640, Height: 480, FPS: 15, Format: "auto", Buffers: 3,
 			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second,
 		},
-		Model:   Model{Path: "/usr/local/share/posed/default.gllim", Iterations: 2, Eps: 0.02},
+		Model:   modelDefaults(),
 		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Every: 10},
 		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
 		MQTT:    MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant"},
@@ -208,8 +226,14 @@ func (c Config) Validate() error {
 	if c.Model.Iterations < 1 || c.Model.Iterations > 20 {
 		bad("model.iterations", "%d is not in [1, 20]", c.Model.Iterations)
 	}
-	if c.Model.Eps < 0 {
-		bad("model.eps", "%g is negative", c.Model.Eps)
+	if !(c.Model.Eps >= 0) {
+		bad("model.eps", "%g is not a number ≥ 0", c.Model.Eps)
+	}
+	if !(c.Model.Gain > 0 && c.Model.Gain <= 1) {
+		bad("model.gain", "%g is not in (0, 1]", c.Model.Gain)
+	}
+	if t := c.Model.Temperature; t != 0 && !(t >= 1 && t <= 1e4) {
+		bad("model.temperature", "%g is not 0 (the model's) or in [1, 10000]", t)
 	}
 	d := c.Detect
 	if d.MinSize < 8 {

@@ -192,6 +192,7 @@ type refineFlags struct{ s pose.Settings }
 
 func (r *refineFlags) register(fs *flag.FlagSet) {
 	def := pose.DefaultSettings()
+	r.s = def
 	fs.IntVar(&r.s.MaxIter, "iterations", def.MaxIter, "predictions per face (box refinement steps)")
 	fs.Float64Var(&r.s.Eps, "eps", def.Eps, "stop refining when the predicted move is below this (box sides)")
 }
@@ -208,7 +209,7 @@ func (r *refineListFlags) register(fs *flag.FlagSet) {
 	def := pose.DefaultSettings()
 	fs.StringVar(&r.iters, "iterations", strconv.Itoa(def.MaxIter), "predictions per face (box refinement steps); a comma-separated list measures each")
 	fs.Float64Var(&r.eps, "eps", def.Eps, "stop refining when the predicted move is below this (box sides)")
-	fs.BoolVar(&r.average, "average", false, "report the mean of every iteration's angles, not the last")
+	fs.BoolVar(&r.average, "average", def.Average, "report the mean of every iteration's angles, not the last (-average=false: the last)")
 	fs.StringVar(&r.gains, "gain", "", "factor on each predicted box move (default 1); a comma-separated list measures each")
 	fs.BoolVar(&r.densest, "densest", false, "report the angles of the iteration whose features the model finds most likely, not the last")
 	fs.StringVar(&r.temps, "temperature", "", "temperature of the mixture weights at prediction (≥ 1; default the model's); a comma-separated list measures each")

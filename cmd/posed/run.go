@@ -33,7 +33,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	// The file's bytes are garbage now: return them before the forward
 	// model is built, so the two never share the peak.
 	debug.FreeOSMemory()
-	est, err := pose.New(m, pose.Settings{MaxIter: cfg.Model.Iterations, Eps: cfg.Model.Eps, Mirror: cfg.Model.Mirror})
+	est, err := pose.New(m, cfg.Model.Settings())
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Model.Path, err)
 	}

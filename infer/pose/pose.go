@@ -50,8 +50,12 @@ type Settings struct {
 	Gain float64
 }
 
-// DefaultSettings: at most 3 predictions, stop below a 2 % move.
-func DefaultSettings() Settings { return Settings{MaxIter: 3, Eps: 0.02} }
+// DefaultSettings are the refinement the default model's card measures: at
+// most 3 predictions, stopping below a 2 % move, full steps, and the mean
+// of the iterations' angles reported (each iteration's crop is another
+// view of the face; on AFLW2000 k-fold the mean beats the last
+// prediction's angles from detected and from exact boxes alike).
+func DefaultSettings() Settings { return Settings{MaxIter: 3, Eps: 0.02, Gain: 1, Average: true} }
 
 // Estimator holds a loaded model. It is safe for concurrent use; each
 // goroutine estimates through its own Worker.
