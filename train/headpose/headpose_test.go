@@ -126,6 +126,17 @@ func TestLeaveOnePersonOutYaw(t *testing.T) {
 	if worst > 2e-3*55 {
 		t.Errorf("loaded model differs from the float64 model by %.3g°", worst)
 	}
+
+	// The compact (half) file predicts the held-out person's real faces
+	// within 0.05° of the float32 one.
+	half, err := EncodingError(m, gllim.Half, b, testIdx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("half encoding vs float32 on person 15: worst yaw %.3g°, pitch %.3g°", half[0], half[1])
+	if half[0] > 0.05 || half[1] > 0.05 {
+		t.Errorf("half encoding moves yaw by %.3g°, pitch by %.3g°: want ≤ 0.05°", half[0], half[1])
+	}
 }
 
 // Trained to bring moved boxes back (pose-bb), the refinement moves the
