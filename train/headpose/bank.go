@@ -267,7 +267,12 @@ func (b *Bank) plan(o BankOptions) {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
 		move := func() Shift {
 			if c, ok := b.Conventions[s.Set]; ok && o.Moves == DetectorMoves && len(c.Errors) > 0 {
-				e := c.Errors[rng.IntN(len(c.Errors))]
+				j := rng.IntN(len(c.Errors))
+				e := c.Errors[j]
+				if o.YawBoxes {
+					// About the yaw-placed box, the yaw's move is no error.
+					e = c.PoseError(j)
+				}
 				return Shift{DX: o.MoveScale * e.DX, DY: o.MoveScale * e.DY, DS: o.MoveScale * e.DS}
 			}
 			return Jitter(rng, o.CentreSigma, o.ScaleSigma)

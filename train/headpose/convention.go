@@ -33,8 +33,10 @@ type Convention struct {
 	N      int   `json:"n"`     // matched detections it was learnt from
 	Faces  int   `json:"faces"` // faces of the set
 	// Errors are the matched detections' moves from their canonical box
-	// (canonical box sides), from which training box moves can be drawn.
-	Errors []Shift `json:"-"`
+	// (canonical box sides), from which training box moves can be drawn;
+	// ErrorYaws are their faces' yaws.
+	Errors    []Shift   `json:"-"`
+	ErrorYaws []float64 `json:"-"`
 	// ByYaw is the mean of Errors as a function of the face's yaw, at
 	// yaw −90°, −85°, …, 90° (nil where the set labels no yaw): where the
 	// detector puts its box on a turned head, which an annotation need not
@@ -59,6 +61,16 @@ func (c Convention) AtYaw(yaw float64) Shift {
 	w := f - float64(i)
 	a, b := c.ByYaw[i], c.ByYaw[i+1]
 	return Shift{DX: a.DX + w*(b.DX-a.DX), DY: a.DY + w*(b.DY-a.DY), DS: a.DS + w*(b.DS-a.DS)}
+}
+
+// PoseError returns the i-th matched detection's move from its face's
+// yaw-placed canonical box (PoseBox), in that box's sides: the detector's
+// own error once the yaw's systematic move is taken out.
+func (c Convention) PoseError(i int) Shift {
+	if len(c.ErrorYaws) == 0 {
+		return c.Errors[i]
+	}
+	return relative(c.AtYaw(c.ErrorYaws[i]), c.Errors[i])
 }
 
 // PoseBox returns the canonical box of a face annotated with box ann and
@@ -157,6 +169,7 @@ func LearnConventions(samples []dataset.Sample, match func(i int) (feature.Box, 
 		}
 		if !unlabelled[set] {
 			c.ByYaw = byYaw(c.Errors, yaws[set])
+			c.ErrorYaws = yaws[set]
 		}
 		out[set] = c
 	}
