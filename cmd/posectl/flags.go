@@ -203,12 +203,14 @@ type refineListFlags struct {
 	iters, temps, gains string
 	eps                 float64
 	densest, average    bool
+	mirror              bool
 }
 
 func (r *refineListFlags) register(fs *flag.FlagSet) {
 	def := pose.DefaultSettings()
 	fs.StringVar(&r.iters, "iterations", strconv.Itoa(def.MaxIter), "predictions per face (box refinement steps); a comma-separated list measures each")
 	fs.Float64Var(&r.eps, "eps", def.Eps, "stop refining when the predicted move is below this (box sides)")
+	fs.BoolVar(&r.mirror, "mirror", false, "also predict from the mirrored face and average (test-time augmentation, 2× the cost)")
 	fs.BoolVar(&r.average, "average", def.Average, "report the mean of every iteration's angles, not the last (-average=false: the last)")
 	fs.StringVar(&r.gains, "gain", "", "factor on each predicted box move (default 1); a comma-separated list measures each")
 	fs.BoolVar(&r.densest, "densest", false, "report the angles of the iteration whose features the model finds most likely, not the last")
@@ -249,7 +251,7 @@ func (r *refineListFlags) settings() ([]pose.Settings, error) {
 				if n < 1 {
 					return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
 				}
-				out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Densest: r.densest, Average: r.average, Gain: g})
+				out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Densest: r.densest, Average: r.average, Gain: g, Mirror: r.mirror})
 			}
 		}
 	}

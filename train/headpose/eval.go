@@ -77,6 +77,9 @@ func (o EvalOptions) Name() string {
 	if o.Settings.Average {
 		name += ", averaged"
 	}
+	if o.Settings.Mirror {
+		name += ", mirrored"
+	}
 	return name
 }
 
