@@ -136,6 +136,18 @@ func TestCrossValidationKeepsModels(t *testing.T) {
 	if folds2[0].Iterations != 0 || again[0].Summary() != first[0].Summary() {
 		t.Errorf("second run: %d EM iterations, %s; first %s", folds2[0].Iterations, again[0].Summary(), first[0].Summary())
 	}
+	// An ensemble of two keeps its members alone: the first is the model
+	// kept above, only the second is fitted.
+	o.Train.Members = 2
+	ens, _, err := KFold(b, o, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _ = filepath.Glob(filepath.Join(dir, "*.gllim"))
+	if len(kept) != 4 || ens[0].Summary() == first[0].Summary() {
+		t.Errorf("ensemble of 2: %d models kept (want 4), %s", len(kept), ens[0].Summary())
+	}
+	o.Train.Members = 1
 	o.Train.EM.K = 4
 	if _, folds3, err := KFold(b, o, 5, 1); err != nil || folds3[0].Iterations == 0 {
 		t.Errorf("K changed: %v, %d EM iterations (want a new fit)", err, folds3[0].Iterations)

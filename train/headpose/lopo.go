@@ -168,6 +168,39 @@ func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []Eva
 	if models == "" {
 		return trainAndTest(b, trainIdx, testIdx, o, evals)
 	}
+	// An ensemble's members are the single models of consecutive seeds
+	// (train.FitEnsemble): keep each alone, so that ensembles of other
+	// sizes share them.
+	var m *gllim.Model
+	var first *train.Result
+	for i := range max(o.Members, 1) {
+		one := o
+		one.Members = 1
+		one.EM.Seed = o.EM.Seed + uint64(i)
+		mi, res, err := cachedModel(b, trainIdx, one, models)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i == 0 {
+			m, first = mi, res
+			continue
+		}
+		if !slices.Equal(mi.Outputs, m.Outputs) {
+			return nil, nil, fmt.Errorf("headpose: ensemble member %d was trained on other outputs", i+1)
+		}
+		m.Members = append(m.Members, mi.Params)
+	}
+	if o.Members > 1 {
+		m.Training.Settings = o.Settings(b)
+	}
+	reps, err := testModel(b, m, trainIdx, testIdx, evals)
+	return reps, first, err
+}
+
+// cachedModel returns the model o trains on trainIdx, read from the folder
+// models if it was kept there, else trained and kept; res is nil for a
+// model read back.
+func cachedModel(b *Bank, trainIdx []int, o Options, models string) (*gllim.Model, *train.Result, error) {
 	h := sha256.New()
 	settings := o.Settings(b)
 	keys := slices.Sorted(maps.Keys(settings))
@@ -180,21 +213,20 @@ func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []Eva
 		fmt.Fprintf(h, "%s %v\n", s.Path, b.FaceBox(i))
 	}
 	path := filepath.Join(models, "fold-"+hex.EncodeToString(h.Sum(nil))[:24]+".gllim")
-	m, err := gllim.ReadFile(path)
-	var res *train.Result
-	if err != nil {
-		if m, res, err = Train(b, trainIdx, o); err != nil {
-			return nil, nil, err
-		}
-		if err := os.MkdirAll(models, 0o755); err != nil {
-			return nil, nil, err
-		}
-		if err := gllim.WriteFile(path, m); err != nil {
-			return nil, nil, err
-		}
+	if m, err := gllim.ReadFile(path); err == nil {
+		return m, nil, nil
 	}
-	reps, err := testModel(b, m, trainIdx, testIdx, evals)
-	return reps, res, err
+	m, res, err := Train(b, trainIdx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(models, 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := gllim.WriteFile(path, m); err != nil {
+		return nil, nil, err
+	}
+	return m, res, nil
 }
 
 // trainAndTest trains on trainIdx and evaluates on testIdx under each of
