@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	_ "image/jpeg" // the data sets are JPEG
 	_ "image/png"
 	"io"
@@ -309,6 +310,44 @@ func LoadGray(path string) (*image.Gray, error) {
 		return nil, fmt.Errorf("dataset: %s: %w", path, err)
 	}
 	return feature.Grey(nil, img), nil
+}
+
+// LoadRed decodes the image at path and returns its red channel as grey:
+// skin is bright and even in red light, as it is under the near-infrared
+// illumination of in-car and night cameras, which a visible-light luma
+// does not show. A grey image is returned as it is.
+func LoadRed(path string) (*image.Gray, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	img, _, err := image.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %s: %w", path, err)
+	}
+	b := img.Bounds()
+	out := image.NewGray(b)
+	switch s := img.(type) {
+	case *image.Gray:
+		return s, nil
+	case *image.YCbCr:
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				yi, ci := s.YOffset(x, y), s.COffset(x, y)
+				r, _, _ := color.YCbCrToRGB(s.Y[yi], s.Cb[ci], s.Cr[ci])
+				out.Pix[(y-b.Min.Y)*out.Stride+(x-b.Min.X)] = r
+			}
+		}
+	default:
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				r, _, _, _ := img.At(x, y).RGBA()
+				out.Pix[(y-b.Min.Y)*out.Stride+(x-b.Min.X)] = uint8(r >> 8)
+			}
+		}
+	}
+	return out, nil
 }
 
 // Terms returns the licence terms of a data set, for model cards: a model

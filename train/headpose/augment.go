@@ -37,9 +37,13 @@ const (
 	// (default 0.7): exposure and sensor curves. Equalisation undoes any
 	// monotone change but for rounding, so this one is a control.
 	Gamma AugKind = "gamma"
+	// NIR mixes the red channel into the grey, w·R + (1−w)·luma with
+	// w ∈ [Max, 1] (default 0.5): near-infrared-like skin, bright and even,
+	// as in-car and night cameras see it.
+	NIR AugKind = "nir"
 )
 
-var augKinds = []AugKind{Rotate, Blur, Noise, LowRes, Gamma}
+var augKinds = []AugKind{Rotate, Blur, Noise, LowRes, Gamma, NIR}
 
 // Augmentation is one kind of augmented view: N views per image, with an
 // amount up to Max (0: the kind's default).
@@ -71,6 +75,8 @@ func (a Augmentation) max() float64 {
 		return 16
 	case Gamma:
 		return 0.7
+	case NIR:
+		return 0.5
 	}
 	return 0
 }
@@ -92,7 +98,8 @@ func (a Augmentation) Validate() error {
 		return fmt.Errorf("headpose: augmentation rotate: ±%g° is beyond ±90°", a.max())
 	case a.Kind == Blur && a.max() < 0.5,
 		a.Kind == Noise && a.max() < 2,
-		a.Kind == LowRes && (a.max() < 4 || a.max() > 48):
+		a.Kind == LowRes && (a.max() < 4 || a.max() > 48),
+		a.Kind == NIR && a.max() > 1:
 		return fmt.Errorf("headpose: augmentation %s: amount %g is out of its range", a.Kind, a.max())
 	}
 	return nil
@@ -143,6 +150,8 @@ func (a Augmentation) draw(rng *rand.Rand) float64 {
 		return 2 + u*(m-2)
 	case LowRes:
 		return m + u*(48-m)
+	case NIR:
+		return m + u*(1-m)
 	}
 	return 0
 }
@@ -151,14 +160,16 @@ func (a Augmentation) draw(rng *rand.Rand) float64 {
 type augmenter struct {
 	ex    feature.Extractor
 	patch [feature.PatchSize * feature.PatchSize]uint8
+	red   [feature.PatchSize * feature.PatchSize]uint8
 	tmp   [feature.PatchSize * feature.PatchSize]float64
 	pcg   *rand.PCG
 	rng   *rand.Rand
 }
 
 // extract writes into dst the features of box on img changed by a with
-// amount v; face is the view's face box (a rotation turns about its centre).
-func (g *augmenter) extract(dst []float32, img *image.Gray, box feature.Box, a Augmentation, v float64, face feature.Box) {
+// amount v; face is the view's face box (a rotation turns about its centre);
+// red is img's red channel (NIR only).
+func (g *augmenter) extract(dst []float32, img, red *image.Gray, box feature.Box, a Augmentation, v float64, face feature.Box) {
 	const n = feature.PatchSize
 	p := g.patch[:]
 	switch a.Kind {
@@ -168,6 +179,12 @@ func (g *augmenter) extract(dst []float32, img *image.Gray, box feature.Box, a A
 	case Rotate:
 		cx, cy := face.Centre()
 		cropRotated(p, n, img, box, cx, cy, v)
+	case NIR:
+		feature.Crop(p, n, img, box)
+		feature.Crop(g.red[:], n, red, box)
+		for i := range p {
+			p[i] = clampGrey(v*float64(g.red[i]) + (1-v)*float64(p[i]))
+		}
 	default:
 		feature.Crop(p, n, img, box)
 	}

@@ -86,16 +86,17 @@ func TestAugmentedViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	samples := append(slices.Clone(p04[:20]), aflw[:20]...)
-	aug := []Augmentation{{Kind: Rotate, N: 2}, {Kind: Blur, N: 1}, {Kind: Noise, N: 1}, {Kind: LowRes, N: 1}, {Kind: Gamma, N: 1}}
+	aug := []Augmentation{{Kind: Rotate, N: 2}, {Kind: Blur, N: 1}, {Kind: Noise, N: 1}, {Kind: LowRes, N: 1}, {Kind: Gamma, N: 1}, {Kind: NIR, N: 1}}
 	b, err := NewBank(samples, BankOptions{Shifts: 1, Seed: 7, Augment: aug, AugmentSets: []string{"aflw2000"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	nirDiffers := 0
 	for i, s := range samples {
 		views := b.ViewsOf[i]
 		want := 1
 		if s.Set == "aflw2000" {
-			want = 1 + 2 + 4
+			want = 1 + 2 + 5
 		}
 		if len(views) != want {
 			t.Fatalf("%s (%s): %d views, want %d", s.Path, s.Set, len(views), want)
@@ -116,11 +117,18 @@ func TestAugmentedViews(t *testing.T) {
 				dist += math.Abs(float64(v.Feat[0][d] - base.Feat[0][d]))
 			}
 			// Equalisation undoes a gamma curve but for the levels it
-			// merges: a small γ can leave the features as they were.
-			if dist < 1 && v.Aug.Kind != Gamma {
+			// merges: a small γ can leave the features as they were; a
+			// grey photograph's red channel is its luma.
+			if v.Aug.Kind == NIR && dist >= 1 {
+				nirDiffers++
+			}
+			if dist < 1 && v.Aug.Kind != Gamma && v.Aug.Kind != NIR {
 				t.Errorf("%s %s (amount %.2f): features equal the image's (L1 %.3g)", s.Path, v.Aug, v.Amount, dist)
 			}
 		}
+	}
+	if nirDiffers < 15 {
+		t.Errorf("NIR views differ from the luma on %d of 20 colour photographs", nirDiffers)
 	}
 	o := Options{Variant: VariantPoseBB, Angles: []string{pose.Yaw, pose.Pitch}, Flip: []string{"aflw2000"}}
 	idx := make([]int, len(samples))
@@ -128,9 +136,9 @@ func TestAugmentedViews(t *testing.T) {
 		idx[i] = i
 	}
 	tt, y := o.TrainingSet(b, idx)
-	// Pointing'04: 20 images × 1 view × 2 boxes; AFLW2000: 20 × 7 views × 2 boxes × 2 (mirrored).
-	if n, _ := y.Dims(); n != 20*2+20*7*2*2 {
-		t.Errorf("%d training rows, want %d", n, 20*2+20*7*2*2)
+	// Pointing'04: 20 images × 1 view × 2 boxes; AFLW2000: 20 × 8 views × 2 boxes × 2 (mirrored).
+	if n, _ := y.Dims(); n != 20*2+20*8*2*2 {
+		t.Errorf("%d training rows, want %d", n, 20*2+20*8*2*2)
 	}
 	// The last AFLW2000 row is a mirrored one: yaw and dx change sign.
 	n, _ := tt.Dims()

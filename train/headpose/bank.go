@@ -226,8 +226,47 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 		}
 	}
 	b.plan(o)
-	b.extract(progress)
+	var red []*image.Gray
+	if slices.ContainsFunc(o.Augment, func(a Augmentation) bool { return a.Kind == NIR }) {
+		var err error
+		if red, err = b.loadRed(); err != nil {
+			return nil, err
+		}
+	}
+	b.extract(red, progress)
 	return b, nil
+}
+
+// loadRed decodes the red channel of every image that has a NIR view.
+func (b *Bank) loadRed() ([]*image.Gray, error) {
+	red := make([]*image.Gray, len(b.Samples))
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	parallel(len(b.Samples), func() func(int) {
+		return func(i int) {
+			need := false
+			for _, k := range b.ViewsOf[i] {
+				need = need || b.Views[k].Aug.Kind == NIR
+			}
+			if !need {
+				return
+			}
+			img, err := dataset.LoadRed(b.Samples[i].Path)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			red[i] = img
+		}
+	})
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("headpose: %d images could not be read, first: %w", len(errs), errs[0])
+	}
+	return red, nil
 }
 
 // load decodes every image to grey.
@@ -313,8 +352,9 @@ func (b *Bank) plan(o BankOptions) {
 	}
 }
 
-// extract computes the features of every view.
-func (b *Bank) extract(progress func(done, total int)) {
+// extract computes the features of every view; red holds the red channel
+// of the images with NIR views.
+func (b *Bank) extract(red []*image.Gray, progress func(done, total int)) {
 	per := 1 + b.Shifts
 	store := make([]float32, len(b.Views)*per*feature.Dim)
 	for k := range b.Views {
@@ -336,7 +376,11 @@ func (b *Bank) extract(progress func(done, total int)) {
 			for _, k := range b.ViewsOf[i] {
 				v := &b.Views[k]
 				for a, m := range v.Moves {
-					aug.extract(v.Feat[a], b.Images[i], m.Apply(face), v.Aug, v.Amount, face)
+					var r *image.Gray
+					if red != nil {
+						r = red[i]
+					}
+					aug.extract(v.Feat[a], b.Images[i], r, m.Apply(face), v.Aug, v.Amount, face)
 				}
 			}
 			if progress != nil {
