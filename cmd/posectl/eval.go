@@ -44,6 +44,7 @@ func runEval(args []string, stdout io.Writer) error {
 	sweep := fs.String("sweep-k", "", "lopo: comma-separated K values to compare by BIC and MAE")
 	plot := fs.String("plot", "", "with -sweep-k: write an SVG plot of BIC and MAE against K")
 	card := fs.String("card", "", "append the measured accuracy to this model card")
+	learnT := fs.String("learn-temperature", "", "each fold chooses its temperature among these, as posectl train does, on 20 % of its training persons held out of a second training (cases without -temperature use it)")
 	models := fs.String("models", "", "keep each fold's trained model in this folder and reuse it when the training settings and images are the same (to measure other test-time settings without training again)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -137,15 +138,23 @@ func runEval(args []string, stdout io.Writer) error {
 		for _, c := range headpose.ConventionSets(bank.Conventions) {
 			fmt.Fprintf(os.Stderr, "box convention %s\n", bank.Conventions[c])
 		}
-		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds, Models: *models,
+		temps, err := parseFloats(*learnT)
+		if err != nil {
+			return err
+		}
+		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds, Models: *models, Temperatures: temps,
 			Progress: func(done, total int, f headpose.Fold) {
 				bar.done()
 				var parts []string
 				for _, r := range f.Reports {
 					parts = append(parts, r.Case+": "+r.Summary())
 				}
-				fmt.Fprintf(os.Stderr, "fold %d/%d (held out: %s), %d EM iterations, %s\n  %s\n", done, total, f.Subject, f.Iterations,
-					f.Elapsed.Round(time.Second), strings.Join(parts, "\n  "))
+				learnt := ""
+				if f.Temperature != 0 {
+					learnt = fmt.Sprintf(", temperature %g learnt", f.Temperature)
+				}
+				fmt.Fprintf(os.Stderr, "fold %d/%d (held out: %s), %d EM iterations%s, %s\n  %s\n", done, total, f.Subject, f.Iterations,
+					learnt, f.Elapsed.Round(time.Second), strings.Join(parts, "\n  "))
 			}}
 		if *sweep != "" {
 			ks, err := parseInts(*sweep)

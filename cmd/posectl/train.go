@@ -82,10 +82,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if *stdFrac > 0 {
 		// Calibrate σ where the daemon uses it: on moved boxes after
 		// refinement for models that refine, on the face boxes otherwise.
-		eo := headpose.EvalOptions{Condition: headpose.Annotated, Seed: 11}
-		if o.Variant == headpose.VariantPoseBB {
-			eo.Condition = headpose.Shifted
-		}
+		eo := headpose.HeldOutCondition(o)
 		ts, err := parseFloats(*temps)
 		if err != nil {
 			return err
@@ -96,7 +93,7 @@ func runTrain(args []string, stdout io.Writer) error {
 			}
 		}
 		fmt.Fprintf(os.Stderr, "calibrating σ and the temperature: training again without %.0f %% of the persons\n", 100**stdFrac)
-		temp, scales, rep, err := headpose.LearnHeldOut(bank, all, o, eo, *stdFrac, o.EM.Seed, ts)
+		temp, scales, rep, err := headpose.LearnHeldOut(bank, all, o, eo, *stdFrac, o.EM.Seed, ts, "")
 		bar.done()
 		if err != nil {
 			return err

@@ -147,6 +147,18 @@ func TestCrossValidationKeepsModels(t *testing.T) {
 	if len(kept) != 4 || ens[0].Summary() == first[0].Summary() {
 		t.Errorf("ensemble of 2: %d models kept (want 4), %s", len(kept), ens[0].Summary())
 	}
+	// Each fold can choose its temperature on persons held out of its own
+	// training, as posectl train does: its cases say so.
+	o.Temperatures = []float64{1, 1e4}
+	lt, lfolds, err := KFold(b, o, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lfolds[0].Temperature != 1 || !strings.HasSuffix(lt[0].Case, "T learnt") {
+		// T = 10⁴ leaves the prior weights alone: never the more accurate.
+		t.Errorf("learnt temperature %g, case %q", lfolds[0].Temperature, lt[0].Case)
+	}
+	o.Temperatures = nil
 	o.Train.Members = 1
 	o.Train.EM.K = 4
 	if _, folds3, err := KFold(b, o, 5, 1); err != nil || folds3[0].Iterations == 0 {

@@ -21,11 +21,12 @@ import (
 // Fold is the outcome of one fold: one model trained without some persons
 // and tested on them.
 type Fold struct {
-	Subject    string
-	Reports    []*Report // one per evaluation case
-	Iterations int
-	LogL, BIC  float64
-	Elapsed    time.Duration
+	Subject     string
+	Reports     []*Report // one per evaluation case
+	Temperature float64   // learnt on the fold's held-out persons (LOPOOptions.Temperatures)
+	Iterations  int
+	LogL, BIC   float64
+	Elapsed     time.Duration
 }
 
 // LOPOOptions configure a cross-validation: leave one person out, k-fold
@@ -40,6 +41,11 @@ type LOPOOptions struct {
 	// keyed by the training settings and images, so that measuring other
 	// test-time settings (iterations, temperature) does not train again.
 	Models string
+	// Temperatures, if set, makes each fold choose its models' temperature
+	// as posectl train does: among these, the most accurate on 20 % of the
+	// fold's training persons held out of a second training. Evaluation
+	// cases without a temperature of their own use it.
+	Temperatures []float64
 	// Progress, when set, is called after each fold.
 	Progress func(done, total int, f Fold)
 }
@@ -134,9 +140,28 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 				trainIdx = append(trainIdx, i)
 			}
 		}
-		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, o.Evals, o.Models)
+		evals, temp := o.Evals, 0.0
+		if len(o.Temperatures) > 0 {
+			var err error
+			if temp, _, _, err = LearnHeldOut(b, trainIdx, o.Train, HeldOutCondition(o.Train), 0.2, o.Train.EM.Seed, o.Temperatures, o.Models); err != nil {
+				return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
+			}
+			evals = slices.Clone(o.Evals)
+			for i := range evals {
+				if evals[i].Settings.Temperature == 0 {
+					evals[i].defaults()
+					evals[i].Settings.Temperature = temp
+				}
+			}
+		}
+		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, evals, o.Models)
 		if err != nil {
 			return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
+		}
+		for i, r := range reps {
+			if o.Evals[i].Settings.Temperature == 0 && temp != 0 {
+				r.Case = o.Evals[i].Name() + ", T learnt"
+			}
 		}
 		name := fmt.Sprintf("%d", n+1)
 		for i, r := range reps {
@@ -145,7 +170,7 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 			}
 			totals[i].Merge(r)
 		}
-		f := Fold{Subject: subj, Reports: reps, Elapsed: time.Since(start)}
+		f := Fold{Subject: subj, Reports: reps, Temperature: temp, Elapsed: time.Since(start)}
 		if res != nil {
 			f.Iterations, f.LogL, f.BIC = res.Iterations, res.LogL, res.BIC
 		}
@@ -155,6 +180,16 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 		}
 	}
 	return totals, folds, nil
+}
+
+// HeldOutCondition is where a model's temperature and σ are measured: on
+// moved and refined boxes for models that refine, on the face boxes
+// otherwise.
+func HeldOutCondition(o Options) EvalOptions {
+	if o.Variant == VariantPoseBB {
+		return EvalOptions{Condition: Shifted, Seed: 11}
+	}
+	return EvalOptions{Condition: Annotated, Seed: 11}
 }
 
 // modelCacheVersion changes whenever training changes what it makes from

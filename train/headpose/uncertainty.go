@@ -21,7 +21,7 @@ import (
 // 1888 dimensions, so the raw σ is mostly one component's noise and is
 // several times smaller than the error on persons never seen.
 func LearnStdScales(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, seed uint64) (map[string]float64, *Report, error) {
-	_, scales, rep, err := LearnHeldOut(b, idx, o, eo, frac, seed, nil)
+	_, scales, rep, err := LearnHeldOut(b, idx, o, eo, frac, seed, nil, "")
 	return scales, rep, err
 }
 
@@ -29,8 +29,9 @@ func LearnStdScales(b *Bank, idx []int, o Options, eo EvalOptions, frac float64,
 // mixture weights (gllim.Model.Temperature) among temps: the one with the
 // lowest mean MAE over the angles on the held-out persons, at which the
 // σ ratios are then measured. With no temps it measures at the model's
-// own weights and returns 0.
-func LearnHeldOut(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, seed uint64, temps []float64) (float64, map[string]float64, *Report, error) {
+// own weights and returns 0. models, if set, keeps the held-out split's
+// model as LOPOOptions.Models does.
+func LearnHeldOut(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, seed uint64, temps []float64, models string) (float64, map[string]float64, *Report, error) {
 	if !(frac > 0 && frac < 1) {
 		return 0, nil, nil, fmt.Errorf("headpose: held-out fraction %g not in (0, 1)", frac)
 	}
@@ -72,7 +73,7 @@ func LearnHeldOut(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, s
 			evals = append(evals, e)
 		}
 	}
-	reps, _, err := trainAndTest(b, trainIdx, testIdx, o, evals)
+	reps, _, err := cachedTrainAndTest(b, trainIdx, testIdx, o, evals, models)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("headpose: calibrating on held-out persons: %w", err)
 	}
