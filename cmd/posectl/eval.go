@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -223,6 +224,9 @@ func runEval(args []string, stdout io.Writer) error {
 
 // writePerFace writes every report's faces to one CSV file.
 func writePerFace(path string, reps []*headpose.Report, bank *headpose.Bank) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
