@@ -43,7 +43,7 @@ func trackerWith(tb testing.TB, cfg Config, minSize int) (*Tracker, *pose.Estima
 	if err != nil {
 		tb.Fatal(err)
 	}
-	est, err := pose.New(m, pose.Settings{MaxIter: 2, Eps: 0.02})
+	est, err := pose.New(m, pose.DefaultSettings()) // as the daemon runs it
 	if err != nil {
 		tb.Fatal(err)
 	}
