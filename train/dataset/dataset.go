@@ -300,6 +300,15 @@ func parseAFLW(data []byte) (Sample, error) {
 
 // LoadGray decodes the image at path as 8-bit grey.
 func LoadGray(path string) (*image.Gray, error) {
+	img, err := decode(path)
+	if err != nil {
+		return nil, err
+	}
+	return feature.Grey(nil, img), nil
+}
+
+// decode reads and decodes the image file at path.
+func decode(path string) (image.Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
@@ -309,7 +318,7 @@ func LoadGray(path string) (*image.Gray, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %s: %w", path, err)
 	}
-	return feature.Grey(nil, img), nil
+	return img, nil
 }
 
 // LoadRed decodes the image at path and returns its red channel as grey:
@@ -317,14 +326,9 @@ func LoadGray(path string) (*image.Gray, error) {
 // illumination of in-car and night cameras, which a visible-light luma
 // does not show. A grey image is returned as it is.
 func LoadRed(path string) (*image.Gray, error) {
-	f, err := os.Open(path)
+	img, err := decode(path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
-	}
-	defer f.Close()
-	img, _, err := image.Decode(f)
-	if err != nil {
-		return nil, fmt.Errorf("dataset: %s: %w", path, err)
+		return nil, err
 	}
 	b := img.Bounds()
 	out := image.NewGray(b)

@@ -4,7 +4,6 @@ import (
 	"image"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -76,15 +75,7 @@ func TestCropRotatedMatchesCrop(t *testing.T) {
 // of their own. Only the sets asked for are augmented, and TrainingSet
 // takes every view, each moved box, and mirrors only the sets asked for.
 func TestAugmentedViews(t *testing.T) {
-	dir := dataDir(t)
-	p04, err := dataset.Read(filepath.Join(dir, "pointing04"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	aflw, err := dataset.Read(filepath.Join(dir, "aflw2000"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p04, aflw := bothSets(t)
 	samples := append(slices.Clone(p04[:20]), aflw[:20]...)
 	aug := []Augmentation{{Kind: Rotate, N: 2}, {Kind: Blur, N: 1}, {Kind: Noise, N: 1}, {Kind: LowRes, N: 1}, {Kind: Gamma, N: 1}, {Kind: NIR, N: 1}}
 	b, err := NewBank(samples, BankOptions{Shifts: 1, Seed: 7, Augment: aug, AugmentSets: []string{"aflw2000"}}, nil)

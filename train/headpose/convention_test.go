@@ -18,15 +18,7 @@ import (
 // one convention pooled over the two does (median IoU), and the two
 // conventions differ by more than the detector's noise on their medians.
 func TestConventionsPerDataSet(t *testing.T) {
-	dir := dataDir(t)
-	p04, err := dataset.Read(filepath.Join(dir, "pointing04"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	aflw, err := dataset.Read(filepath.Join(dir, "aflw2000"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p04, aflw := bothSets(t)
 	var samples []dataset.Sample
 	for i, s := range p04 {
 		if i%3 == 0 {
@@ -112,6 +104,20 @@ func TestConventionsPerDataSet(t *testing.T) {
 		!strings.Contains(err.Error(), "data set corners: 0 of its 30 faces detected") {
 		t.Errorf("a set with no matched detection: %v", err)
 	}
+}
+
+// bothSets reads Pointing'04 and AFLW2000.
+func bothSets(t *testing.T) (p04, aflw []dataset.Sample) {
+	t.Helper()
+	dir := dataDir(t)
+	var err error
+	if p04, err = dataset.Read(filepath.Join(dir, "pointing04")); err != nil {
+		t.Fatal(err)
+	}
+	if aflw, err = dataset.Read(filepath.Join(dir, "aflw2000")); err != nil {
+		t.Fatal(err)
+	}
+	return p04, aflw
 }
 
 func medianOf(v []float64) float64 {
