@@ -41,9 +41,15 @@ const (
 	// w ∈ [Max, 1] (default 0.5): near-infrared-like skin, bright and even,
 	// as in-car and night cameras see it.
 	NIR AugKind = "nir"
+	// Camera draws one of Blur, LowRes and NIR for each view, with its
+	// default amount: the changes a car's or a room's camera makes, at the
+	// cost of one view.
+	Camera AugKind = "camera"
 )
 
-var augKinds = []AugKind{Rotate, Blur, Noise, LowRes, Gamma, NIR}
+var augKinds = []AugKind{Rotate, Blur, Noise, LowRes, Gamma, NIR, Camera}
+
+var cameraKinds = []AugKind{Blur, LowRes, NIR}
 
 // Augmentation is one kind of augmented view: N views per image, with an
 // amount up to Max (0: the kind's default).
@@ -94,6 +100,8 @@ func (a Augmentation) Validate() error {
 		return fmt.Errorf("headpose: augmentation %s: %d views per image, want 1 to 32", a.Kind, a.N)
 	case math.IsNaN(a.Max) || a.Max < 0:
 		return fmt.Errorf("headpose: augmentation %s: amount %g is not positive", a.Kind, a.Max)
+	case a.Kind == Camera && a.Max != 0:
+		return fmt.Errorf("headpose: augmentation camera takes no amount (its kinds keep their defaults)")
 	case a.Kind == Rotate && a.max() > 90:
 		return fmt.Errorf("headpose: augmentation rotate: ±%g° is beyond ±90°", a.max())
 	case a.Kind == Blur && a.max() < 0.5,

@@ -140,6 +140,18 @@ func TestAugmentedViews(t *testing.T) {
 	if _, err := ParseAugmentations("rotate:2:120"); err == nil {
 		t.Error("a rotation beyond ±90° was accepted")
 	}
+	// camera draws one of blur, lowres and nir per view.
+	cb, err := NewBank(samples[20:26], BankOptions{Seed: 1, Augment: []Augmentation{{Kind: Camera, N: 4}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[AugKind]int{}
+	for _, v := range cb.Views {
+		kinds[v.Aug.Kind]++
+	}
+	if kinds[""] != 6 || kinds[Blur]+kinds[LowRes]+kinds[NIR] != 24 || kinds[Blur] == 0 || kinds[LowRes] == 0 || kinds[NIR] == 0 {
+		t.Errorf("camera views: %v", kinds)
+	}
 	if a, err := ParseAugmentations("rotate:2:20, blur"); err != nil || len(a) != 2 || a[0].Max != 20 || a[1].N != 1 {
 		t.Errorf("ParseAugmentations: %v, %v", a, err)
 	}

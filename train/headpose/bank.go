@@ -227,7 +227,7 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 	}
 	b.plan(o)
 	var red []*image.Gray
-	if slices.ContainsFunc(o.Augment, func(a Augmentation) bool { return a.Kind == NIR }) {
+	if slices.ContainsFunc(b.Views, func(v View) bool { return v.Aug.Kind == NIR }) {
 		var err error
 		if red, err = b.loadRed(); err != nil {
 			return nil, err
@@ -334,8 +334,12 @@ func (b *Bank) plan(o BankOptions) {
 		for _, a := range o.Augment {
 			for range a.N {
 				v := base
-				v.Aug, v.Amount = a, a.draw(rng)
-				if a.Kind == Rotate {
+				va := a
+				if a.Kind == Camera {
+					va = Augmentation{Kind: cameraKinds[rng.IntN(len(cameraKinds))], N: 1}
+				}
+				v.Aug, v.Amount = va, va.draw(rng)
+				if va.Kind == Rotate {
 					if !(s.HasYaw && s.HasPitch) {
 						continue // a rotation mixes yaw and pitch: both must be known
 					}
