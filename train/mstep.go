@@ -206,25 +206,56 @@ func (e *em) constrainSigma() {
 // floorEigen replaces the n×n symmetric matrix a by V max(Λ, floor) Vᵀ, the
 // closest matrix (and the constrained likelihood maximiser) whose
 // eigenvalues are at least floor.
+//
+// Entries far below the floor (|a_ij| < 1e-12·floor) are zeroed first:
+// a component holding faces that share some labels exactly (Pointing'04's
+// heads at pitch −90° all have yaw 0 and roll 0) has a covariance whose
+// entries are zero up to rounding, down to subnormal numbers, on which the
+// symmetric eigensolver can return eigenvectors that are not orthonormal
+// and a reconstruction of 1e120 (seen on AFLW2000 k-fold). A result that
+// is not finite, or larger than the matrix's largest eigenvalue allows, is
+// replaced by the floored diagonal.
 func floorEigen(a []float64, n int, floor float64) {
-	var eig mat.EigenSym
-	if !eig.Factorize(mat.NewSymDense(n, append([]float64(nil), a...)), true) {
-		for i := range a {
-			a[i] = 0
+	clean := make([]float64, n*n)
+	big := 0.0
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			v := 0.5 * (a[i*n+j] + a[j*n+i])
+			if math.Abs(v) < 1e-12*floor {
+				v = 0
+			}
+			clean[i*n+j] = v
+			big = math.Max(big, math.Abs(v))
 		}
+	}
+	diagonal := func() {
 		for i := 0; i < n; i++ {
-			a[i*n+i] = floor
+			for j := 0; j < n; j++ {
+				a[i*n+j] = 0
+			}
+			a[i*n+i] = math.Max(clean[i*n+i], floor)
 		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(mat.NewSymDense(n, clean), true) {
+		diagonal()
 		return
 	}
 	vals := eig.Values(nil)
 	var v mat.Dense
 	eig.VectorsTo(&v)
+	// Every eigenvalue of a is at most n·max|a_ij|; so is every entry of
+	// the floored matrix, up to the floor.
+	limit := (float64(n)*big + floor) * (1 + 1e-6)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
 			s := 0.0
 			for l := 0; l < n; l++ {
 				s += v.At(i, l) * math.Max(vals[l], floor) * v.At(j, l)
+			}
+			if math.IsNaN(s) || math.Abs(s) > limit {
+				diagonal()
+				return
 			}
 			a[i*n+j] = s
 		}
