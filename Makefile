@@ -11,13 +11,16 @@ DATA     ?= $(abspath ../shared/data)
 PIGO     := github.com/esimov/pigo@v1.4.6
 # The default model's recipe (`make model`); see models/default.md: an
 # ensemble of MEMBERS models from consecutive seeds, trained on canonical
-# (detector) boxes placed by yaw, AFLW2000 mirrored, the temperature of the
-# mixture weights chosen on held-out persons, stored in half precision.
+# (detector) boxes placed by yaw, AFLW2000 mirrored and with one camera-like
+# view per face (blur, low resolution or near-infrared-like grey), the
+# temperature of the mixture weights chosen on held-out persons, stored in
+# half precision.
 MEMBERS  ?= 2
 TEMPERATURES ?= 1,2,4,8,16,32,64,128
 CACHE    ?= build/cache
 MODEL_FLAGS := -data $(DATA)/pointing04,$(DATA)/aflw2000 -variant pose-bb -lw 2 -k 50 \
-	-angles yaw,pitch,roll -zero-roll -shifts 2 -flip aflw2000 -yaw-boxes -members $(MEMBERS) -cache $(CACHE)
+	-angles yaw,pitch,roll -zero-roll -shifts 2 -flip aflw2000 -yaw-boxes -augment camera:1 -augment-sets aflw2000 \
+	-members $(MEMBERS) -cache $(CACHE)
 
 .PHONY: all build test test-arm64 bench fuzz lint cross run install model eval clean help
 
