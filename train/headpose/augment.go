@@ -63,6 +63,9 @@ func (a Augmentation) String() string {
 	if a.Kind == "" {
 		return "none"
 	}
+	if a.Kind == Camera {
+		return fmt.Sprintf("%s:%d", a.Kind, a.N)
+	}
 	return fmt.Sprintf("%s:%d:%g", a.Kind, a.N, a.max())
 }
 
