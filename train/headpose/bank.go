@@ -112,7 +112,6 @@ type View struct {
 	Sample int          // the image
 	Aug    Augmentation // how the image was changed (Kind "" for none)
 	Amount float64      // the change drawn for this view (degrees, σ, …)
-	Flip   bool         // the image was mirrored (set by TrainingSet rows, never stored)
 	// Labels of this view (after a rotation: composed, see dataset.RotateInPlane).
 	Yaw, Pitch, Roll          float64
 	HasYaw, HasPitch, HasRoll bool
