@@ -44,12 +44,22 @@ func GreyFromYUYV(dst *Frame, src []byte, w, h, stride int) error {
 }
 
 // GreyFromJPEG decodes a JPEG (or an MJPEG frame, whose Huffman tables may
-// be left out) and copies its luma into dst. Decoding allocates (the
-// standard library's decoder has no buffer reuse).
-func GreyFromJPEG(dst *Frame, src []byte) error {
-	img, err := jpeg.Decode(bytes.NewReader(withHuffmanTables(src)))
+// be missing) into dst as grey: the luma plane as it is. want, if not zero,
+// is the size the frame must have: the header is read first, and a frame of
+// another size (or beyond MaxFramePixels) is refused with ErrFrameSize
+// before it is decoded. A frame that cannot be decoded gives ErrBadFrame.
+func GreyFromJPEG(dst *Frame, src []byte, want image.Point) error {
+	src = withHuffmanTables(src)
+	cfg, err := jpeg.DecodeConfig(bytes.NewReader(src))
 	if err != nil {
-		return fmt.Errorf("%w: JPEG: %v", ErrFormat, err)
+		return fmt.Errorf("%w: JPEG header: %v", ErrBadFrame, err)
+	}
+	if err := checkHeaderSize(cfg.Width, cfg.Height, want); err != nil {
+		return err
+	}
+	img, err := jpeg.Decode(bytes.NewReader(src))
+	if err != nil {
+		return fmt.Errorf("%w: JPEG: %v", ErrBadFrame, err)
 	}
 	switch m := img.(type) {
 	case *image.YCbCr:
@@ -57,7 +67,7 @@ func GreyFromJPEG(dst *Frame, src []byte) error {
 	case *image.Gray:
 		return copyPlane(dst, m.Pix, m.Stride, m.Rect.Dx(), m.Rect.Dy())
 	default:
-		return fmt.Errorf("%w: JPEG decoded to %T", ErrFormat, img)
+		return fmt.Errorf("%w: JPEG decoded to %T (CMYK or YCCK: not a camera's)", ErrBadFrame, img)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -104,10 +105,10 @@ func TestMJPEGWithoutHuffmanTables(t *testing.T) {
 		t.Fatal("the standard decoder read a JPEG without Huffman tables: the test shows nothing")
 	}
 	var a, b Frame
-	if err := GreyFromJPEG(&a, full); err != nil {
+	if err := GreyFromJPEG(&a, full, image.Point{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := GreyFromJPEG(&b, stripped); err != nil {
+	if err := GreyFromJPEG(&b, stripped, image.Point{}); err != nil {
 		t.Fatalf("MJPEG frame without DHT: %v", err)
 	}
 	if !bytes.Equal(a.Gray.Pix, b.Gray.Pix) {
@@ -332,5 +333,89 @@ func TestReopeningRecoversWithBackoff(t *testing.T) {
 	cancel()
 	if err := r.Next(ctx, &f); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// hugeJPEG returns a small real JPEG whose header claims w×h.
+func hugeJPEG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, image.NewGray(image.Rect(0, 0, 16, 16)), nil); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	i := bytes.Index(b, []byte{0xff, 0xc0}) // SOF0: length, precision, height, width
+	if i < 0 {
+		t.Fatal("no SOF0 marker")
+	}
+	b[i+5], b[i+6] = byte(h>>8), byte(h)
+	b[i+7], b[i+8] = byte(w>>8), byte(w)
+	return b
+}
+
+// A replay goes past frames it cannot use: an empty file, a truncated
+// JPEG and one whose header claims 60000×60000 are dropped with
+// ErrBadFrame or ErrFrameSize (the huge one before it is decoded: almost
+// nothing allocated), an odd-sized image sorted first does not set the
+// size the others are held to, and every good frame after them is
+// delivered, through the re-opening wrapper without a re-open.
+func TestReplaySkipsBadFrames(t *testing.T) {
+	img := realFrame(t)
+	var good bytes.Buffer
+	if err := jpeg.Encode(&good, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	var odd bytes.Buffer
+	if err := jpeg.Encode(&odd, image.NewGray(image.Rect(0, 0, 100, 80)), nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := []struct {
+		name string
+		data []byte
+		want error // nil: delivered
+	}{
+		{"a-odd.jpg", odd.Bytes(), ErrFrameSize},
+		{"b-good.jpg", good.Bytes(), nil},
+		{"c-empty.jpg", nil, ErrBadFrame},
+		{"d-huge.jpg", hugeJPEG(t, 60000, 60000), ErrFrameSize},
+		{"e-truncated.jpg", good.Bytes()[:good.Len()/2], ErrBadFrame},
+		{"f-notjpeg.png", []byte("\x89PNG\r\n\x1a\nnot really"), ErrBadFrame},
+		{"g-good.jpg", good.Bytes(), nil},
+		{"h-good.jpg", good.Bytes(), nil},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opens := 0
+	src := &Reopening{Open: func() (Source, error) {
+		opens++
+		return OpenReplay(dir, ReplayOptions{})
+	}}
+	defer src.Close()
+	var fr Frame
+	for _, f := range files {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := src.Next(context.Background(), &fr)
+		runtime.ReadMemStats(&after)
+		switch {
+		case f.want == nil && err != nil:
+			t.Errorf("%s: %v, want the frame", f.name, err)
+		case f.want == nil && (fr.Gray.Rect.Dx() != img.Rect.Dx() || fr.Gray.Rect.Dy() != img.Rect.Dy()):
+			t.Errorf("%s: frame %v", f.name, fr.Gray.Rect)
+		case f.want != nil && !errors.Is(err, f.want):
+			t.Errorf("%s: %v, want %v", f.name, err, f.want)
+		case f.want != nil && !strings.Contains(err.Error(), f.name):
+			t.Errorf("%s: error %q does not name the frame", f.name, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; f.name == "d-huge.jpg" && grew > 1<<20 {
+			t.Errorf("%s: %d bytes allocated to refuse it", f.name, grew)
+		}
+	}
+	if err := src.Next(context.Background(), &fr); !errors.Is(err, ErrEnd) || opens != 1 {
+		t.Errorf("after the last frame: %v, %d opens (want ErrEnd, 1)", err, opens)
 	}
 }

@@ -32,8 +32,9 @@ type Reopening struct {
 }
 
 // Next returns the next frame, re-opening the source as often as needed.
-// It returns only with a frame, a context error, ErrEnd from a replay, or a
-// frame size error.
+// It returns only with a frame, a context error, ErrEnd from a replay, or
+// the error of one dropped frame (ErrFrameSize, ErrBadFrame): the source
+// stays open and the next call goes on after that frame.
 func (r *Reopening) Next(ctx context.Context, dst *Frame) error {
 	if r.Backoff <= 0 {
 		r.Backoff = time.Second
@@ -72,7 +73,7 @@ func (r *Reopening) Next(ctx context.Context, dst *Frame) error {
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.Is(err, ErrEnd), errors.Is(err, ErrFrameSize):
+		case errors.Is(err, ErrEnd), errors.Is(err, ErrFrameSize), errors.Is(err, ErrBadFrame):
 			return err
 		}
 		r.src.Close()

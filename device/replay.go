@@ -19,8 +19,10 @@ type ReplayOptions struct {
 	FPS  float64 // pace; 0: as fast as the caller takes frames
 	Loop bool    // start again after the last frame
 	// Width, Height, if set, are the frame size every frame must have;
-	// otherwise the first frame's size is. A frame of another size gives
-	// ErrFrameSize (and the replay goes on with the next).
+	// otherwise the size most frames' headers give is. A frame of another
+	// size gives ErrFrameSize, one that cannot be decoded ErrBadFrame, both
+	// before it is decoded where its header tells, and the replay goes on
+	// with the next.
 	Width, Height int
 }
 
@@ -68,7 +70,35 @@ func OpenReplay(path string, o ReplayOptions) (*Replay, error) {
 	if len(r.frames) == 0 {
 		return nil, fmt.Errorf("device: replay: %s holds no frames", path)
 	}
+	if r.w == 0 {
+		r.w, r.h = r.commonSize()
+	}
 	return r, nil
+}
+
+// commonSize returns the frame size that most frames' headers give (0×0
+// if none can be read): one odd image, even sorted first, does not decide
+// what every other frame is measured against.
+func (r *Replay) commonSize() (int, int) {
+	count := map[image.Point]int{}
+	best, n := image.Point{}, 0
+	for i := range r.frames {
+		f := &r.frames[i]
+		if f.enc != nil {
+			if cfg, _, err := image.DecodeConfig(bytes.NewReader(f.enc)); err == nil {
+				f.w, f.h = cfg.Width, cfg.Height
+			}
+		}
+		if f.w <= 0 || f.h <= 0 {
+			continue
+		}
+		p := image.Pt(f.w, f.h)
+		count[p]++
+		if count[p] > n {
+			best, n = p, count[p]
+		}
+	}
+	return best.X, best.Y
 }
 
 func (r *Replay) readDir() error {
@@ -206,15 +236,23 @@ func (r *Replay) Next(ctx context.Context, dst *Frame) error {
 	f := r.frames[r.next]
 	r.next++
 	r.seq++
+	want := image.Pt(r.w, r.h)
 	var err error
 	switch {
 	case f.y != nil:
 		err = copyPlane(dst, f.y, f.w, f.w, f.h)
 	case len(f.enc) > 1 && f.enc[0] == 0xff && f.enc[1] == 0xd8:
-		err = GreyFromJPEG(dst, f.enc)
+		err = GreyFromJPEG(dst, f.enc, want)
 	default:
 		var img image.Image
-		img, _, err = image.Decode(bytes.NewReader(f.enc))
+		var cfg image.Config
+		if cfg, _, err = image.DecodeConfig(bytes.NewReader(f.enc)); err != nil {
+			err = fmt.Errorf("%w: %v", ErrBadFrame, err)
+		} else if err = checkHeaderSize(cfg.Width, cfg.Height, want); err == nil {
+			if img, _, err = image.Decode(bytes.NewReader(f.enc)); err != nil {
+				err = fmt.Errorf("%w: %v", ErrBadFrame, err)
+			}
+		}
 		if err == nil {
 			b := img.Bounds()
 			g := setSize(dst, b.Dx(), b.Dy())

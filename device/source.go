@@ -37,10 +37,33 @@ var (
 	// ErrFrameSize: a frame does not have the negotiated size or length. The
 	// frame is dropped; the source can go on.
 	ErrFrameSize = errors.New("device: frame of the wrong size")
-	// ErrFormat: the camera offers no usable pixel format, or a frame
-	// cannot be decoded.
+	// ErrFormat: the camera offers no usable pixel format, or a file is
+	// not a replay posed can read.
 	ErrFormat = errors.New("device: unusable pixel format")
+	// ErrBadFrame: one frame cannot be decoded (empty, truncated, corrupt,
+	// an unsupported JPEG). The frame is dropped; the source can go on.
+	ErrBadFrame = errors.New("device: undecodable frame")
 )
+
+// MaxFramePixels bounds the frames posed decodes (64 megapixels, far above
+// any camera it serves): a frame whose header claims more is refused before
+// a byte of it is decoded, so that one hostile image cannot take the
+// memory of a small board.
+const MaxFramePixels = 1 << 26
+
+// checkHeaderSize refuses a frame whose header says w×h where want (if
+// not zero) is the expected size, or that is larger than MaxFramePixels.
+func checkHeaderSize(w, h int, want image.Point) error {
+	switch {
+	case w <= 0 || h <= 0:
+		return fmt.Errorf("%w: header says %d×%d", ErrBadFrame, w, h)
+	case want != (image.Point{}) && (w != want.X || h != want.Y):
+		return sizeError(fmt.Sprintf("%d×%d (from its header)", w, h), fmt.Sprintf("%d×%d", want.X, want.Y))
+	case int64(w)*int64(h) > MaxFramePixels:
+		return sizeError(fmt.Sprintf("%d×%d (from its header)", w, h), fmt.Sprintf("at most %d pixels", MaxFramePixels))
+	}
+	return nil
+}
 
 // setSize makes dst.Gray a w×h grey image, reusing its buffer if large
 // enough.

@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"image"
 	"sort"
 	"time"
 )
@@ -122,7 +123,7 @@ func convertFrame(dst *Frame, f uint32, raw []byte, w, h int) error {
 		}
 		return GreyFromYUYV(dst, raw, w, h, len(raw)/h)
 	case FourCCMJPG:
-		if err := GreyFromJPEG(dst, raw); err != nil {
+		if err := GreyFromJPEG(dst, raw, image.Pt(w, h)); err != nil {
 			return err
 		}
 		if gw, gh := dst.Gray.Rect.Dx(), dst.Gray.Rect.Dy(); gw != w || gh != h {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"io"
 	"log/slog"
 	"math"
@@ -290,5 +292,63 @@ func TestBadConfigRejected(t *testing.T) {
 	stdout.Reset()
 	if code := realMain([]string{"-check-config", "-model", filepath.Join("..", "..", "models", "default.gllim")}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "ok") {
 		t.Errorf("-check-config of the defaults: exit %d: %s %s", code, stdout.String(), stderr.String())
+	}
+}
+
+// Frames a replay cannot use (an empty file, a truncated JPEG, one whose
+// header claims 60000×60000) are counted, logged once each with their
+// name, and skipped: every good frame after them is processed and the
+// replay ends, instead of the camera going offline and the replay starting
+// again at its first frame.
+func TestBadFramesSkipped(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/test/#")
+	src, _ := yawSequence(t)
+	names, err := filepath.Glob(filepath.Join(src, "*.jpg"))
+	if err != nil || len(names) < 6 {
+		t.Fatalf("sequence: %v, %d frames", err, len(names))
+	}
+	dir := t.TempDir()
+	good, _ := os.ReadFile(names[0])
+	var huge bytes.Buffer
+	jpeg.Encode(&huge, image.NewGray(image.Rect(0, 0, 16, 16)), nil)
+	h := huge.Bytes()
+	i := bytes.Index(h, []byte{0xff, 0xc0})
+	h[i+5], h[i+6], h[i+7], h[i+8] = 0xea, 0x60, 0xea, 0x60 // 60000×60000
+	for n, data := range map[string][]byte{
+		"00.jpg": good, "01-empty.jpg": nil, "02-truncated.jpg": good[:len(good)/2], "03-huge.jpg": h,
+		"04.jpg": good, "05.jpg": good, "06.jpg": good,
+	} {
+		os.WriteFile(filepath.Join(dir, n), data, 0o644)
+	}
+	cfg := testConfig(t, dir, "tcp://"+broker.Addr())
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	// Seven frames at 15 fps: the replay ends well within 20 s unless a bad
+	// frame sends it back to its start.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := run(ctx, cfg, log, io.Discard); err != nil {
+		t.Fatalf("run: %v (want the replay to end)\n%s", err, logs.String())
+	}
+	col.WaitFor(t, "offline", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		return len(ms) > 0 && ms[len(ms)-1].Topic == "posed/test/available" && string(ms[len(ms)-1].Payload) == "offline"
+	})
+	poses := 0
+	for _, m := range col.On("posed/test/pose") {
+		if strings.Contains(string(m.Payload), `"yaw"`) {
+			poses++
+		}
+	}
+	if poses != 4 {
+		t.Errorf("%d pose messages with a face, want one per good frame (4)", poses)
+	}
+	for _, name := range []string{"01-empty.jpg", "02-truncated.jpg", "03-huge.jpg"} {
+		if n := strings.Count(logs.String(), name); n != 1 {
+			t.Errorf("%s logged %d times, want once", name, n)
+		}
+	}
+	if strings.Contains(logs.String(), "offline") || strings.Contains(logs.String(), "re-open") {
+		t.Errorf("the camera went offline over a bad frame:\n%s", logs.String())
 	}
 }

@@ -150,8 +150,33 @@ type frameLoop struct {
 	mu      sync.Mutex
 	pending *device.Frame
 	free    []*device.Frame
-	ready   chan struct{} // a frame is pending (capacity 1)
-	ended   chan error    // capture's reason to stop
+	ready   chan struct{}   // a frame is pending (capacity 1)
+	ended   chan error      // capture's reason to stop
+	badSeen map[string]bool // bad-frame errors already logged (capture only)
+}
+
+// maxBadLogged bounds the distinct bad-frame errors remembered, so that a
+// camera sending endless different corrupt frames cannot grow the set.
+const maxBadLogged = 256
+
+// dropBad counts a frame the source could not deliver (undecodable or of
+// the wrong size) and logs it the first time its error is seen: a replay
+// that loops over one bad file says so once, not once per loop.
+func (l *frameLoop) dropBad(err error) {
+	l.met.framesBad.Add(1)
+	msg := err.Error()
+	if l.badSeen[msg] || len(l.badSeen) > maxBadLogged {
+		return
+	}
+	if l.badSeen == nil {
+		l.badSeen = map[string]bool{}
+	}
+	l.badSeen[msg] = true
+	if len(l.badSeen) > maxBadLogged {
+		l.log.Warn("frame dropped; further bad frames are only counted (frames_bad)", "err", err, "bad_frames", l.met.framesBad.Load())
+		return
+	}
+	l.log.Warn("frame dropped", "err", err, "bad_frames", l.met.framesBad.Load())
 }
 
 func (l *frameLoop) run(ctx context.Context) error {
@@ -231,9 +256,8 @@ func (l *frameLoop) capture(ctx context.Context) error {
 			l.mu.Lock()
 			l.free = append(l.free, f)
 			l.mu.Unlock()
-			if errors.Is(err, device.ErrFrameSize) || errors.Is(err, device.ErrFormat) {
-				l.met.framesBad.Add(1)
-				l.log.Warn("frame dropped", "err", err)
+			if errors.Is(err, device.ErrFrameSize) || errors.Is(err, device.ErrBadFrame) {
+				l.dropBad(err)
 				continue
 			}
 			return err
