@@ -130,6 +130,20 @@ func modelDefaults() Model {
 	return Model{Path: "/usr/local/share/posed/default.gllim", Iterations: p.MaxIter, Eps: p.Eps, Gain: p.Gain, Average: p.Average}
 }
 
+// RedactURL returns a broker URL fit for logs: a password in it
+// (tcp://user:secret@host) is replaced by "xxxxx". Anything that does not
+// parse as a URL is returned whole only if it has no '@'.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		if strings.Contains(s, "@") {
+			return "(unparsable URL with user information)"
+		}
+		return s
+	}
+	return u.Redacted()
+}
+
 // Default returns the configuration used for anything a file leaves out.
 func Default() Config {
 	return Config{
@@ -275,11 +289,11 @@ func (c Config) Validate() error {
 		u, err := url.Parse(m.Broker)
 		switch {
 		case err != nil:
-			bad("mqtt.broker", "%q: %v", m.Broker, err)
+			bad("mqtt.broker", "%q: %v", RedactURL(m.Broker), errors.Unwrap(err))
 		case u.Scheme != "tcp" && u.Scheme != "ssl" && u.Scheme != "tls" && u.Scheme != "mqtt" && u.Scheme != "mqtts" && u.Scheme != "ws" && u.Scheme != "wss":
-			bad("mqtt.broker", "%q: scheme %q is not tcp, ssl, tls, mqtt, mqtts, ws or wss (or give \"embedded\")", m.Broker, u.Scheme)
+			bad("mqtt.broker", "%q: scheme %q is not tcp, ssl, tls, mqtt, mqtts, ws or wss (or give \"embedded\")", RedactURL(m.Broker), u.Scheme)
 		case u.Host == "":
-			bad("mqtt.broker", "%q has no host", m.Broker)
+			bad("mqtt.broker", "%q has no host", RedactURL(m.Broker))
 		}
 	}
 	if m.Broker == "" {

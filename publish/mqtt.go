@@ -97,7 +97,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Pu
 		SetOnConnectHandler(p.onConnect).
 		SetConnectionLostHandler(func(_ mqtt.Client, err error) {
 			p.connected.Store(false)
-			p.log.Warn("mqtt: connection lost", "broker", broker, "err", err)
+			p.log.Warn("mqtt: connection lost", "broker", config.RedactURL(broker), "err", err)
 		})
 	if cfg.Username != "" {
 		o.SetUsername(cfg.Username)

@@ -280,3 +280,50 @@ func TestLastWillAndReconnect(t *testing.T) {
 		t.Errorf("available: %q, want online, offline (the will), online, offline", got)
 	}
 }
+
+// A password in the broker URL never reaches the log: the connection-lost
+// warning names the broker with the password replaced.
+func TestBrokerPasswordNotLogged(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/available")
+	proxy := newCutter(t, broker.Addr())
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	cfg := testMQTT(proxy.ln.Addr().String())
+	cfg.Broker = "tcp://posed:s3cret-pw@" + proxy.ln.Addr().String()
+	p, err := New(cfg, "cam", log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	col.WaitFor(t, "online", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 0 })
+	proxy.cut()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		out := logs.String()
+		mu.Unlock()
+		if strings.Contains(out, "connection lost") {
+			if strings.Contains(out, "s3cret-pw") || !strings.Contains(out, "posed:xxxxx@") {
+				t.Errorf("log shows the password or not the redacted URL:\n%s", out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection-lost warning in 5 s:\n%s", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

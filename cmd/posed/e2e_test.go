@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -350,5 +351,22 @@ func TestBadFramesSkipped(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "offline") || strings.Contains(logs.String(), "re-open") {
 		t.Errorf("the camera went offline over a bad frame:\n%s", logs.String())
+	}
+}
+
+// posed's own log never shows a password given in the broker URL.
+func TestLogRedactsBrokerPassword(t *testing.T) {
+	broker := mqtttest.Start(t)
+	src, _ := yawSequence(t)
+	cfg := testConfig(t, src, "tcp://posed:s3cret-pw@"+broker.Addr())
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := run(ctx, cfg, log, io.Discard); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+	if out := logs.String(); strings.Contains(out, "s3cret-pw") || !strings.Contains(out, "posed:xxxxx@") {
+		t.Errorf("log shows the password, or not the redacted broker:\n%s", out)
 	}
 }
