@@ -370,3 +370,41 @@ func TestLogRedactsBrokerPassword(t *testing.T) {
 		t.Errorf("log shows the password, or not the redacted broker:\n%s", out)
 	}
 }
+
+// After posed stops, the retained messages agree with one another: the
+// device is offline, its state stopped with no faces, its camera offline.
+func TestRetainedConsistentAfterStop(t *testing.T) {
+	broker := mqtttest.Start(t)
+	src, _ := yawSequence(t)
+	cfg := testConfig(t, src, "tcp://"+broker.Addr())
+	if err := run(context.Background(), cfg, quietLog(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	// A client that comes later sees only what is retained.
+	col := mqtttest.Collect(t, broker.Addr(), "posed/test/#")
+	col.WaitFor(t, "the three retained topics", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		seen := map[string]bool{}
+		for _, m := range ms {
+			seen[m.Topic] = true
+		}
+		return seen["posed/test/available"] && seen["posed/test/state"] && seen["posed/test/camera"]
+	})
+	for _, m := range col.All() {
+		var v map[string]any
+		json.Unmarshal(m.Payload, &v)
+		switch m.Topic {
+		case "posed/test/available":
+			if string(m.Payload) != "offline" {
+				t.Errorf("available %q", m.Payload)
+			}
+		case "posed/test/state":
+			if v["status"] != "stopped" || v["faces"] != 0.0 {
+				t.Errorf("state %s: want stopped with 0 faces", m.Payload)
+			}
+		case "posed/test/camera":
+			if v["status"] != "offline" {
+				t.Errorf("camera %s: want offline", m.Payload)
+			}
+		}
+	}
+}

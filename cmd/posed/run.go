@@ -92,8 +92,12 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	state := publish.StateMsg{Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Status: "running", Started: started}
 	pub.Retain(publish.TopicState, withSchema(state, cfg.Device))
 	defer func() {
-		state.Status = "stopped"
+		// What stays retained after posed stops must agree with
+		// "available: offline": no faces seen, the camera not in use.
+		state.Status, state.Faces = "stopped", 0
 		pub.Retain(publish.TopicState, withSchema(state, cfg.Device))
+		pub.Retain(publish.TopicCamera, publish.CameraMsg{Schema: publish.SchemaVersion, Device: cfg.Device, Camera: cfg.Source.Path,
+			Status: "offline", Error: "posed stopped", Changed: time.Now()})
 	}()
 
 	src := &device.Reopening{
