@@ -11,6 +11,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -406,5 +408,58 @@ func TestRetainedConsistentAfterStop(t *testing.T) {
 				t.Errorf("camera %s: want offline", m.Payload)
 			}
 		}
+	}
+}
+
+// Under systemd's watchdog, posed keeps saying it is alive while its camera
+// is unplugged and being re-opened (systemd must not restart it over its
+// own backoff), and /healthz says why it is unhealthy.
+func TestWatchdogWhileCameraOffline(t *testing.T) {
+	broker := mqtttest.Start(t)
+	sock := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	t.Setenv("WATCHDOG_USEC", "200000") // 200 ms: a ping expected every 100 ms
+	cfg := testConfig(t, filepath.Join(t.TempDir(), "unplugged"), "tcp://"+broker.Addr())
+	cfg.Source.Reopen, cfg.Source.ReopenMax = 500*time.Millisecond, time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metrics.Listen = ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
+	pings := 0
+	buf := make([]byte, 256)
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		conn.SetReadDeadline(deadline)
+		n, err := conn.Read(buf)
+		if err != nil {
+			break
+		}
+		if string(buf[:n]) == "WATCHDOG=1" {
+			pings++
+		}
+	}
+	resp, err := http.Get("http://" + cfg.Metrics.Listen + "/healthz")
+	var body []byte
+	if err == nil {
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	cancel()
+	<-done
+	if pings < 5 {
+		t.Errorf("%d watchdog pings in 2 s with the camera offline, want one every 100 ms", pings)
+	}
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "camera offline") {
+		t.Errorf("/healthz: %v, %s", err, body)
 	}
 }

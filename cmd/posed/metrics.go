@@ -16,6 +16,7 @@ import (
 type metrics struct {
 	framesIn, framesProcessed, framesDropped, framesBad, faces atomic.Uint64
 	cameraOnline                                               atomic.Bool
+	cameraErr                                                  atomic.Value // string: why the camera is offline
 	lastFrame                                                  atomic.Int64 // unix nanoseconds of the last processed frame
 	stages                                                     map[string]*histogram
 	mqtt                                                       func() (published, dropped uint64, connected bool)
@@ -124,6 +125,9 @@ func (m *metrics) write(w io.Writer) {
 // healthy reports whether frames flow: one was processed in the last
 // maxAge.
 func (m *metrics) healthy(maxAge time.Duration) (bool, string) {
+	if why, _ := m.cameraErr.Load().(string); why != "" && !m.cameraOnline.Load() {
+		return false, "camera offline: " + why
+	}
 	last := m.lastFrame.Load()
 	if last == 0 {
 		return false, "no frame processed yet"
@@ -131,7 +135,7 @@ func (m *metrics) healthy(maxAge time.Duration) (bool, string) {
 	if age := time.Since(time.Unix(0, last)); age > maxAge {
 		return false, fmt.Sprintf("last frame %v ago", age.Round(time.Millisecond))
 	}
-	return true, "ok"
+	return true, fmt.Sprintf("ok: %d frames processed, last %v ago", m.framesProcessed.Load(), time.Since(time.Unix(0, last)).Round(time.Millisecond))
 }
 
 func (m *metrics) handler(maxAge time.Duration) http.Handler {

@@ -105,6 +105,11 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 		Backoff: cfg.Source.Reopen, MaxWait: cfg.Source.ReopenMax,
 		OnStatus: func(s device.Status) {
 			met.cameraOnline.Store(s.Online)
+			if s.Online {
+				met.cameraErr.Store("")
+			} else {
+				met.cameraErr.Store(fmt.Sprintf("%v (retry in %v)", s.Err, s.Retry.Round(time.Millisecond)))
+			}
 			msg := publish.CameraMsg{Schema: publish.SchemaVersion, Device: cfg.Device, Camera: cfg.Source.Path, Status: "online", Changed: time.Now()}
 			if !s.Online {
 				msg.Status, msg.Error, msg.RetryS = "offline", s.Err.Error(), s.Retry.Seconds()
@@ -229,9 +234,13 @@ func (l *frameLoop) run(ctx context.Context) error {
 				prevFaces = l.process(f, prevFaces)
 			}
 		case <-dog:
-			// Ping only while frames flow: a stuck camera or pipeline lets
-			// systemd restart the service.
-			if last := l.met.lastFrame.Load(); last != lastDog {
+			// The watchdog says the process is alive and its loops turn:
+			// frames are flowing, or the camera is offline and being
+			// re-opened with backoff (camera health is the camera topic,
+			// the metrics and /healthz). A camera said to be online whose
+			// frames stop, or a processing loop that hangs, lets systemd
+			// restart the service.
+			if last := l.met.lastFrame.Load(); last != lastDog || !l.met.cameraOnline.Load() {
 				lastDog = last
 				l.notify.send("WATCHDOG=1")
 			}
