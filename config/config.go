@@ -8,8 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,6 +134,40 @@ func modelDefaults() Model {
 	return Model{Path: "/usr/local/share/posed/default.gllim", Iterations: p.MaxIter, Eps: p.Eps, Gain: p.Gain, Average: p.Average}
 }
 
+// deviceID is what a device id may be: safe in MQTT topics and in Home
+// Assistant's unique ids and discovery node ids.
+var deviceID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// DeviceFromHost makes a device id of a host name: characters a device id
+// may not hold become '-', and it is cut to 64.
+func DeviceFromHost(h string) string {
+	b := []byte(h)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	if len(b) == 0 {
+		return "posed"
+	}
+	return string(b)
+}
+
+// checkListen checks a listen address: host:port, port 0 to 65535.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
+}
+
 // RedactURL returns a broker URL fit for logs: a password in it
 // (tcp://user:secret@host) is replaced by "xxxxx". Anything that does not
 // parse as a URL is returned whole only if it has no '@'.
@@ -160,10 +198,32 @@ func Default() Config {
 	}
 }
 
+// MaxFileSize bounds a configuration file (and a password file): posed
+// reads no more, so that a path such as /dev/zero is an error, not a hang.
+const MaxFileSize = 1 << 20
+
+// ReadFileLimited reads the file at path, refusing one larger than
+// MaxFileSize.
+func ReadFileLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxFileSize)
+	}
+	return data, nil
+}
+
 // Load reads the YAML file at path over the defaults. The error lists every
 // problem found.
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFileLimited(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
@@ -175,12 +235,21 @@ func Load(path string) (Config, error) {
 }
 
 // Parse decodes YAML over the defaults, strictly, and validates the result.
+// Errors name the field (with its line), not the line alone.
 func Parse(data []byte) (Config, error) {
 	c := Default()
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Config{}, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	lines, p := fieldLines(&doc)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		p = append(p, withFields(err, lines)...)
+	}
+	if len(p) > 0 {
+		return Config{}, p
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -200,12 +269,16 @@ func (p Problems) Error() string {
 
 // Validate checks every field and returns all the problems as Problems.
 func (c Config) Validate() error {
-	var p Problems
+	p := badFloats(reflect.ValueOf(c), "")
 	bad := func(field, format string, args ...any) {
 		p = append(p, field+": "+fmt.Sprintf(format, args...))
 	}
-	if strings.ContainsAny(c.Device, "/+#") {
-		bad("device", "%q may not contain '/', '+' or '#' (it is part of MQTT topics)", c.Device)
+	if c.Device != "" && !deviceID.MatchString(c.Device) {
+		d := c.Device
+		if len(d) > 80 {
+			d = d[:80] + "…"
+		}
+		bad("device", "%q: want 1 to 64 letters, digits, '_' or '-' (it is part of MQTT topics and Home Assistant ids)", d)
 	}
 	s := c.Source
 	if s.Path == "" {
@@ -327,6 +400,14 @@ func (c Config) Validate() error {
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format", "%q is not text or json", c.Log.Format)
+	}
+	if c.Metrics.Listen != "" {
+		if err := checkListen(c.Metrics.Listen); err != nil {
+			bad("metrics.listen", "%v", err)
+		}
+	}
+	if err := checkListen(c.MQTT.Listen); err != nil {
+		bad("mqtt.listen", "%v", err)
 	}
 	if len(p) > 0 {
 		return p

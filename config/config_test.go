@@ -126,3 +126,58 @@ func TestBrokerPasswordRedacted(t *testing.T) {
 		}
 	}
 }
+
+// Values that would break posed are refused, each naming its field: NaN
+// and infinities, a fraction for an integer, a device id that is not a
+// topic- and Home-Assistant-safe id, listen addresses that cannot be
+// listened on, and a type error reported by field rather than by line.
+func TestHostileValuesRefused(t *testing.T) {
+	long := strings.Repeat("d", 70000)
+	for _, c := range []struct{ yaml, want string }{
+		{"track: {smoothing: .nan}\n", "track.smoothing: NaN is not a number"},
+		{"model: {eps: .inf}\n", "model.eps: +Inf is not a number"},
+		{"source: {width: 640.7}\n", "source.width: 640.7 is not a whole number"},
+		{"device: " + long + "\n", "device: \"ddd"},
+		{"device: \"cam/one\"\n", "device: \"cam/one\": want 1 to 64"},
+		{"device: \"büro\"\n", "device: \"büro\""},
+		{"metrics: {listen: nonsense}\n", "metrics.listen: \"nonsense\": want host:port"},
+		{"mqtt: {listen: \"127.0.0.1:99999\"}\n", "mqtt.listen: \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535"},
+		{"source:\n  width: abc\nmqtt:\n  qos: x\n", "source.width: cannot unmarshal !!str `abc` into int (line 2)"},
+		{"source:\n  width: abc\nmqtt:\n  qos: x\n", "mqtt.qos: cannot unmarshal !!str `x` into int (line 4)"},
+	} {
+		_, err := Parse([]byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			msg := "<nil>"
+			if err != nil {
+				msg = err.Error()
+				if len(msg) > 300 {
+					msg = msg[:300]
+				}
+			}
+			t.Errorf("%.60q: %s, want it to say %q", c.yaml, msg, c.want)
+		}
+	}
+	for _, ok := range []string{"device: kitchen-cam_2\n", "metrics: {listen: \"\"}\n", "mqtt: {listen: \"[::1]:0\"}\n", "source: {width: 320.0}\n"} {
+		if _, err := Parse([]byte(ok)); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	if got := DeviceFromHost("pi.local"); got != "pi-local" {
+		t.Errorf("DeviceFromHost(pi.local) = %q", got)
+	}
+	if got := DeviceFromHost(long); len(got) != 64 {
+		t.Errorf("DeviceFromHost of 70000 characters: %d", len(got))
+	}
+}
+
+// A configuration file is read up to 1 MiB: /dev/zero is an error, not a
+// hang or an out-of-memory.
+func TestConfigFileSizeLimited(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := Load("/dev/zero")
+	if err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+		t.Errorf("Load(/dev/zero): %v", err)
+	}
+}

@@ -104,7 +104,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Pu
 	}
 	pw := cfg.Password
 	if cfg.PasswordFile != "" {
-		b, err := os.ReadFile(cfg.PasswordFile)
+		b, err := config.ReadFileLimited(cfg.PasswordFile)
 		if err != nil {
 			return nil, fmt.Errorf("publish: mqtt.password_file: %w", err)
 		}

@@ -65,7 +65,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		if err != nil || h == "" {
 			h = "posed"
 		}
-		cfg.Device = h
+		cfg.Device = config.DeviceFromHost(h)
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "posed: config:", err)
