@@ -91,4 +91,7 @@ type StatsMsg struct {
 	LatencyP50Ms    float64 `json:"latency_p50_ms"`
 	Connected       bool    `json:"connected"`
 	Reconnects      uint64  `json:"reconnects"`
+	// ConnectionError is why the last connection attempt failed, while
+	// not connected (the stats then wait in the queue for the broker).
+	ConnectionError string `json:"connection_error,omitempty"`
 }

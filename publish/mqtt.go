@@ -46,7 +46,27 @@ type Publisher struct {
 	posePublished, poseDropped     atomic.Uint64
 	connected                      atomic.Bool
 	everConnected                  atomic.Bool
+
+	broker string // the broker URL, password redacted (for logs and status)
+	// The last connection failure and when it was last logged, so that a
+	// broker refusing every attempt is logged when its reason changes and
+	// at most once a minute otherwise.
+	failMu     sync.Mutex
+	lastFail   string
+	lastLogged time.Time
+	failures   uint64
 }
+
+// failLogEvery is how often an unchanged connection failure is logged again.
+const failLogEvery = time.Minute
+
+// Backoff of the first connection: from connectBackoff, doubling, up to
+// connectBackoffMax (paho's own reconnects after a loss back off the same
+// way up to 30 s).
+const (
+	connectBackoff    = time.Second
+	connectBackoffMax = time.Minute
+)
 
 type outMsg struct {
 	topic    string
@@ -81,14 +101,15 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Pu
 		rand.Read(b[:])
 		id = "posed-" + device + "-" + hex.EncodeToString(b[:])
 	}
+	p.broker = config.RedactURL(broker)
 	o := mqtt.NewClientOptions().
 		AddBroker(broker).
 		SetClientID(id).
 		SetCleanSession(true).
 		SetAutoReconnect(true).
-		SetConnectRetry(true).
-		SetConnectRetryInterval(2*time.Second).
+		SetConnectRetry(false). // the first connection is retried by connectLoop, with backoff
 		SetMaxReconnectInterval(30*time.Second).
+		SetConnectionNotificationHandler(p.onNotification).
 		SetConnectTimeout(cfg.ConnectTimeout).
 		SetWriteTimeout(tokenWait).
 		SetKeepAlive(30*time.Second).
@@ -97,7 +118,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Pu
 		SetOnConnectHandler(p.onConnect).
 		SetConnectionLostHandler(func(_ mqtt.Client, err error) {
 			p.connected.Store(false)
-			p.log.Warn("mqtt: connection lost", "broker", config.RedactURL(broker), "err", err)
+			p.log.Warn("mqtt: connection lost", "broker", p.broker, "err", err)
 		})
 	if cfg.Username != "" {
 		o.SetUsername(cfg.Username)
@@ -139,10 +160,80 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Pu
 		p.discovery()
 	}
 	p.client = mqtt.NewClient(o)
-	p.client.Connect() // with ConnectRetry it keeps trying in the background
-	p.wg.Add(1)
+	p.wg.Add(2)
+	go p.connectLoop()
 	go p.loop()
 	return p, nil
+}
+
+// connectLoop makes the first connection, retrying with exponential
+// backoff until the broker accepts or the publisher closes; after that,
+// paho's automatic reconnection takes over.
+func (p *Publisher) connectLoop() {
+	defer p.wg.Done()
+	wait := connectBackoff
+	for {
+		t := p.client.Connect()
+		select {
+		case <-t.Done():
+		case <-p.done:
+			return
+		}
+		if t.Error() == nil {
+			return
+		}
+		p.noteFailure(t.Error(), wait)
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-p.done:
+			timer.Stop()
+			return
+		}
+		wait = min(2*wait, connectBackoffMax)
+	}
+}
+
+// onNotification logs paho's failed reconnections (the first connection's
+// failures are logged by connectLoop, which knows its backoff).
+func (p *Publisher) onNotification(_ mqtt.Client, n mqtt.ConnectionNotification) {
+	if f, ok := n.(mqtt.ConnectionNotificationFailed); ok && p.everConnected.Load() {
+		p.noteFailure(f.Reason, 0)
+	}
+}
+
+// noteFailure records a failed connection attempt and logs it if its
+// reason is new or the last log of it is a minute old.
+func (p *Publisher) noteFailure(err error, retry time.Duration) {
+	reason := err.Error()
+	p.failMu.Lock()
+	p.failures++
+	n := p.failures
+	log := reason != p.lastFail || time.Since(p.lastLogged) >= failLogEvery
+	p.lastFail = reason
+	if log {
+		p.lastLogged = time.Now()
+	}
+	p.failMu.Unlock()
+	if !log {
+		return
+	}
+	args := []any{"broker", p.broker, "err", reason, "attempts", n}
+	if retry > 0 {
+		args = append(args, "retry", retry)
+	}
+	p.log.Warn("mqtt: cannot connect", args...)
+}
+
+// ConnectionError is the reason of the last failed connection attempt
+// while not connected ("" when connected).
+func (p *Publisher) ConnectionError() string {
+	if p.connected.Load() {
+		return ""
+	}
+	p.failMu.Lock()
+	defer p.failMu.Unlock()
+	return p.lastFail
 }
 
 // onConnect announces the device and re-sends the retained messages: a
@@ -152,7 +243,11 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 		p.reconnects.Add(1)
 	}
 	p.connected.Store(true)
-	p.log.Info("mqtt: connected", "topic", p.base+TopicAvailable)
+	p.failMu.Lock()
+	after := p.failures
+	p.failures, p.lastFail = 0, ""
+	p.failMu.Unlock()
+	p.log.Info("mqtt: connected", "broker", p.broker, "topic", p.base+TopicAvailable, "after_failures", after)
 	p.mu.Lock()
 	msgs := []outMsg{{topic: p.base + TopicAvailable, qos: 1, retained: true, payload: []byte("online")}}
 	for t, b := range p.retained {
@@ -279,6 +374,7 @@ func (p *Publisher) Stats(s StatsMsg) {
 	s.Schema, s.Device = SchemaVersion, p.device
 	s.PosePublished, s.PoseDropped = p.posePublished.Load(), p.poseDropped.Load()
 	s.Connected, s.Reconnects = p.connected.Load(), p.reconnects.Load()
+	s.ConnectionError = p.ConnectionError()
 	b, err := json.Marshal(s)
 	if err != nil {
 		return

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -326,4 +328,73 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// A broker that is absent, or that refuses the password, is logged with
+// its reason — once while the reason stays the same, not at every attempt
+// — while the publisher retries with growing waits; the reason is in the
+// stats and ConnectionError, and gone once connected.
+func TestConnectionFailuresLogged(t *testing.T) {
+	passwd := mqtttest.Lookup(t, "mosquitto_passwd")
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "passwd")
+	if out, err := exec.Command(passwd, "-b", "-c", pwFile, "camera", "right").CombinedOutput(); err != nil {
+		t.Fatalf("mosquitto_passwd: %v\n%s", err, out)
+	}
+	broker := mqtttest.StartWith(t, "allow_anonymous false\npassword_file "+pwFile+"\nuser root\n")
+	for _, c := range []struct {
+		name, addr, password, reason string
+	}{
+		{"refused password", broker.Addr(), "wrong", "not Authorized"},
+		{"no broker", freeAddr(t), "right", "connection refused"},
+	} {
+		var logs bytes.Buffer
+		var mu sync.Mutex
+		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+		cfg := testMQTT(c.addr)
+		cfg.Username, cfg.Password = "camera", c.password
+		p, err := New(cfg, "cam", log, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3500 * time.Millisecond) // attempts at 0, 1 and 3 s
+		mu.Lock()
+		out := logs.String()
+		mu.Unlock()
+		reasonNow := p.ConnectionError()
+		p.Close(time.Second)
+		if n := strings.Count(out, "mqtt: cannot connect"); n != 1 || !strings.Contains(out, c.reason) {
+			t.Errorf("%s: %d 'cannot connect' lines, want 1 with %q:\n%s", c.name, n, c.reason, out)
+		}
+		if !strings.Contains(reasonNow, c.reason) {
+			t.Errorf("%s: ConnectionError() = %q, want it to say %q", c.name, reasonNow, c.reason)
+		}
+		if strings.Contains(out, "="+c.password) {
+			t.Errorf("%s: the log shows the password:\n%s", c.name, out)
+		}
+	}
+	// With the right password it connects and the reason is gone.
+	cfg := testMQTT(broker.Addr())
+	cfg.Username, cfg.Password = "camera", "right"
+	p, err := New(cfg, "cam", quiet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for !p.connected.Load() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !p.connected.Load() || p.ConnectionError() != "" {
+		t.Errorf("right password: connected %v, error %q", p.connected.Load(), p.ConnectionError())
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

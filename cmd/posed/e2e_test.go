@@ -459,7 +459,7 @@ func TestWatchdogWhileCameraOffline(t *testing.T) {
 	if pings < 5 {
 		t.Errorf("%d watchdog pings in 2 s with the camera offline, want one every 100 ms", pings)
 	}
-	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "camera offline") {
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "camera offline") || !strings.Contains(string(body), "mqtt: connected") {
 		t.Errorf("/healthz: %v, %s", err, body)
 	}
 }

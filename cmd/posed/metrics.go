@@ -20,6 +20,7 @@ type metrics struct {
 	lastFrame                                                  atomic.Int64 // unix nanoseconds of the last processed frame
 	stages                                                     map[string]*histogram
 	mqtt                                                       func() (published, dropped uint64, connected bool)
+	mqttErr                                                    func() string // why the broker is not connected ("" if it is)
 	started                                                    time.Time
 }
 
@@ -150,6 +151,17 @@ func (m *metrics) handler(maxAge time.Duration) http.Handler {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		fmt.Fprintln(w, why)
+		// The broker is a detail of the answer, not its status: frames
+		// flowing is what /healthz vouches for.
+		if m.mqtt != nil {
+			if _, _, conn := m.mqtt(); conn {
+				fmt.Fprintln(w, "mqtt: connected")
+			} else if m.mqttErr != nil && m.mqttErr() != "" {
+				fmt.Fprintln(w, "mqtt: not connected:", m.mqttErr())
+			} else {
+				fmt.Fprintln(w, "mqtt: not connected")
+			}
+		}
 	})
 	return mux
 }

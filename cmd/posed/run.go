@@ -73,7 +73,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	defer pub.Close(3 * time.Second)
 
 	met := newMetrics()
-	met.mqtt = pub.Counters
+	met.mqtt, met.mqttErr = pub.Counters, pub.ConnectionError
 	if cfg.Metrics.Listen != "" {
 		ln, err := net.Listen("tcp", cfg.Metrics.Listen)
 		if err != nil {
