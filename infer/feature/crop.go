@@ -45,6 +45,11 @@ func (b Box) Valid() bool {
 	return b.W > 0 && b.H > 0
 }
 
+// Overlaps reports whether b covers any part of the rectangle r.
+func (b Box) Overlaps(r image.Rectangle) bool {
+	return b.X < float64(r.Max.X) && b.X+b.W > float64(r.Min.X) && b.Y < float64(r.Max.Y) && b.Y+b.H > float64(r.Min.Y)
+}
+
 func (b Box) String() string { return fmt.Sprintf("(%.1f,%.1f %.1f×%.1f)", b.X, b.Y, b.W, b.H) }
 
 // maxSub caps the supersampling per axis when a box is shrunk; maxPatch caps

@@ -133,7 +133,11 @@ func parseLabels(r io.Reader, dir, set string) ([]Sample, error) {
 			}
 			return v, nil
 		}
-		s := Sample{Set: set, Path: filepath.Join(dir, rec[col["path"]]), Subject: rec[col["subject"]], InRange: true}
+		rel := rec[col["path"]]
+		if !filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("line %d: path %q leaves the data set's folder (want a path inside it)", line, rel)
+		}
+		s := Sample{Set: set, Path: filepath.Join(dir, rel), Subject: rec[col["subject"]], InRange: true}
 		vals := make([]float64, 4)
 		for i, name := range []string{"x", "y", "w", "h"} {
 			if vals[i], err = num(name); err != nil {

@@ -165,3 +165,17 @@ func TestPartialLabels(t *testing.T) {
 		}
 	}
 }
+
+// A labels.csv path that leaves the data set's folder is refused with its
+// line.
+func TestLabelsPathStaysInFolder(t *testing.T) {
+	for _, p := range []string{"../outside/x.jpg", "/etc/passwd", "a/../../b.jpg"} {
+		_, err := parseLabels(strings.NewReader("path,subject,yaw,pitch,x,y,w,h\n"+p+",1,0,0,1,1,10,10\n"), "d", "s")
+		if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "leaves the data set's folder") {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if _, err := parseLabels(strings.NewReader("path,subject,yaw,pitch,x,y,w,h\nimg/a.jpg,1,0,0,1,1,10,10\n"), "d", "s"); err != nil {
+		t.Errorf("a path inside the folder: %v", err)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"image"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/edgepose/posed/infer/feature"
@@ -159,5 +161,17 @@ func TestAugmentedViews(t *testing.T) {
 		if _, err := ParseAugmentations(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// A face box entirely outside its image is an error naming the file, not
+// an all-zero feature row.
+func TestBoxOutsideImageRefused(t *testing.T) {
+	p04, _ := bothSets(t)
+	s := p04[0]
+	s.Box = feature.Box{X: 5000, Y: 10, W: 50, H: 50}
+	_, err := NewBank([]dataset.Sample{p04[1], s}, BankOptions{}, nil)
+	if err == nil || !strings.Contains(err.Error(), filepath.Base(s.Path)) || !strings.Contains(err.Error(), "outside the 384×288 image") {
+		t.Errorf("box outside the image: %v", err)
 	}
 }

@@ -277,7 +277,11 @@ func (b *Bank) load(progress func(done, total int)) error {
 	)
 	parallel(len(b.Samples), func() func(int) {
 		return func(i int) {
-			img, err := dataset.LoadGray(b.Samples[i].Path)
+			s := b.Samples[i]
+			img, err := dataset.LoadGray(s.Path)
+			if err == nil && !s.Box.Overlaps(img.Rect) {
+				err = fmt.Errorf("headpose: %s: face box %v lies outside the %d×%d image", s.Path, s.Box, img.Rect.Dx(), img.Rect.Dy())
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
