@@ -82,17 +82,26 @@ run: build
 		-fallback "$$($(GO) env GOMODCACHE)/$(PIGO)/testdata/sample.jpg"
 	bin/posed -config config/run.yaml
 
+# The configuration may hold an MQTT password: /etc/posed is 0750 and
+# posed.yaml 0640, owned by root and the group posed, whatever the
+# installer's umask. The service user comes from systemd-sysusers.
 install: build
 	install -D -m 0755 bin/posed $(DESTDIR)$(PREFIX)/bin/posed
 	install -D -m 0755 bin/posectl $(DESTDIR)$(PREFIX)/bin/posectl
 	install -D -m 0644 models/default.gllim $(DESTDIR)$(PREFIX)/share/posed/default.gllim
 	install -D -m 0644 models/default.md $(DESTDIR)$(PREFIX)/share/posed/default.md
-	install -d $(DESTDIR)/etc/posed
-	test -e $(DESTDIR)/etc/posed/posed.yaml || \
-		sed 's|/usr/local/share/posed|$(PREFIX)/share/posed|' config/posed.example.yaml > $(DESTDIR)/etc/posed/posed.yaml
+	install -D -m 0644 systemd/posed.sysusers $(DESTDIR)/usr/lib/sysusers.d/posed.conf
+	install -d -m 0750 $(DESTDIR)/etc/posed
+	test -e $(DESTDIR)/etc/posed/posed.yaml || { \
+		sed 's|/usr/local/share/posed|$(PREFIX)/share/posed|' config/posed.example.yaml > $(DESTDIR)/etc/posed/.posed.yaml.new && \
+		install -m 0640 $(DESTDIR)/etc/posed/.posed.yaml.new $(DESTDIR)/etc/posed/posed.yaml && \
+		rm -f $(DESTDIR)/etc/posed/.posed.yaml.new; }
 	install -D -m 0644 systemd/posed.service $(DESTDIR)/lib/systemd/system/posed.service
 	sed -i 's|/usr/local/|$(PREFIX)/|g' $(DESTDIR)/lib/systemd/system/posed.service
-	@echo "create the service user once: useradd --system --no-create-home --groups video posed"
+	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then systemd-sysusers /usr/lib/sysusers.d/posed.conf; fi
+	@if getent group posed >/dev/null 2>&1; then \
+		chgrp posed $(DESTDIR)/etc/posed $(DESTDIR)/etc/posed/posed.yaml; \
+	else echo "then: systemd-sysusers (or useradd --system --groups video posed) and chgrp posed /etc/posed /etc/posed/posed.yaml"; fi
 
 model: build
 	bin/posectl train $(MODEL_FLAGS) -temperatures $(TEMPERATURES) -o models/default.gllim
