@@ -99,8 +99,14 @@ type Track struct {
 
 // MQTT configures publishing.
 type MQTT struct {
-	Broker         string        `yaml:"broker"` // tcp://host:1883, ssl://host:8883, ws://…, or "embedded"
-	Listen         string        `yaml:"listen"` // embedded broker address
+	Broker string `yaml:"broker"` // tcp://host:1883, ssl://host:8883, ws://…, or "embedded"
+	Listen string `yaml:"listen"` // embedded broker address
+	// EmbeddedAnonymous admits clients without a user name to the embedded
+	// broker (to read posed's topics: only posed writes them).
+	EmbeddedAnonymous bool `yaml:"embedded_anonymous"`
+	// EmbeddedUsers is a file of "user:password" lines: users who may log
+	// in to the embedded broker and read posed's topics.
+	EmbeddedUsers  string        `yaml:"embedded_users"`
 	Prefix         string        `yaml:"prefix"`
 	ClientID       string        `yaml:"client_id"` // default: posed-<device>-<random>
 	Username       string        `yaml:"username"`
@@ -192,7 +198,7 @@ func Default() Config {
 		Model:   modelDefaults(),
 		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Every: 10},
 		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
-		MQTT:    MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant"},
+		MQTT:    MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", EmbeddedAnonymous: true, Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant"},
 		Metrics: Metrics{Listen: "127.0.0.1:9464"},
 		Log:     Log{Level: "info", Format: "text"},
 	}

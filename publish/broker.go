@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
@@ -12,25 +13,89 @@ import (
 )
 
 // Broker is the embedded MQTT broker (mochi-mqtt), for a board with no
-// broker of its own and for `make run`. It accepts every client on its
-// address: bind it to loopback unless the network is trusted.
+// broker of its own and for `make run`.
 type Broker struct {
 	srv  *mochi.Server
 	addr string
 }
 
-// StartBroker listens on addr (host:port) and serves in the background.
-func StartBroker(addr string, log *slog.Logger) (*Broker, error) {
+// BrokerAuth says who may use the embedded broker. Posed itself connects
+// as PosedUser with PosedPassword and is the only client that may publish
+// under Topics; Readers (user → password) may log in and read them but not
+// write them; anonymous clients may read them too when Anonymous is set.
+// Elsewhere any admitted client reads and writes. A client that gives a
+// known user name with a wrong password is refused.
+type BrokerAuth struct {
+	PosedUser, PosedPassword string
+	Readers                  map[string]string
+	Anonymous                bool
+	Topics                   []string // filters only posed writes, e.g. posed/kitchen/#
+}
+
+// ReadUsers reads a readers file: one "user:password" per line, blank
+// lines and lines starting with '#' ignored.
+func ReadUsers(data []byte) (map[string]string, error) {
+	users := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		u, pw, ok := strings.Cut(line, ":")
+		if !ok || u == "" || pw == "" {
+			return nil, fmt.Errorf("line %d: want user:password", i+1)
+		}
+		users[u] = pw
+	}
+	return users, nil
+}
+
+// ledger turns a into mochi's access rules.
+func (a BrokerAuth) ledger() *auth.Ledger {
+	l := &auth.Ledger{Users: auth.Users{}}
+	own := auth.Filters{}
+	readOnly := auth.Filters{}
+	for _, t := range a.Topics {
+		own[auth.RString(t)] = auth.ReadWrite
+		readOnly[auth.RString(t)] = auth.ReadOnly
+	}
+	l.Users[a.PosedUser] = auth.UserRule{Username: auth.RString(a.PosedUser), Password: auth.RString(a.PosedPassword), ACL: own}
+	// Known users with a wrong password match no user entry: refuse them
+	// by name before the anonymous rule, which would admit them.
+	l.Auth = append(l.Auth, auth.AuthRule{Username: auth.RString(a.PosedUser), Allow: false})
+	for u, pw := range a.Readers {
+		l.Users[u] = auth.UserRule{Username: auth.RString(u), Password: auth.RString(pw), ACL: readOnly}
+		l.Auth = append(l.Auth, auth.AuthRule{Username: auth.RString(u), Allow: false})
+	}
+	if a.Anonymous {
+		l.Auth = append(l.Auth, auth.AuthRule{Allow: true})
+	}
+	// Everyone else (anonymous clients) may read posed's topics, not write.
+	l.ACL = auth.ACLRules{{Filters: readOnly}}
+	return l
+}
+
+// StartBroker listens on addr (host:port) and serves in the background,
+// admitting clients as a says. It warns when it listens beyond loopback
+// and admits anonymous clients: anyone on the network then reads the poses.
+func StartBroker(addr string, a BrokerAuth, log *slog.Logger) (*Broker, error) {
+	if a.PosedUser == "" || a.PosedPassword == "" {
+		return nil, fmt.Errorf("publish: embedded broker: posed's own user and password are not set")
+	}
 	// Fail now, with a clear error, if the address is taken.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("publish: embedded broker: %w", err)
 	}
+	loopback := ln.Addr().(*net.TCPAddr).IP.IsLoopback()
 	ln.Close()
+	if !loopback && a.Anonymous {
+		log.Warn("embedded MQTT broker listens beyond loopback and admits anonymous clients: anyone who can reach it reads the poses (set mqtt.embedded_anonymous: false and mqtt.embedded_users)", "addr", addr)
+	}
 	// The broker logs only errors: client connects and disconnects are noise.
 	blog := slog.New(discardBelow{log.Handler(), slog.LevelError}).With("component", "broker")
 	srv := mochi.New(&mochi.Options{InlineClient: false, Logger: blog})
-	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
+	if err := srv.AddHook(new(auth.Hook), &auth.Options{Ledger: a.ledger()}); err != nil {
 		return nil, fmt.Errorf("publish: embedded broker: %w", err)
 	}
 	if err := srv.AddListener(listeners.NewTCP(listeners.Config{ID: "tcp", Address: addr})); err != nil {

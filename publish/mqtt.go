@@ -410,6 +410,22 @@ func (p *Publisher) Close(timeout time.Duration) {
 	p.client.Disconnect(250)
 }
 
+// discoverySensors are the Home Assistant sensors posed announces.
+var discoverySensors = []string{"yaw", "pitch", "roll", "faces"}
+
+// OwnTopics returns the topic filters that posed alone publishes for
+// device: everything under <prefix>/<device>/, and its Home Assistant
+// discovery entries.
+func OwnTopics(cfg config.MQTT, device string) []string {
+	out := []string{cfg.Prefix + "/" + device + "/#"}
+	if cfg.Discovery {
+		for _, k := range discoverySensors {
+			out = append(out, cfg.DiscoveryTopic+"/sensor/posed_"+device+"_"+k+"/config")
+		}
+	}
+	return out
+}
+
 // discovery registers Home Assistant MQTT discovery entries (retained, so
 // they are re-sent on every reconnect): the first face's yaw, pitch and
 // roll and the number of faces, as sensors of one device.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -55,12 +57,16 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	debug.FreeOSMemory()
 
 	if cfg.MQTT.Broker == "embedded" {
-		b, err := publish.StartBroker(cfg.MQTT.Listen, log)
+		a, err := embeddedAuth(&cfg.MQTT, cfg.Device)
+		if err != nil {
+			return err
+		}
+		b, err := publish.StartBroker(cfg.MQTT.Listen, a, log)
 		if err != nil {
 			return err
 		}
 		defer b.Close()
-		log.Info("embedded MQTT broker listening", "addr", b.Addr())
+		log.Info("embedded MQTT broker listening", "addr", b.Addr(), "anonymous", a.Anonymous, "readers", len(a.Readers))
 	}
 	var printTo io.Writer
 	if cfg.MQTT.Print {
@@ -128,6 +134,45 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	notify.send("STOPPING=1")
 	log.Info("posed stopping", "frames", met.framesProcessed.Load(), "dropped", met.framesDropped.Load())
 	return err
+}
+
+// embeddedAuth sets who may use the embedded broker: posed itself as
+// mqtt.username with mqtt.password (or password_file) where they are set,
+// else as "posed" with a password drawn for this run (m is updated so that
+// the publisher logs in with it); the readers of mqtt.embedded_users; and
+// anonymous readers if mqtt.embedded_anonymous.
+func embeddedAuth(m *config.MQTT, device string) (publish.BrokerAuth, error) {
+	a := publish.BrokerAuth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device)}
+	pw := m.Password
+	if m.PasswordFile != "" {
+		b, err := config.ReadFileLimited(m.PasswordFile)
+		if err != nil {
+			return a, fmt.Errorf("mqtt.password_file: %w", err)
+		}
+		pw = strings.TrimSpace(string(b))
+	}
+	if m.Username == "" || pw == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return a, err
+		}
+		m.Username, m.Password, m.PasswordFile = "posed", hex.EncodeToString(b[:]), ""
+		pw = m.Password
+	}
+	a.PosedUser, a.PosedPassword = m.Username, pw
+	if m.EmbeddedUsers != "" {
+		data, err := config.ReadFileLimited(m.EmbeddedUsers)
+		if err != nil {
+			return a, fmt.Errorf("mqtt.embedded_users: %w", err)
+		}
+		if a.Readers, err = publish.ReadUsers(data); err != nil {
+			return a, fmt.Errorf("mqtt.embedded_users: %s: %w", m.EmbeddedUsers, err)
+		}
+		if _, clash := a.Readers[a.PosedUser]; clash {
+			return a, fmt.Errorf("mqtt.embedded_users: %s lists %q, posed's own user", m.EmbeddedUsers, a.PosedUser)
+		}
+	}
+	return a, nil
 }
 
 // openSource opens a camera for /dev paths, a replay otherwise.

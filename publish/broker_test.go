@@ -1,0 +1,130 @@
+package publish
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/edgepose/posed/publish/mqtttest"
+)
+
+// client connects a plain paho client as user (anonymous if ""), and
+// reports whether the broker admitted it.
+func client(t *testing.T, addr, user, pw string) (mqtt.Client, bool) {
+	t.Helper()
+	o := mqtt.NewClientOptions().AddBroker("tcp://" + addr).SetClientID("test-" + user + "-" + time.Now().Format("150405.000000000")).
+		SetConnectTimeout(2 * time.Second).SetAutoReconnect(false)
+	if user != "" {
+		o.SetUsername(user).SetPassword(pw)
+	}
+	c := mqtt.NewClient(o)
+	tok := c.Connect()
+	if !tok.WaitTimeout(3*time.Second) || tok.Error() != nil {
+		return c, false
+	}
+	t.Cleanup(func() { c.Disconnect(50) })
+	return c, true
+}
+
+// The embedded broker lets only posed write its topics: anonymous clients
+// and readers read them (and may use other topics freely), cannot overwrite
+// its retained messages, and a client giving posed's or a reader's name
+// with a wrong password is refused; without anonymous access, a client
+// must log in.
+func TestEmbeddedBrokerAccess(t *testing.T) {
+	addr := freeAddr(t)
+	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: []string{"posed/cam/#"}}
+	b, err := StartBroker(addr, a, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cfg := testMQTT(addr)
+	cfg.Username, cfg.Password = "posed", "posed-pw"
+	p, err := New(cfg, "cam", quiet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	p.Retain(TopicState, map[string]string{"status": "running"})
+	avail := func(who string, col *mqtttest.Collector) {
+		col.WaitFor(t, who+" reads available online", 5*time.Second, func(ms []mqtttest.Msg) bool {
+			return len(ms) > 0 && string(ms[len(ms)-1].Payload) == "online"
+		})
+	}
+	avail("anonymous", mqtttest.Collect(t, addr, "posed/cam/available"))
+	avail("reader", mqtttest.CollectFrom(t, mqtt.NewClientOptions().AddBroker("tcp://"+addr).SetUsername("ha").SetPassword("ha-pw"), "posed/cam/available"))
+
+	for _, who := range [][2]string{{"", ""}, {"ha", "ha-pw"}} {
+		c, ok := client(t, addr, who[0], who[1])
+		if !ok {
+			t.Fatalf("%q not admitted", who[0])
+		}
+		// Other topics first: the broker may drop a client that writes
+		// where it must not.
+		c.Publish("elsewhere/"+who[0], 1, true, "free").WaitTimeout(time.Second)
+		c.Publish("posed/cam/available", 1, true, "offline").WaitTimeout(time.Second)
+	}
+	time.Sleep(200 * time.Millisecond)
+	late := mqtttest.Collect(t, addr, "#")
+	late.WaitFor(t, "retained messages", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) >= 4 })
+	time.Sleep(200 * time.Millisecond)
+	got := map[string]string{}
+	for _, m := range late.All() {
+		got[m.Topic] = string(m.Payload)
+	}
+	if got["posed/cam/available"] != "online" {
+		t.Errorf("retained available is %q: another client overwrote posed's", got["posed/cam/available"])
+	}
+	if got["elsewhere/"] != "free" || got["elsewhere/ha"] != "free" {
+		t.Errorf("other topics are not free to use: %v", got)
+	}
+	for _, who := range [][2]string{{"posed", "guess"}, {"ha", "guess"}} {
+		if _, ok := client(t, addr, who[0], who[1]); ok {
+			t.Errorf("user %q with a wrong password admitted", who[0])
+		}
+	}
+
+	addr2 := freeAddr(t)
+	a.Anonymous = false
+	b2, err := StartBroker(addr2, a, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	if _, ok := client(t, addr2, "", ""); ok {
+		t.Error("anonymous client admitted with anonymous access off")
+	}
+	if _, ok := client(t, addr2, "ha", "ha-pw"); !ok {
+		t.Error("reader refused")
+	}
+}
+
+// Listening beyond loopback while admitting anonymous clients is warned of.
+func TestEmbeddedBrokerWarnsWhenOpen(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	a := BrokerAuth{PosedUser: "posed", PosedPassword: "pw", Anonymous: true, Topics: []string{"posed/x/#"}}
+	b, err := StartBroker("0.0.0.0:0", a, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "beyond loopback and admits anonymous clients") {
+		t.Errorf("no warning:\n%s", logs.String())
+	}
+	if _, err := StartBroker("127.0.0.1:0", BrokerAuth{Anonymous: true}, quiet()); err == nil {
+		t.Error("a broker without posed's own credentials started")
+	}
+	if _, err := ReadUsers([]byte("ha:pw\nbroken\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("ReadUsers of a bad line: %v", err)
+	}
+}
