@@ -24,7 +24,11 @@ import (
 
 // Config is the whole configuration. Field names are the YAML keys.
 type Config struct {
-	Device  string  `yaml:"device"` // device id in MQTT topics; default: the host name
+	Device  string  `yaml:"device"` // device id in MQTT topics; default: DefaultDevice
+	// StateDir is where posed keeps what must outlive a restart (the Home
+	// Assistant entities it announced). Default: $STATE_DIRECTORY, which
+	// systemd sets from the unit's StateDirectory=; "" keeps nothing.
+	StateDir string `yaml:"state_dir"`
 	Source  Source  `yaml:"source"`
 	Model   Model   `yaml:"model"`
 	Detect  Detect  `yaml:"detect"`
@@ -121,6 +125,15 @@ type MQTT struct {
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	Discovery      bool          `yaml:"discovery"` // Home Assistant MQTT discovery
 	DiscoveryTopic string        `yaml:"discovery_prefix"`
+	// HAInterval is the least time between two messages on the Home
+	// Assistant topic (<prefix>/<device>/ha) while faces are seen; they
+	// are sent only when an angle moved by HADeadband degrees or more, or
+	// the number of faces changed (at once).
+	HAInterval time.Duration `yaml:"ha_interval"`
+	HADeadband float64       `yaml:"ha_deadband"`
+	// HAURL is the device's configuration_url in Home Assistant (default:
+	// posed's HTTP page when metrics.listen is reachable from elsewhere).
+	HAURL string `yaml:"ha_url"`
 	Print          bool          `yaml:"print"` // also print every message on standard output
 }
 
@@ -143,6 +156,32 @@ func modelDefaults() Model {
 // deviceID is what a device id may be: safe in MQTT topics and in Home
 // Assistant's unique ids and discovery node ids.
 var deviceID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// DefaultDevice is the device id of a configuration that sets none: the
+// host name followed by the first six hex digits of the machine id
+// (/etc/machine-id), so that boards sharing a host name ("raspberrypi")
+// do not share topics and Home Assistant devices; the host name alone
+// where there is no machine id.
+func DefaultDevice() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "posed"
+	}
+	id, _ := ReadFileLimited("/etc/machine-id")
+	return deviceOf(h, string(id))
+}
+
+func deviceOf(host, machineID string) string {
+	id := strings.TrimSpace(machineID)
+	if len(id) >= 6 && strings.Trim(id[:6], "0123456789abcdef") == "" {
+		host = strings.TrimRight(DeviceFromHost(host), "-")
+		if len(host) > 57 {
+			host = host[:57]
+		}
+		return host + "-" + id[:6]
+	}
+	return DeviceFromHost(host)
+}
 
 // DeviceFromHost makes a device id of a host name: characters a device id
 // may not hold become '-', and it is cut to 64.
@@ -198,7 +237,7 @@ func Default() Config {
 		Model:   modelDefaults(),
 		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Every: 10},
 		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
-		MQTT:    MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", EmbeddedAnonymous: true, Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant"},
+		MQTT:    MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", EmbeddedAnonymous: true, Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant", HAInterval: 5 * time.Second, HADeadband: 1},
 		Metrics: Metrics{Listen: "127.0.0.1:9464"},
 		Log:     Log{Level: "info", Format: "text"},
 	}
@@ -395,6 +434,17 @@ func (c Config) Validate() error {
 	}
 	if (m.Cert == "") != (m.Key == "") {
 		bad("mqtt.cert", "a client certificate needs both cert and key")
+	}
+	if m.HAInterval < 0 {
+		bad("mqtt.ha_interval", "%v is negative", m.HAInterval)
+	}
+	if m.HADeadband < 0 {
+		bad("mqtt.ha_deadband", "%g is negative", m.HADeadband)
+	}
+	if m.HAURL != "" {
+		if u, err := url.Parse(m.HAURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("mqtt.ha_url", "%q: want an http:// or https:// URL", m.HAURL)
+		}
 	}
 	if m.Password != "" && m.PasswordFile != "" {
 		bad("mqtt.password_file", "give password or password_file, not both")

@@ -162,6 +162,17 @@ func TestHostileValuesRefused(t *testing.T) {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
+	// Boards sharing a host name get distinct ids from their machine ids.
+	a, b := deviceOf("raspberrypi", "3fa2b1c0d9e8f7a6b5c4d3e2f1a0b9c8\n"), deviceOf("raspberrypi", "9c81aa00d9e8f7a6b5c4d3e2f1a0b9c8\n")
+	if a != "raspberrypi-3fa2b1" || b != "raspberrypi-9c81aa" {
+		t.Errorf("deviceOf: %q, %q", a, b)
+	}
+	if got := deviceOf("pi.local", ""); got != "pi-local" {
+		t.Errorf("deviceOf without a machine id = %q", got)
+	}
+	if got := deviceOf(strings.Repeat("h", 80), "3fa2b1c0"); len(got) != 64 || !deviceID.MatchString(got) {
+		t.Errorf("deviceOf of a long host = %q", got)
+	}
 	if got := DeviceFromHost("pi.local"); got != "pi-local" {
 		t.Errorf("DeviceFromHost(pi.local) = %q", got)
 	}

@@ -18,6 +18,7 @@ const (
 	TopicState     = "state"     // StateMsg, retained
 	TopicStats     = "stats"     // StatsMsg, periodic
 	TopicCamera    = "camera"    // CameraMsg, retained
+	TopicHA        = "ha"        // HAMsg, retained, change-driven at a lower rate: what Home Assistant's sensors read
 )
 
 // FaceMsg is one face of a pose message. Angles in degrees (yaw > 0: the

@@ -40,6 +40,15 @@ type Publisher struct {
 	retained map[string][]byte // topic → last retained payload, re-sent on reconnect
 	lastPose time.Time
 
+	// Home Assistant: what posed tells of itself, the discovery topics it
+	// announces and those of earlier runs to clear, and the last message
+	// on the HA topic.
+	version, configURL, stateDir string
+	announced, stale             []string
+	lastHA                       HAMsg
+	haSent                       bool
+	lastHATime                   time.Time
+
 	// published and dropped count every message; posePublished and
 	// poseDropped the pose messages among them.
 	published, dropped, reconnects atomic.Uint64
@@ -74,6 +83,7 @@ type outMsg struct {
 	retained bool
 	pose     bool
 	payload  []byte
+	after    func() // run by the publishing goroutine once m is sent
 }
 
 // queueLen bounds the messages waiting for the publishing goroutine.
@@ -85,10 +95,14 @@ const tokenWait = 5 * time.Second
 // New connects to the broker in the background (retrying until it
 // answers) and returns at once. print, if not nil, also receives every
 // message as "topic payload" lines.
-func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Publisher, error) {
+func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts ...Option) (*Publisher, error) {
 	p := &Publisher{
 		cfg: cfg, device: device, base: cfg.Prefix + "/" + device + "/", log: log, print: print,
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
+		version: "dev",
+	}
+	for _, o := range opts {
+		o(p)
 	}
 	broker := cfg.Broker
 	if broker == "embedded" {
@@ -156,9 +170,8 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer) (*Pu
 		}
 		o.SetTLSConfig(tc)
 	}
-	if cfg.Discovery {
-		p.discovery()
-	}
+	p.announced = p.discovery()
+	p.stale = p.staleDiscovery(p.announced)
 	p.client = mqtt.NewClient(o)
 	p.wg.Add(2)
 	go p.connectLoop()
@@ -253,6 +266,12 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 	for t, b := range p.retained {
 		msgs = append(msgs, outMsg{topic: t, qos: 1, retained: true, payload: b})
 	}
+	// Home Assistant entities that are no longer announced are removed
+	// by empty retained configs; then the announced ones are recorded.
+	for _, t := range p.stale {
+		msgs = append(msgs, outMsg{topic: t, qos: 1, retained: true, payload: []byte{}})
+	}
+	msgs[len(msgs)-1].after = p.saveDiscovery
 	p.mu.Unlock()
 	for _, m := range msgs {
 		p.enqueue(m)
@@ -268,6 +287,9 @@ func (p *Publisher) loop() {
 			return
 		case m := <-p.queue:
 			p.send(m)
+			if m.after != nil {
+				m.after()
+			}
 		}
 	}
 }
@@ -323,6 +345,7 @@ func (p *Publisher) enqueue(m outMsg) bool {
 // full queue says no. An empty message (faces gone) is never rate-capped.
 func (p *Publisher) Pose(m PoseMsg) {
 	now := time.Now()
+	p.haUpdate(m, now)
 	if p.cfg.MaxRate > 0 && len(m.Faces) > 0 {
 		p.mu.Lock()
 		if now.Sub(p.lastPose) < time.Duration(float64(time.Second)/p.cfg.MaxRate) {
@@ -349,6 +372,10 @@ func (p *Publisher) Pose(m PoseMsg) {
 	}
 	p.enqueue(outMsg{topic: p.base + TopicPose, qos: byte(p.cfg.QoS), pose: true, payload: b})
 }
+
+// NoFaces tells Home Assistant's topic that no face is seen (as posed
+// stops, or its camera goes).
+func (p *Publisher) NoFaces() { p.haUpdate(PoseMsg{}, time.Now()) }
 
 // Retain publishes a retained message (state, camera) and keeps it to
 // re-send after a reconnect.
@@ -410,43 +437,3 @@ func (p *Publisher) Close(timeout time.Duration) {
 	p.client.Disconnect(250)
 }
 
-// discoverySensors are the Home Assistant sensors posed announces.
-var discoverySensors = []string{"yaw", "pitch", "roll", "faces"}
-
-// OwnTopics returns the topic filters that posed alone publishes for
-// device: everything under <prefix>/<device>/, and its Home Assistant
-// discovery entries.
-func OwnTopics(cfg config.MQTT, device string) []string {
-	out := []string{cfg.Prefix + "/" + device + "/#"}
-	if cfg.Discovery {
-		for _, k := range discoverySensors {
-			out = append(out, cfg.DiscoveryTopic+"/sensor/posed_"+device+"_"+k+"/config")
-		}
-	}
-	return out
-}
-
-// discovery registers Home Assistant MQTT discovery entries (retained, so
-// they are re-sent on every reconnect): the first face's yaw, pitch and
-// roll and the number of faces, as sensors of one device.
-func (p *Publisher) discovery() {
-	dev := map[string]any{"identifiers": []string{"posed_" + p.device}, "name": "posed " + p.device, "model": "posed head-pose daemon"}
-	sensors := []struct{ key, name, tmpl, unit string }{
-		{"yaw", "yaw", "{{ value_json.faces[0].yaw if value_json.faces|length > 0 else 'unknown' }}", "°"},
-		{"pitch", "pitch", "{{ value_json.faces[0].pitch if value_json.faces|length > 0 else 'unknown' }}", "°"},
-		{"roll", "roll", "{{ value_json.faces[0].roll if value_json.faces|length > 0 else 'unknown' }}", "°"},
-		{"faces", "faces", "{{ value_json.faces|length }}", ""},
-	}
-	for _, s := range sensors {
-		cfg := map[string]any{
-			"name": s.name, "unique_id": "posed_" + p.device + "_" + s.key,
-			"state_topic": p.base + TopicPose, "value_template": s.tmpl,
-			"availability_topic": p.base + TopicAvailable, "device": dev,
-		}
-		if s.unit != "" {
-			cfg["unit_of_measurement"] = s.unit
-		}
-		b, _ := json.Marshal(cfg)
-		p.retained[p.cfg.DiscoveryTopic+"/sensor/posed_"+p.device+"_"+s.key+"/config"] = b
-	}
-}

@@ -98,12 +98,14 @@ func TestEndToEndMosquitto(t *testing.T) {
 	seen := map[string]int{}
 	for _, m := range col.All() {
 		if strings.HasPrefix(m.Topic, "homeassistant/sensor/") {
-			// Home Assistant discovery: retained sensor configs reading the pose topic.
+			// Home Assistant discovery: retained sensor configs reading the HA topic.
 			var d struct {
-				StateTopic        string `json:"state_topic"`
-				AvailabilityTopic string `json:"availability_topic"`
+				StateTopic   string `json:"state_topic"`
+				Availability []struct {
+					Topic string `json:"topic"`
+				} `json:"availability"`
 			}
-			if err := json.Unmarshal(m.Payload, &d); err != nil || d.StateTopic != "posed/test/pose" || d.AvailabilityTopic != "posed/test/available" {
+			if err := json.Unmarshal(m.Payload, &d); err != nil || d.StateTopic != "posed/test/ha" || len(d.Availability) != 2 || d.Availability[0].Topic != "posed/test/available" {
 				t.Errorf("discovery %s: %s", m.Topic, m.Payload)
 			}
 			seen["discovery"]++
@@ -147,7 +149,7 @@ func TestEndToEndMosquitto(t *testing.T) {
 		}
 	}
 	t.Logf("messages by topic: %v; %d frames with a face of %d", seen, len(errs), len(yaws))
-	if seen["pose"] < len(yaws)/2 || seen["state"] < 2 || seen["camera"] < 1 || seen["available"] < 2 || seen["discovery"] < 4 {
+	if seen["pose"] < len(yaws)/2 || seen["state"] < 2 || seen["camera"] < 1 || seen["available"] < 2 || seen["discovery"] < 4 || seen["ha"] < 2 {
 		t.Errorf("messages by topic %v", seen)
 	}
 	mae := 0.0

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/edgepose/posed/config"
@@ -61,11 +62,11 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if cfg.Device == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "posed"
-		}
-		cfg.Device = config.DeviceFromHost(h)
+		cfg.Device = config.DefaultDevice()
+	}
+	if cfg.StateDir == "" {
+		// systemd may list several directories, ':'-separated.
+		cfg.StateDir, _, _ = strings.Cut(os.Getenv("STATE_DIRECTORY"), ":")
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "posed: config:", err)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -72,7 +73,8 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	if cfg.MQTT.Print {
 		printTo = stdout
 	}
-	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo)
+	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
+		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)))
 	if err != nil {
 		return err
 	}
@@ -101,6 +103,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 		// What stays retained after posed stops must agree with
 		// "available: offline": no faces seen, the camera not in use.
 		state.Status, state.Faces = "stopped", 0
+		pub.NoFaces()
 		pub.Retain(publish.TopicState, withSchema(state, cfg.Device))
 		pub.Retain(publish.TopicCamera, publish.CameraMsg{Schema: publish.SchemaVersion, Device: cfg.Device, Camera: cfg.Source.Path,
 			Status: "offline", Error: "posed stopped", Changed: time.Now()})
@@ -120,6 +123,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 			if !s.Online {
 				msg.Status, msg.Error, msg.RetryS = "offline", s.Err.Error(), s.Retry.Seconds()
 				log.Warn("camera offline", "camera", cfg.Source.Path, "err", s.Err, "retry", s.Retry)
+				pub.NoFaces()
 			} else {
 				log.Info("camera online", "camera", cfg.Source.Path)
 			}
@@ -134,6 +138,31 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	notify.send("STOPPING=1")
 	log.Info("posed stopping", "frames", met.framesProcessed.Load(), "dropped", met.framesDropped.Load())
 	return err
+}
+
+// haURL is the device's configuration_url in Home Assistant: mqtt.ha_url,
+// else posed's HTTP page where metrics.listen can be reached from another
+// host (by its address, or by the host name when it listens on all), else
+// none.
+func haURL(cfg config.Config) string {
+	if cfg.MQTT.HAURL != "" {
+		return cfg.MQTT.HAURL
+	}
+	host, port, err := net.SplitHostPort(cfg.Metrics.Listen)
+	if err != nil || port == "0" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return ""
+		}
+		host = h
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // embeddedAuth sets who may use the embedded broker: posed itself as

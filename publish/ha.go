@@ -1,0 +1,215 @@
+package publish
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/edgepose/posed/config"
+)
+
+// Home Assistant: posed announces its sensors by MQTT discovery (retained
+// configs under <discovery_prefix>/sensor/…/config, re-sent on every
+// reconnect) and feeds them from their own topic, <prefix>/<device>/ha:
+// the largest face's angles, sent when the number of faces changes or,
+// at most every mqtt.ha_interval, when an angle moved by mqtt.ha_deadband
+// or more. The pose topic at 10 Hz would flood Home Assistant's recorder.
+
+// Option sets what the publisher tells about posed.
+type Option func(*Publisher)
+
+// WithVersion sets posed's version (Home Assistant's sw_version).
+func WithVersion(v string) Option { return func(p *Publisher) { p.version = v } }
+
+// WithConfigURL sets the device's configuration_url in Home Assistant.
+func WithConfigURL(u string) Option { return func(p *Publisher) { p.configURL = u } }
+
+// WithStateDir sets where the publisher remembers the discovery entries
+// it announced, to remove them when discovery is switched off or the
+// device is renamed.
+func WithStateDir(dir string) Option { return func(p *Publisher) { p.stateDir = dir } }
+
+// haSensor is one announced sensor.
+type haSensor struct {
+	key, name, field, unit, icon string
+}
+
+// haSensors are the Home Assistant sensors posed announces.
+var haSensors = []haSensor{
+	{"yaw", "Yaw", "yaw", "°", "mdi:axis-z-rotate-counterclockwise"},
+	{"pitch", "Pitch", "pitch", "°", "mdi:axis-x-rotate-counterclockwise"},
+	{"roll", "Roll", "roll", "°", "mdi:axis-y-rotate-counterclockwise"},
+	{"faces", "Faces", "faces", "", "mdi:account-multiple"},
+}
+
+// discoveryTopic is where sensor s of device is announced.
+func discoveryTopic(cfg config.MQTT, device string, s haSensor) string {
+	return cfg.DiscoveryTopic + "/sensor/posed_" + device + "_" + s.key + "/config"
+}
+
+// OwnTopics returns the topic filters that posed alone publishes for
+// device: everything under <prefix>/<device>/, and its Home Assistant
+// discovery entries.
+func OwnTopics(cfg config.MQTT, device string) []string {
+	out := []string{cfg.Prefix + "/" + device + "/#"}
+	for _, s := range haSensors {
+		out = append(out, discoveryTopic(cfg, device, s))
+	}
+	return out
+}
+
+// supportURL is posed's home, Home Assistant's origin support_url.
+const supportURL = "https://github.com/edgepose/posed"
+
+// discovery builds the discovery entries into p.retained and returns
+// their topics (none when discovery is off).
+func (p *Publisher) discovery() []string {
+	if !p.cfg.Discovery {
+		return nil
+	}
+	dev := map[string]any{
+		"identifiers": []string{"posed_" + p.device}, "name": "posed " + p.device,
+		"model": "posed head-pose daemon", "manufacturer": "posed", "sw_version": p.version,
+	}
+	if p.configURL != "" {
+		dev["configuration_url"] = p.configURL
+	}
+	// Unavailable while posed is offline or its camera is.
+	avail := []map[string]string{
+		{"topic": p.base + TopicAvailable},
+		{"topic": p.base + TopicCamera, "value_template": "{{ 'online' if value_json.status == 'online' else 'offline' }}"},
+	}
+	var topics []string
+	for _, s := range haSensors {
+		cfg := map[string]any{
+			"name": s.name, "unique_id": "posed_" + p.device + "_" + s.key,
+			"object_id":   "posed_" + p.device + "_" + s.key,
+			"state_topic": p.base + TopicHA,
+			// A field that is null (no face) renders as None: Home
+			// Assistant then shows the sensor as unknown.
+			"value_template":    "{{ value_json." + s.field + " }}",
+			"state_class":       "measurement",
+			"availability":      avail,
+			"availability_mode": "all",
+			"icon":              s.icon,
+			"device":            dev,
+			"origin":            map[string]string{"name": "posed", "sw_version": p.version, "support_url": supportURL},
+		}
+		if s.unit != "" {
+			cfg["unit_of_measurement"] = s.unit
+			cfg["suggested_display_precision"] = 1
+		}
+		b, _ := json.Marshal(cfg)
+		t := discoveryTopic(p.cfg, p.device, s)
+		p.retained[t] = b
+		topics = append(topics, t)
+	}
+	return topics
+}
+
+// discoveryStateFile is the file, in the state directory, listing the
+// discovery topics posed announced last.
+const discoveryStateFile = "ha-discovery.json"
+
+// staleDiscovery returns the discovery topics to clear: those announced
+// by an earlier run (in the state directory) that this run does not
+// announce, and this device's own when discovery is off.
+func (p *Publisher) staleDiscovery(current []string) []string {
+	var old []string
+	if p.stateDir != "" {
+		if b, err := config.ReadFileLimited(filepath.Join(p.stateDir, discoveryStateFile)); err == nil {
+			if err := json.Unmarshal(b, &old); err != nil {
+				p.log.Warn("publish: ignoring a damaged discovery state file", "dir", p.stateDir, "err", err)
+				old = nil
+			}
+		}
+	}
+	if !p.cfg.Discovery {
+		for _, s := range haSensors {
+			old = append(old, discoveryTopic(p.cfg, p.device, s))
+		}
+	}
+	var stale []string
+	for _, t := range old {
+		if !slices.Contains(current, t) && !slices.Contains(stale, t) {
+			stale = append(stale, t)
+		}
+	}
+	return stale
+}
+
+// saveDiscovery records the announced topics in the state directory.
+func (p *Publisher) saveDiscovery() {
+	if p.stateDir == "" {
+		return
+	}
+	b, _ := json.Marshal(p.announced)
+	f := filepath.Join(p.stateDir, discoveryStateFile)
+	tmp := f + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o640); err != nil {
+		p.log.Warn("publish: cannot record the Home Assistant entities announced", "err", err)
+		return
+	}
+	if err := os.Rename(tmp, f); err != nil {
+		p.log.Warn("publish: cannot record the Home Assistant entities announced", "err", err)
+	}
+}
+
+// HAMsg is the retained message on <prefix>/<device>/ha that Home
+// Assistant's sensors read: the largest face's angles (null without a
+// face) and the number of faces.
+type HAMsg struct {
+	Schema int      `json:"schema"`
+	Device string   `json:"device"`
+	Faces  int      `json:"faces"`
+	Track  *uint64  `json:"track"`
+	Yaw    *float64 `json:"yaw"`
+	Pitch  *float64 `json:"pitch"`
+	Roll   *float64 `json:"roll"`
+}
+
+// haUpdate publishes m's summary on the HA topic if the number of faces
+// changed, or if ha_interval has passed since the last one and an angle
+// moved by ha_deadband or more.
+func (p *Publisher) haUpdate(m PoseMsg, now time.Time) {
+	h := HAMsg{Schema: SchemaVersion, Device: p.device, Faces: len(m.Faces)}
+	if len(m.Faces) > 0 {
+		f := m.Faces[0]
+		tr := f.Track
+		h.Track, h.Yaw, h.Pitch, h.Roll = &tr, round1(f.Yaw), round1(f.Pitch), round1(f.Roll)
+	}
+	p.mu.Lock()
+	last, sent := p.lastHA, p.haSent
+	send := !sent || h.Faces != last.Faces
+	if !send && now.Sub(p.lastHATime) >= p.cfg.HAInterval {
+		send = moved(h.Yaw, last.Yaw, p.cfg.HADeadband) || moved(h.Pitch, last.Pitch, p.cfg.HADeadband) ||
+			moved(h.Roll, last.Roll, p.cfg.HADeadband)
+	}
+	if send {
+		p.lastHA, p.haSent, p.lastHATime = h, true, now
+	}
+	p.mu.Unlock()
+	if send {
+		p.Retain(TopicHA, h)
+	}
+}
+
+// moved says whether an angle changed by d or more (or appeared, or went).
+func moved(a, b *float64, d float64) bool {
+	if a == nil || b == nil {
+		return (a == nil) != (b == nil)
+	}
+	return math.Abs(*a-*b) >= max(d, 1e-9)
+}
+
+// round1 rounds to 0.1 degree: more digits are noise in Home Assistant.
+func round1(v *float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	r := math.Round(*v*10) / 10
+	return &r
+}

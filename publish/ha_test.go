@@ -1,0 +1,229 @@
+package publish
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgepose/posed/publish/mqtttest"
+)
+
+// jinjaScript renders Home Assistant value templates with Jinja2's
+// sandbox, as Home Assistant does: value is the payload, value_json its
+// JSON. Input: a JSON list of [template, payload]; output: the renders.
+const jinjaScript = `
+import json, sys
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+env = ImmutableSandboxedEnvironment()
+out = []
+for tmpl, payload in json.load(sys.stdin):
+    out.append(env.from_string(tmpl).render(value=payload, value_json=json.loads(payload)))
+json.dump(out, sys.stdout)
+`
+
+// renderJinja renders each [template, payload] pair with Python's Jinja2.
+func renderJinja(t *testing.T, pairs [][2]string) []string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err == nil {
+		err = exec.Command(py, "-c", "import jinja2").Run()
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("python3 with jinja2 is needed (.ci/run installs python3-jinja2): %v", err)
+		}
+		t.Skipf("python3 with jinja2 is needed: apt-get install python3-jinja2 (%v)", err)
+	}
+	in, _ := json.Marshal(pairs)
+	cmd := exec.Command(py, "-c", jinjaScript)
+	cmd.Stdin = strings.NewReader(string(in))
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("jinja2: %v", err)
+	}
+	var out []string
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type haConfig struct {
+	Name, UniqueID, StateTopic, ValueTemplate, StateClass, AvailabilityMode, Unit string
+	Availability                                                                  []struct{ Topic, ValueTemplate string }
+	Device                                                                        map[string]any
+	Origin                                                                        map[string]string
+}
+
+func (c *haConfig) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Name             string `json:"name"`
+		UniqueID         string `json:"unique_id"`
+		StateTopic       string `json:"state_topic"`
+		ValueTemplate    string `json:"value_template"`
+		StateClass       string `json:"state_class"`
+		AvailabilityMode string `json:"availability_mode"`
+		Unit             string `json:"unit_of_measurement"`
+		Availability     []struct {
+			Topic         string `json:"topic"`
+			ValueTemplate string `json:"value_template"`
+		} `json:"availability"`
+		Device map[string]any    `json:"device"`
+		Origin map[string]string `json:"origin"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*c = haConfig{raw.Name, raw.UniqueID, raw.StateTopic, raw.ValueTemplate, raw.StateClass, raw.AvailabilityMode, raw.Unit, nil, raw.Device, raw.Origin}
+	for _, a := range raw.Availability {
+		c.Availability = append(c.Availability, struct{ Topic, ValueTemplate string }{a.Topic, a.ValueTemplate})
+	}
+	return nil
+}
+
+// Home Assistant gets its own, change-driven topic at a lower rate than
+// the poses; its sensors' templates, rendered by Jinja2 against the real
+// messages, give numbers while a face is seen and None (HA's "unknown",
+// not a ValueError) when none is; they are unavailable while the camera
+// is offline; the device block says who made it and which version.
+func TestHomeAssistant(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "#")
+	cfg := testMQTT(broker.Addr())
+	cfg.Discovery = true
+	cfg.HAInterval, cfg.HADeadband = 300*time.Millisecond, 1
+	p, err := New(cfg, "cam", quiet(), nil, WithVersion("1.2.3"), WithConfigURL("http://cam.local:9464/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	waitConnected(t, p, 5*time.Second)
+	p.Retain(TopicCamera, CameraMsg{Schema: SchemaVersion, Device: "cam", Camera: "x", Status: "online", Changed: time.Now()})
+	// 10 (first: sent), 10.4 (under the deadband), 10.5 after the interval
+	// (still under), 12 (sent), 30 at once (within the interval), no face
+	// (sent at once).
+	p.Pose(onePose(1, 10))
+	p.Pose(onePose(2, 10.4))
+	time.Sleep(350 * time.Millisecond)
+	p.Pose(onePose(3, 10.5))
+	p.Pose(onePose(4, 12))
+	p.Pose(onePose(5, 30))
+	p.Pose(PoseMsg{Seq: 6, Captured: time.Now()})
+	p.Retain(TopicCamera, CameraMsg{Schema: SchemaVersion, Device: "cam", Camera: "x", Status: "offline", Error: "gone", Changed: time.Now()})
+	col.WaitFor(t, "the HA summary with no face", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		for _, m := range ms {
+			if m.Topic == "posed/cam/ha" && strings.Contains(string(m.Payload), `"faces":0`) {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(200 * time.Millisecond)
+	sch := mqtttest.Schemas(t)
+	var ha, cams []string
+	for _, m := range col.On("posed/cam/ha") {
+		validate(t, sch["ha"], m)
+		ha = append(ha, string(m.Payload))
+	}
+	for _, m := range col.On("posed/cam/camera") {
+		cams = append(cams, string(m.Payload))
+	}
+	if len(ha) != 3 {
+		t.Fatalf("HA topic got %d messages, want 3 (10, 12, none):\n%s", len(ha), strings.Join(ha, "\n"))
+	}
+	var configs []haConfig
+	for _, m := range col.All() {
+		if strings.HasPrefix(m.Topic, "homeassistant/sensor/posed_cam_") {
+			var c haConfig
+			if err := json.Unmarshal(m.Payload, &c); err != nil {
+				t.Fatalf("%s: %v", m.Topic, err)
+			}
+			configs = append(configs, c)
+		}
+	}
+	if len(configs) != len(haSensors) {
+		t.Fatalf("%d discovery configs, want %d", len(configs), len(haSensors))
+	}
+	want := map[string][]string{"Yaw": {"10", "12", "None"}, "Pitch": {"None", "None", "None"}, "Faces": {"1", "1", "0"}}
+	for _, c := range configs {
+		if c.StateTopic != "posed/cam/ha" || c.StateClass != "measurement" || c.AvailabilityMode != "all" || len(c.Availability) != 2 {
+			t.Errorf("%s: %+v", c.Name, c)
+		}
+		if c.Device["sw_version"] != "1.2.3" || c.Device["manufacturer"] == nil || c.Device["configuration_url"] != "http://cam.local:9464/" || c.Origin["name"] != "posed" {
+			t.Errorf("%s: device %v origin %v", c.Name, c.Device, c.Origin)
+		}
+		var pairs [][2]string
+		for _, h := range ha {
+			pairs = append(pairs, [2]string{c.ValueTemplate, h})
+		}
+		got := renderJinja(t, pairs)
+		if w, ok := want[c.Name]; ok && !slices.Equal(got, w) {
+			t.Errorf("%s renders %q, want %q", c.Name, got, w)
+		}
+		// The camera's availability template follows its status.
+		pairs = nil
+		for _, cm := range cams {
+			pairs = append(pairs, [2]string{c.Availability[1].ValueTemplate, cm})
+		}
+		if got := renderJinja(t, pairs); !slices.Equal(got, []string{"online", "offline"}) || c.Availability[1].Topic != "posed/cam/camera" {
+			t.Errorf("%s: camera availability renders %q", c.Name, got)
+		}
+	}
+}
+
+// Discovery entries that are no longer announced (the device renamed,
+// discovery switched off) are removed with empty retained configs, using
+// what the state directory says was announced.
+func TestDiscoveryRemoval(t *testing.T) {
+	broker := mqtttest.Start(t)
+	dir := t.TempDir()
+	cfg := testMQTT(broker.Addr())
+	cfg.Discovery = true
+	runOnce := func(device string, discovery bool) {
+		c := cfg
+		c.Discovery = discovery
+		p, err := New(c, device, quiet(), nil, WithStateDir(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitConnected(t, p, 5*time.Second)
+		time.Sleep(300 * time.Millisecond)
+		p.Close(time.Second)
+	}
+	retained := func() map[string]string {
+		col := mqtttest.Collect(t, broker.Addr(), "homeassistant/#")
+		time.Sleep(300 * time.Millisecond)
+		out := map[string]string{}
+		for _, m := range col.All() {
+			out[m.Topic] = string(m.Payload)
+		}
+		return out
+	}
+	runOnce("old", true)
+	if r := retained(); len(r) != len(haSensors) {
+		t.Fatalf("after the first run, retained discovery: %v", r)
+	}
+	runOnce("new", true) // renamed
+	r := retained()
+	for topic := range r {
+		if strings.Contains(topic, "posed_old_") {
+			t.Errorf("renamed device's entry %s left behind", topic)
+		}
+	}
+	if len(r) != len(haSensors) {
+		t.Errorf("after the rename, retained discovery: %v", r)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, discoveryStateFile))
+	if err != nil || !strings.Contains(string(b), "posed_new_yaw") || strings.Contains(string(b), "posed_old_") {
+		t.Errorf("state file: %s (%v)", b, err)
+	}
+	runOnce("new", false) // switched off
+	if r := retained(); len(r) != 0 {
+		t.Errorf("discovery switched off, still retained: %v", r)
+	}
+}
