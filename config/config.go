@@ -24,18 +24,18 @@ import (
 
 // Config is the whole configuration. Field names are the YAML keys.
 type Config struct {
-	Device  string  `yaml:"device"` // device id in MQTT topics; default: DefaultDevice
+	Device string `yaml:"device"` // device id in MQTT topics; default: DefaultDevice
 	// StateDir is where posed keeps what must outlive a restart (the Home
 	// Assistant entities it announced). Default: $STATE_DIRECTORY, which
 	// systemd sets from the unit's StateDirectory=; "" keeps nothing.
-	StateDir string `yaml:"state_dir"`
-	Source  Source  `yaml:"source"`
-	Model   Model   `yaml:"model"`
-	Detect  Detect  `yaml:"detect"`
-	Track   Track   `yaml:"track"`
-	MQTT    MQTT    `yaml:"mqtt"`
-	Metrics Metrics `yaml:"metrics"`
-	Log     Log     `yaml:"log"`
+	StateDir string  `yaml:"state_dir"`
+	Source   Source  `yaml:"source"`
+	Model    Model   `yaml:"model"`
+	Detect   Detect  `yaml:"detect"`
+	Track    Track   `yaml:"track"`
+	MQTT     MQTT    `yaml:"mqtt"`
+	Metrics  Metrics `yaml:"metrics"`
+	Log      Log     `yaml:"log"`
 }
 
 // Source is where frames come from.
@@ -134,7 +134,7 @@ type MQTT struct {
 	// HAURL is the device's configuration_url in Home Assistant (default:
 	// posed's HTTP page when metrics.listen is reachable from elsewhere).
 	HAURL string `yaml:"ha_url"`
-	Print          bool          `yaml:"print"` // also print every message on standard output
+	Print bool   `yaml:"print"` // also print every message on standard output
 }
 
 // Metrics configures the HTTP endpoint.

@@ -436,4 +436,3 @@ func (p *Publisher) Close(timeout time.Duration) {
 	}
 	p.client.Disconnect(250)
 }
-
