@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"net/http"
@@ -84,7 +85,7 @@ func (h *histogram) median() float64 {
 	return v[len(v)/2]
 }
 
-func (m *metrics) write(w io.Writer) {
+func (m *metrics) write(w io.Writer, version string) {
 	c := func(name, help string, v uint64) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
 	}
@@ -121,6 +122,8 @@ func (m *metrics) write(w io.Writer) {
 		fmt.Fprintf(w, "posed_stage_seconds_sum{stage=%q} %g\nposed_stage_seconds_count{stage=%q} %d\n", s, h.sum, s, h.n)
 		h.mu.Unlock()
 	}
+	writeRuntime(w, version)
+	writeProcess(w)
 }
 
 // healthy reports whether frames flow: one was processed in the last
@@ -139,11 +142,16 @@ func (m *metrics) healthy(maxAge time.Duration) (bool, string) {
 	return true, fmt.Sprintf("ok: %d frames processed, last %v ago", m.framesProcessed.Load(), time.Since(time.Unix(0, last)).Round(time.Millisecond))
 }
 
-func (m *metrics) handler(maxAge time.Duration) http.Handler {
+func (m *metrics) handler(maxAge time.Duration, version string, page func() pageInfo) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		m.write(w)
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		m.write(w, version)
+	})
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		ok, why := m.healthy(maxAge)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		writeIndex(w, page(), version, why, ok)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		ok, why := m.healthy(maxAge)
@@ -167,3 +175,31 @@ func (m *metrics) handler(maxAge time.Duration) http.Handler {
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// pageInfo is what posed's page at / says about this daemon.
+type pageInfo struct {
+	Device, Camera, Model, Broker string
+}
+
+// writeIndex writes posed's page at /. (fmt and html.EscapeString, not
+// html/template: its reflection keeps every exported method in the binary,
+// 2 MB on linux/arm64.)
+func writeIndex(w io.Writer, p pageInfo, version, health string, ok bool) {
+	e := html.EscapeString
+	state := "unhealthy"
+	if ok {
+		state = "healthy"
+	}
+	fmt.Fprintf(w, `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>posed %s</title>
+<style>body{font-family:sans-serif;margin:2em;max-width:40em}dt{font-weight:bold}</style></head>
+<body><h1>posed %s</h1>
+<dl><dt>version</dt><dd>%s</dd>
+<dt>camera</dt><dd>%s</dd>
+<dt>model</dt><dd>%s</dd>
+<dt>broker</dt><dd>%s</dd>
+<dt>health</dt><dd>%s: %s</dd></dl>
+<p><a href="/metrics">/metrics</a> (Prometheus) · <a href="/healthz">/healthz</a></p>
+</body></html>
+`, e(p.Device), e(p.Device), e(version), e(p.Camera), e(p.Model), e(p.Broker), state, e(health))
+}

@@ -87,7 +87,10 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 		if err != nil {
 			return fmt.Errorf("metrics.listen: %w", err)
 		}
-		srv := &http.Server{Handler: met.handler(5 * time.Second), ReadHeaderTimeout: 5 * time.Second}
+		page := func() pageInfo {
+			return pageInfo{Device: cfg.Device, Camera: cfg.Source.Path, Model: cfg.Model.Path, Broker: config.RedactURL(cfg.MQTT.Broker)}
+		}
+		srv := &http.Server{Handler: met.handler(5*time.Second, version, page), ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

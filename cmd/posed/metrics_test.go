@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/edgepose/posed/publish/mqtttest"
+)
+
+// get fetches url with a real HTTP client.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// /metrics, scraped from a running posed, parses as Prometheus text,
+// passes the lint that `promtool check metrics` runs, and carries posed's
+// counters and histograms, the Go runtime's and the process's metrics
+// under their usual names, and the build info; / is a page naming the
+// device.
+func TestMetricsEndpoint(t *testing.T) {
+	broker := mqtttest.Start(t)
+	seq, _ := yawSequence(t)
+	cfg := testConfig(t, seq, "tcp://"+broker.Addr())
+	cfg.Source.Loop = true
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metrics.Listen = ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
+	defer func() { cancel(); <-done }()
+	base := "http://" + cfg.Metrics.Listen
+	var text string
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		code, body := 0, ""
+		if resp, err := http.Get(base + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			code, body = resp.StatusCode, string(b)
+		}
+		if code == 200 && strings.Contains(body, "posed_frames_processed_total") && !strings.Contains(body, "posed_frames_processed_total 0\n") {
+			text = body
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no frame processed in 20 s: %d\n%s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	problems, err := promlint.New(strings.NewReader(text)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("not Prometheus text: %v", err)
+	}
+	value := func(name string) float64 {
+		f, ok := fams[name]
+		if !ok || len(f.Metric) == 0 {
+			t.Errorf("no %s", name)
+			return 0
+		}
+		m := f.Metric[0]
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		}
+		return 0
+	}
+	if v := value("posed_frames_processed_total"); v < 1 {
+		t.Errorf("posed_frames_processed_total %g", v)
+	}
+	for _, name := range []string{"go_goroutines", "go_threads", "go_memstats_heap_inuse_bytes", "process_cpu_seconds_total", "process_open_fds", "process_max_fds", "process_start_time_seconds"} {
+		if v := value(name); v <= 0 {
+			t.Errorf("%s = %g", name, v)
+		}
+	}
+	// The process's resident memory agrees with the kernel's VmRSS (the
+	// test and posed are one process), within the churn between reads.
+	if rss, vm := value("process_resident_memory_bytes"), vmRSS(t); rss < 0.5*vm || rss > 2*vm {
+		t.Errorf("process_resident_memory_bytes %g, VmRSS %g", rss, vm)
+	}
+	if start := value("process_start_time_seconds"); time.Since(time.Unix(int64(start), 0)) > time.Hour {
+		t.Errorf("process_start_time_seconds %g is over an hour ago", start)
+	}
+	if f := fams["posed_build_info"]; f == nil || labelOf(f.Metric[0], "version") != version {
+		t.Errorf("posed_build_info: %v", f)
+	}
+	if f := fams["posed_stage_seconds"]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM || len(f.Metric) != 4 {
+		t.Errorf("posed_stage_seconds: %v", f)
+	} else {
+		for _, m := range f.Metric {
+			prev := uint64(0)
+			for _, b := range m.Histogram.Bucket {
+				if b.GetCumulativeCount() < prev {
+					t.Errorf("%s: buckets not cumulative", labelOf(m, "stage"))
+				}
+				prev = b.GetCumulativeCount()
+			}
+		}
+	}
+	code, page := get(t, base+"/")
+	if code != 200 || !strings.Contains(page, "posed test") || !strings.Contains(page, "/metrics") {
+		t.Errorf("/: %d\n%s", code, page)
+	}
+	if code, _ := get(t, base+"/nothing"); code != http.StatusNotFound {
+		t.Errorf("/nothing: %d", code)
+	}
+}
+
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.Label {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// vmRSS reads this process's resident set from /proc/self/status.
+func vmRSS(t *testing.T) float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb float64
+			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb); err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// The CPU time read from /proc/self/stat agrees with getrusage(2), and a
+// command name holding spaces and parentheses does not shift the fields.
+func TestProcStat(t *testing.T) {
+	for i := 0; i < 3e7; i++ { // some CPU time to measure
+		_ = i * i
+	}
+	st, err := readProcStat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	ref := float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+	if d := st.cpu - ref; d < -0.05 || d > 0.05 {
+		t.Errorf("cpu %g s from /proc, %g s from getrusage", st.cpu, ref)
+	}
+	line := []byte("42 (a (b) c) S 1 1 1 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 500 1048576 7 18446744073709551615\n")
+	st, err = parseProcStat(line, time.Unix(1000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.cpu != 3 || st.vsize != 1048576 || st.rss != 7*float64(os.Getpagesize()) || !st.start.Equal(time.Unix(1005, 0)) {
+		t.Errorf("parsed %+v", st)
+	}
+	if _, err := parseProcStat([]byte("42 (x) S 1 2"), time.Time{}); err == nil {
+		t.Error("a short stat line parsed")
+	}
+}
