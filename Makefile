@@ -96,9 +96,13 @@ install: build
 		sed 's|/usr/local/share/posed|$(PREFIX)/share/posed|' config/posed.example.yaml > $(DESTDIR)/etc/posed/.posed.yaml.new && \
 		install -m 0640 $(DESTDIR)/etc/posed/.posed.yaml.new $(DESTDIR)/etc/posed/posed.yaml && \
 		rm -f $(DESTDIR)/etc/posed/.posed.yaml.new; }
-	install -D -m 0644 systemd/posed.service $(DESTDIR)/lib/systemd/system/posed.service
-	sed -i 's|/usr/local/|$(PREFIX)/|g' $(DESTDIR)/lib/systemd/system/posed.service
-	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then systemd-sysusers /usr/lib/sysusers.d/posed.conf; fi
+	install -D -m 0644 systemd/posed.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/posed.conf
+	for u in posed.service posed@.service; do \
+		install -D -m 0644 systemd/$$u $(DESTDIR)/lib/systemd/system/$$u && \
+		sed -i 's|/usr/local/|$(PREFIX)/|g' $(DESTDIR)/lib/systemd/system/$$u || exit 1; \
+	done
+	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers /usr/lib/sysusers.d/posed.conf && systemd-tmpfiles --create /usr/lib/tmpfiles.d/posed.conf; fi
 	@if getent group posed >/dev/null 2>&1; then \
 		chgrp posed $(DESTDIR)/etc/posed $(DESTDIR)/etc/posed/posed.yaml; \
 	else echo "then: systemd-sysusers (or useradd --system --groups video posed) and chgrp posed /etc/posed /etc/posed/posed.yaml"; fi

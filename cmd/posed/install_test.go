@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +30,9 @@ func TestInstallPermissions(t *testing.T) {
 			{"usr/bin/posed", 0o755},
 			{"usr/share/posed/default.gllim", 0o644},
 			{"usr/lib/sysusers.d/posed.conf", 0o644},
+			{"usr/lib/tmpfiles.d/posed.conf", 0o644},
+			{"lib/systemd/system/posed.service", 0o644},
+			{"lib/systemd/system/posed@.service", 0o644},
 		} {
 			st, err := os.Stat(filepath.Join(dest, c.path))
 			if err != nil {
@@ -39,5 +43,56 @@ func TestInstallPermissions(t *testing.T) {
 				t.Errorf("umask %s: %s is %v, want %v", umask, c.path, st.Mode(), c.mode)
 			}
 		}
+	}
+}
+
+// The template unit posed@.service is posed.service but for its instance:
+// its config file, state directory, description and comment. The two
+// cannot drift apart in their hardening or watchdog.
+func TestTemplateUnitMatches(t *testing.T) {
+	one, err := os.ReadFile("../../systemd/posed.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile("../../systemd/posed@.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := func(b []byte) map[string]string {
+		out := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+				out[k] += v + "\n"
+			}
+		}
+		return out
+	}
+	a, b := settings(one), settings(tmpl)
+	want := map[string]string{
+		"ExecStart":      "/usr/local/bin/posed -config /etc/posed/%i.yaml\n",
+		"StateDirectory": "posed/%i\n",
+	}
+	for k, v := range a {
+		w, special := want[k]
+		switch {
+		case k == "Description":
+			if !strings.Contains(b[k], "%i") {
+				t.Errorf("posed@.service: Description %q does not name the instance", b[k])
+			}
+		case special:
+			if b[k] != w {
+				t.Errorf("posed@.service: %s=%q, want %q", k, b[k], w)
+			}
+		case b[k] != v:
+			t.Errorf("posed@.service: %s=%q, posed.service has %q", k, b[k], v)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			t.Errorf("posed@.service sets %s, posed.service does not", k)
+		}
+	}
+	if !strings.Contains(string(one), "ExecReload=/bin/kill -HUP $MAINPID") {
+		t.Error("posed.service has no ExecReload sending SIGHUP")
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/edgepose/posed/config"
 )
 
@@ -44,32 +46,39 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "posed", version)
 		return 0
 	}
-	cfg := config.Default()
-	if *cfgPath != "" {
-		c, err := config.Load(*cfgPath)
-		if err != nil {
-			fmt.Fprintln(stderr, "posed:", err)
-			return 2
+	// load reads the configuration (again, on SIGHUP) with the flags over it.
+	load := func() (config.Config, error) {
+		cfg := config.Default()
+		if *cfgPath != "" {
+			c, err := config.Load(*cfgPath)
+			if err != nil {
+				return cfg, err
+			}
+			cfg = c
 		}
-		cfg = c
-	}
-	for _, o := range []struct {
-		flag string
-		dst  *string
-	}{{*source, &cfg.Source.Path}, {*broker, &cfg.MQTT.Broker}, {*device, &cfg.Device}, {*model, &cfg.Model.Path}} {
-		if o.flag != "" {
-			*o.dst = o.flag
+		for _, o := range []struct {
+			flag string
+			dst  *string
+		}{{*source, &cfg.Source.Path}, {*broker, &cfg.MQTT.Broker}, {*device, &cfg.Device}, {*model, &cfg.Model.Path}} {
+			if o.flag != "" {
+				*o.dst = o.flag
+			}
 		}
+		if cfg.Device == "" {
+			cfg.Device = config.DefaultDevice()
+		}
+		if cfg.StateDir == "" {
+			// systemd may list several directories, ':'-separated.
+			cfg.StateDir, _, _ = strings.Cut(os.Getenv("STATE_DIRECTORY"), ":")
+		}
+		if err := cfg.Validate(); err != nil {
+			return cfg, fmt.Errorf("config: %w", err)
+		}
+		return cfg, nil
 	}
-	if cfg.Device == "" {
-		cfg.Device = config.DefaultDevice()
-	}
-	if cfg.StateDir == "" {
-		// systemd may list several directories, ':'-separated.
-		cfg.StateDir, _, _ = strings.Cut(os.Getenv("STATE_DIRECTORY"), ":")
-	}
-	if err := cfg.Validate(); err != nil {
-		fmt.Fprintln(stderr, "posed: config:", err)
+	cfg, err := load()
+	if err != nil {
+		fmt.Fprintln(stderr, "posed:", err)
 		return 2
 	}
 	if *check {
@@ -80,14 +89,58 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "posed: configuration ok")
 		return 0
 	}
-	log := newLogger(cfg.Log, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, cfg, log, stdout); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("posed stopped", "err", err)
-		return 1
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		<-ctx.Done() // SIGTERM or SIGINT: stopping starts now
+		daemon.SdNotify(false, "STOPPING=1")
+	}()
+	for {
+		log := newLogger(cfg.Log, stderr)
+		next, err := runUntilReload(ctx, cfg, log, stdout, hup, load)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("posed stopped", "err", err)
+			return 1
+		}
+		if next == nil {
+			return 0
+		}
+		cfg = *next
 	}
-	return 0
+}
+
+// runUntilReload runs posed with cfg until ctx ends, the run ends, or a
+// SIGHUP brings a configuration that loads and validates: it then stops
+// the run and returns the new one. A configuration that does not load is
+// logged and changes nothing.
+func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, hup <-chan os.Signal, load func() (config.Config, error)) (*config.Config, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(rctx, cfg, log, stdout) }()
+	var next *config.Config
+	for {
+		select {
+		case err := <-done:
+			if next != nil {
+				return next, nil
+			}
+			return nil, err
+		case <-hup:
+			c, err := load()
+			if err != nil {
+				log.Error("reload refused: the configuration does not load; still running the previous one", "err", err)
+				continue
+			}
+			log.Info("reloading the configuration")
+			daemon.SdNotify(false, fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+			next = &c
+			cancel()
+		}
+	}
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {

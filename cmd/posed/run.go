@@ -138,7 +138,6 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	notify := newNotifier()
 	loop := &frameLoop{cfg: cfg, log: log, src: src, tracker: tracker, pub: pub, met: met, notify: notify, state: &state}
 	err = loop.run(ctx)
-	notify.send("STOPPING=1")
 	log.Info("posed stopping", "frames", met.framesProcessed.Load(), "dropped", met.framesDropped.Load())
 	return err
 }

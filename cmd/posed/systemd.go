@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
+	"golang.org/x/sys/unix"
 )
 
 // notifier tells systemd how posed is (sd_notify, through go-systemd):
@@ -21,4 +22,14 @@ func newNotifier() *notifier {
 func (n *notifier) send(state string) error {
 	_, err := daemon.SdNotify(false, state)
 	return err
+}
+
+// monotonicUsec is CLOCK_MONOTONIC in microseconds, which systemd wants
+// with RELOADING=1.
+func monotonicUsec() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Sec*1_000_000 + ts.Nsec/1000
 }

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/edgepose/posed/publish/mqtttest"
+)
+
+// buildPosed builds the posed binary for tests that run it as a process.
+func buildPosed(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "posed")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// SIGHUP (systemd's ExecReload) reloads the configuration in the same
+// process: a valid new one takes effect (here a new device id), with
+// RELOADING=1 then READY=1 told to systemd; an invalid one is logged and
+// the running configuration stays. SIGTERM then stops posed cleanly.
+func TestReloadOnSIGHUP(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/+/available")
+	seq, _ := yawSequence(t)
+	model, err := filepath.Abs(filepath.Join("..", "..", "models", "default.gllim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "posed.yaml")
+	write := func(device string) {
+		y := fmt.Sprintf("device: %s\nsource: {path: %s, fps: 10, loop: true}\nmodel: {path: %s}\nmqtt: {broker: tcp://%s}\nmetrics: {listen: \"\"}\n", device, seq, model, broker.Addr())
+		if err := os.WriteFile(cfgFile, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("one")
+	sock := filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var mu sync.Mutex
+	var notes []string
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			notes = append(notes, string(buf[:n]))
+			mu.Unlock()
+		}
+	}()
+	cmd := exec.Command(buildPosed(t), "-config", cfgFile)
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	online := func(device string) func([]mqtttest.Msg) bool {
+		return func(ms []mqtttest.Msg) bool {
+			for _, m := range ms {
+				if m.Topic == "posed/"+device+"/available" && string(m.Payload) == "online" {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	col.WaitFor(t, "device one online", 20*time.Second, online("one"))
+
+	write("two")
+	cmd.Process.Signal(syscall.SIGHUP)
+	col.WaitFor(t, "device two online after SIGHUP", 20*time.Second, online("two"))
+	last := func(device string) string {
+		ms := col.On("posed/" + device + "/available")
+		if len(ms) == 0 {
+			return ""
+		}
+		return string(ms[len(ms)-1].Payload)
+	}
+	if last("one") != "offline" {
+		t.Errorf("the old device id is still %q after the reload", last("one"))
+	}
+
+	os.WriteFile(cfgFile, []byte("device: three\nmqtt: {qos: 7}\n"), 0o644)
+	cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(time.Second)
+	if cmd.ProcessState != nil || last("two") != "online" {
+		t.Errorf("an invalid configuration on SIGHUP stopped posed (available %q)", last("two"))
+	}
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("posed exited with %v after SIGTERM\n%s", err, logs.String())
+	}
+	out := logs.String()
+	if !strings.Contains(out, "reload refused") || !strings.Contains(out, "mqtt.qos") {
+		t.Errorf("the refused reload is not logged with its reason:\n%s", out)
+	}
+	mu.Lock()
+	got := strings.Join(notes, "|")
+	mu.Unlock()
+	if i := strings.Index(got, "RELOADING=1"); i < 0 || !strings.Contains(got[i:], "READY=1") || !strings.Contains(got, "MONOTONIC_USEC=") || !strings.Contains(got, "STOPPING=1") {
+		t.Errorf("sd_notify messages: %s", got)
+	}
+}
