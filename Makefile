@@ -22,7 +22,13 @@ MODEL_FLAGS := -data $(DATA)/pointing04,$(DATA)/aflw2000 -variant pose-bb -lw 2 
 	-angles yaw,pitch,roll -zero-roll -shifts 2 -flip aflw2000 -yaw-boxes -augment camera:1 -augment-sets aflw2000 \
 	-members $(MEMBERS) -cache $(CACHE)
 
-.PHONY: all build test test-arm64 bench fuzz lint cross run install model eval clean help
+# Debian packages: version from a v* tag, else 0.0~git<commit time>.<commit>.
+DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo "$${v\#v}" | tr - + || \
+	echo "0.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d%H%M%S 2>/dev/null || echo 0).$$(git rev-parse --short HEAD 2>/dev/null || echo dev)")
+# Debian architecture:GOARCH:GOARM
+DEB_ARCHES := amd64:amd64: arm64:arm64: armhf:arm:7
+
+.PHONY: all build test test-arm64 bench fuzz lint cross run install deb deb-test model eval clean help
 
 all: build
 
@@ -36,6 +42,8 @@ help:
 	@echo "lint        gofmt, go vet, and the daemon's import-graph check"
 	@echo "cross       static builds for linux/arm64 and linux/arm (GOARM=7) into dist/"
 	@echo "install     install posed, the default model, the example config and the systemd unit under DESTDIR/PREFIX"
+	@echo "deb         Debian packages for amd64, arm64 and armhf into dist/ (nfpm, a Go tool of this module)"
+	@echo "deb-test    install the amd64 package with dpkg, check it, run posed -check-config as its user, purge it (root)"
 	@echo "model       retrain models/default.gllim (and its card) from DATA=$(DATA)"
 	@echo "eval        measure the default recipe (LOPO on Pointing'04, 5-fold on AFLW2000) into models/default.md"
 
@@ -106,6 +114,23 @@ install: build
 	@if getent group posed >/dev/null 2>&1; then \
 		chgrp posed $(DESTDIR)/etc/posed $(DESTDIR)/etc/posed/posed.yaml; \
 	else echo "then: systemd-sysusers (or useradd --system --groups video posed) and chgrp posed /etc/posed /etc/posed/posed.yaml"; fi
+
+# The packages hold the static binaries, the default model, the units, the
+# sysusers.d and tmpfiles.d entries and /etc/posed/posed.yaml (a conffile),
+# with /usr/local/ paths made /usr/.
+deb:
+	@mkdir -p dist
+	@for a in $(DEB_ARCHES); do \
+		deb=$${a%%:*}; rest=$${a#*:}; goarch=$${rest%%:*}; goarm=$${rest#*:}; root=build/deb/$$deb; \
+		mkdir -p $$root && \
+		for b in $(BINARIES); do GOOS=linux GOARCH=$$goarch GOARM=$$goarm $(BUILD) -o $$root/$$b ./cmd/$$b || exit 1; done && \
+		sed 's|/usr/local/|/usr/|g' config/posed.example.yaml > $$root/posed.yaml && \
+		for u in posed.service posed@.service; do sed 's|/usr/local/|/usr/|g' systemd/$$u > $$root/$$u || exit 1; done && \
+		DEB_ARCH=$$deb DEB_VERSION='$(DEB_VERSION)' DEB_ROOT=$$root $(GO) tool nfpm package -f packaging/nfpm.yaml -p deb -t dist/ || exit 1; \
+	done
+
+deb-test: deb
+	packaging/test-deb dist/posed_$(DEB_VERSION)_amd64.deb dist/posed_$(DEB_VERSION)_arm64.deb dist/posed_$(DEB_VERSION)_armhf.deb
 
 model: build
 	bin/posectl train $(MODEL_FLAGS) -temperatures $(TEMPERATURES) -o models/default.gllim

@@ -31,5 +31,5 @@ func monotonicUsec() int64 {
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return 0
 	}
-	return ts.Sec*1_000_000 + ts.Nsec/1000
+	return int64(ts.Sec)*1_000_000 + int64(ts.Nsec)/1000
 }
