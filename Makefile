@@ -74,6 +74,7 @@ fuzz:
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }
 	$(GO) vet ./...
+	GOOS=linux GOARCH=arm GOARM=7 $(GO) vet ./...   # 32-bit ARM: int sizes, the pure-Go paths
 	@! $(GO) list -deps ./cmd/posed ./infer/... | grep -E '^(gonum.org/|github.com/edgepose/posed/train)' \
 		|| { echo 'the daemon must not depend on the trainer or gonum'; exit 1; }
 

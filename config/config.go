@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -150,12 +152,48 @@ type Log struct {
 
 func modelDefaults() Model {
 	p := pose.DefaultSettings()
-	return Model{Path: "/usr/local/share/posed/default.gllim", Iterations: p.MaxIter, Eps: p.Eps, Gain: p.Gain, Average: p.Average}
+	return Model{Iterations: p.MaxIter, Eps: p.Eps, Gain: p.Gain, Average: p.Average} // Path "": FindModel
 }
 
 // deviceID is what a device id may be: safe in MQTT topics and in Home
 // Assistant's unique ids and discovery node ids.
 var deviceID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ModelPlaces are where posed looks for default.gllim when model.path is
+// not set, in order: next to the executable, in models/ of the working
+// directory (a source tree), then the installed places (../share/posed
+// beside the executable's folder, /usr/local/share/posed, /usr/share/posed).
+func ModelPlaces() []string {
+	var out []string
+	exe, err := os.Executable()
+	if err == nil {
+		if e, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = e
+		}
+		out = append(out, filepath.Join(filepath.Dir(exe), "default.gllim"))
+	}
+	out = append(out, filepath.Join("models", "default.gllim"))
+	if err == nil {
+		out = append(out, filepath.Join(filepath.Dir(filepath.Dir(exe)), "share", "posed", "default.gllim"))
+	}
+	return append(out, "/usr/local/share/posed/default.gllim", "/usr/share/posed/default.gllim")
+}
+
+// FindModel returns the first of places that is a regular file, or an
+// error that lists where it looked.
+func FindModel(places []string) (string, error) {
+	var seen []string
+	for _, p := range places {
+		if slices.Contains(seen, p) {
+			continue
+		}
+		seen = append(seen, p)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("model.path is not set and no default.gllim was found in %s: set model.path or -model", strings.Join(seen, ", "))
+}
 
 // DefaultDevice is the device id of a configuration that sets none: the
 // host name followed by the first six hex digits of the machine id
@@ -351,9 +389,6 @@ func (c Config) Validate() error {
 	}
 	if s.Reopen <= 0 || s.ReopenMax < s.Reopen {
 		bad("source.reopen", "%v (max %v): want 0 < reopen ≤ reopen_max", s.Reopen, s.ReopenMax)
-	}
-	if c.Model.Path == "" {
-		bad("model.path", "is empty")
 	}
 	if c.Model.Iterations < 1 || c.Model.Iterations > 20 {
 		bad("model.iterations", "%d is not in [1, 20]", c.Model.Iterations)

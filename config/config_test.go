@@ -192,3 +192,26 @@ func TestConfigFileSizeLimited(t *testing.T) {
 		t.Errorf("Load(/dev/zero): %v", err)
 	}
 }
+
+// Without model.path, the model is looked for in order and the error
+// says every place it looked.
+func TestFindModel(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a", "default.gllim"), filepath.Join(dir, "b", "default.gllim")
+	os.MkdirAll(filepath.Dir(b), 0o755)
+	os.WriteFile(b, []byte("x"), 0o644)
+	os.MkdirAll(a, 0o755) // a folder of that name is not a model
+	if got, err := FindModel([]string{a, b}); err != nil || got != b {
+		t.Errorf("FindModel = %q, %v; want %q", got, err, b)
+	}
+	_, err := FindModel([]string{a, filepath.Join(dir, "c")})
+	if err == nil || !strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), filepath.Join(dir, "c")) {
+		t.Errorf("the error does not list the places: %v", err)
+	}
+	places := ModelPlaces()
+	exe, _ := os.Executable()
+	exe, _ = filepath.EvalSymlinks(exe)
+	if len(places) != 5 || places[0] != filepath.Join(filepath.Dir(exe), "default.gllim") || places[1] != filepath.Join("models", "default.gllim") {
+		t.Errorf("ModelPlaces = %v", places)
+	}
+}

@@ -300,6 +300,38 @@ func TestBadConfigRejected(t *testing.T) {
 	}
 }
 
+// -h prints the usage and exits 0; without model.path posed finds the
+// model in models/ of a source tree, and where there is none its error
+// lists every place it looked.
+func TestHelpAndModelLookup(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := realMain([]string{"-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "-check-config") {
+		t.Errorf("-h: exit %d, %s", code, stderr.String())
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	stdout.Reset()
+	stderr.Reset()
+	if code := realMain([]string{"-check-config"}, &stdout, &stderr); code != 0 {
+		t.Errorf("-check-config in the source tree: exit %d: %s", code, stderr.String())
+	}
+	for _, p := range config.ModelPlaces()[2:] {
+		if _, err := os.Stat(p); err == nil {
+			t.Logf("%s is installed here: not checking the error without a model", p)
+			return
+		}
+	}
+	t.Chdir(t.TempDir())
+	stderr.Reset()
+	code := realMain([]string{"-check-config"}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), filepath.Join("models", "default.gllim")) || !strings.Contains(stderr.String(), "/usr/share/posed/default.gllim") {
+		t.Errorf("no model anywhere: exit %d, %s", code, stderr.String())
+	}
+}
+
 // Frames a replay cannot use (an empty file, a truncated JPEG, one whose
 // header claims 60000×60000) are counted, logged once each with their
 // name, and skipped: every good frame after them is processed and the

@@ -40,6 +40,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	check := fs.Bool("check-config", false, "validate the configuration and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // -h: the usage was asked for
+		}
 		return 2
 	}
 	if *showVersion {
@@ -66,6 +69,13 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		}
 		if cfg.Device == "" {
 			cfg.Device = config.DefaultDevice()
+		}
+		if cfg.Model.Path == "" {
+			p, err := config.FindModel(config.ModelPlaces())
+			if err != nil {
+				return cfg, err
+			}
+			cfg.Model.Path = p
 		}
 		if cfg.StateDir == "" {
 			// systemd may list several directories, ':'-separated.
