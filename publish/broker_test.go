@@ -50,7 +50,7 @@ func TestEmbeddedBrokerAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close(time.Second)
+	defer shutdown(p, time.Second)
 	p.Retain(TopicState, map[string]string{"status": "running"})
 	avail := func(who string, col *mqtttest.Collector) {
 		col.WaitFor(t, who+" reads available online", 5*time.Second, func(ms []mqtttest.Msg) bool {

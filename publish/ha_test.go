@@ -101,7 +101,7 @@ func TestHomeAssistant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close(time.Second)
+	defer shutdown(p, time.Second)
 	waitConnected(t, p, 5*time.Second)
 	p.Retain(TopicCamera, CameraMsg{Schema: SchemaVersion, Device: "cam", Camera: "x", Status: "online", Changed: time.Now()})
 	// 10 (first: sent), 10.4 (under the deadband), 10.5 after the interval
@@ -193,7 +193,7 @@ func TestDiscoveryRemoval(t *testing.T) {
 		}
 		waitConnected(t, p, 5*time.Second)
 		time.Sleep(300 * time.Millisecond)
-		p.Close(time.Second)
+		shutdown(p, time.Second)
 	}
 	retained := func() map[string]string {
 		col := mqtttest.Collect(t, broker.Addr(), "homeassistant/#")

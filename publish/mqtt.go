@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -32,9 +33,10 @@ type Publisher struct {
 	client mqtt.Client
 	print  io.Writer
 
-	queue chan outMsg
-	done  chan struct{}
-	wg    sync.WaitGroup
+	queue    chan outMsg
+	done     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
 
 	mu       sync.Mutex
 	retained map[string][]byte // topic → last retained payload, re-sent on reconnect
@@ -84,6 +86,9 @@ type outMsg struct {
 	pose     bool
 	payload  []byte
 	after    func() // run by the publishing goroutine once m is sent
+	// flush, if not nil, is no message: the publishing goroutine closes
+	// it when it gets there, so everything queued before has been sent.
+	flush chan struct{}
 }
 
 // queueLen bounds the messages waiting for the publishing goroutine.
@@ -286,6 +291,10 @@ func (p *Publisher) loop() {
 		case <-p.done:
 			return
 		case m := <-p.queue:
+			if m.flush != nil {
+				close(m.flush)
+				continue
+			}
 			p.send(m)
 			if m.after != nil {
 				m.after()
@@ -415,24 +424,33 @@ func (p *Publisher) Counters() (published, dropped uint64, connected bool) {
 	return p.published.Load(), p.dropped.Load(), p.connected.Load()
 }
 
-// Close publishes "offline" (retained, waiting at most timeout), stops the
-// publishing goroutine and disconnects.
-func (p *Publisher) Close(timeout time.Duration) {
-	// Let queued messages go first, for a bounded time.
-	deadline := time.Now().Add(timeout / 2)
-	for len(p.queue) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+// Shutdown sends what is queued, then "offline" (retained), and
+// disconnects. It returns when that is done, or when ctx ends first
+// (then with ctx's error, after stopping the publishing goroutine and
+// disconnecting all the same).
+func (p *Publisher) Shutdown(ctx context.Context) error {
+	flushed := make(chan struct{})
+	select {
+	case p.queue <- outMsg{flush: flushed}:
+		select {
+		case <-flushed:
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
 	}
-	close(p.done)
+	p.stopOnce.Do(func() { close(p.done) })
 	p.wg.Wait()
 	if p.print != nil {
 		fmt.Fprintf(p.print, "%s offline\n", p.base+TopicAvailable)
 	}
-	if p.client.IsConnectionOpen() {
+	if p.client.IsConnectionOpen() && ctx.Err() == nil {
 		t := p.client.Publish(p.base+TopicAvailable, 1, true, "offline")
-		if !t.WaitTimeout(timeout / 2) {
+		select {
+		case <-t.Done():
+		case <-ctx.Done():
 			p.log.Warn("mqtt: offline not acknowledged before shutdown")
 		}
 	}
 	p.client.Disconnect(250)
+	return ctx.Err()
 }

@@ -2,7 +2,9 @@ package publish
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -25,6 +27,13 @@ func testMQTT(broker string) config.MQTT {
 	c.QoS = 1
 	c.MaxRate = 0
 	return c
+}
+
+// shutdown shuts p down, allowing it d.
+func shutdown(p *Publisher, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return p.Shutdown(ctx)
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -80,7 +89,7 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close(time.Second)
+	defer shutdown(p, time.Second)
 	waitConnected(t, p, 5*time.Second)
 
 	const calls = 200
@@ -157,7 +166,7 @@ func TestNoBrokerNeverBlocksThenConnects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close(time.Second)
+	defer shutdown(p, time.Second)
 
 	const calls = 5000
 	done := make(chan struct{})
@@ -275,7 +284,7 @@ func TestLastWillAndReconnect(t *testing.T) {
 	if n := p.reconnects.Load(); n != 1 {
 		t.Errorf("reconnects = %d, want 1", n)
 	}
-	p.Close(2 * time.Second)
+	shutdown(p, 2*time.Second)
 	col.WaitFor(t, "offline on close", 5*time.Second, avail("online", "offline", "online", "offline"))
 	time.Sleep(200 * time.Millisecond)
 	if got := payloads(col.All()); len(got) != 4 {
@@ -298,7 +307,7 @@ func TestBrokerPasswordNotLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close(time.Second)
+	defer shutdown(p, time.Second)
 	col.WaitFor(t, "online", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 0 })
 	proxy.cut()
 	deadline := time.Now().Add(5 * time.Second)
@@ -362,7 +371,7 @@ func TestConnectionFailuresLogged(t *testing.T) {
 		out := logs.String()
 		mu.Unlock()
 		reasonNow := p.ConnectionError()
-		p.Close(time.Second)
+		shutdown(p, time.Second)
 		if n := strings.Count(out, "mqtt: cannot connect"); n != 1 || !strings.Contains(out, c.reason) {
 			t.Errorf("%s: %d 'cannot connect' lines, want 1 with %q:\n%s", c.name, n, c.reason, out)
 		}
@@ -380,7 +389,7 @@ func TestConnectionFailuresLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close(time.Second)
+	defer shutdown(p, time.Second)
 	deadline := time.Now().Add(5 * time.Second)
 	for !p.connected.Load() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -397,4 +406,44 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// Shutdown sends every message queued before it, in order, then
+// "offline"; with the broker gone it gives up when its context ends and
+// says so.
+func TestShutdownFlushes(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/#")
+	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitConnected(t, p, 5*time.Second)
+	for i := 0; i < queueLen-2; i++ {
+		p.Stats(StatsMsg{FramesIn: uint64(i)})
+	}
+	if err := shutdown(p, 5*time.Second); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	col.WaitFor(t, "offline", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		return len(ms) > 0 && ms[len(ms)-1].Topic == "posed/cam/available" && string(ms[len(ms)-1].Payload) == "offline"
+	})
+	if n := len(col.On("posed/cam/stats")); n != queueLen-2 {
+		t.Errorf("%d of %d stats messages queued before Shutdown were sent", n, queueLen-2)
+	}
+
+	p2, err := New(testMQTT(broker.Addr()), "cam2", quiet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitConnected(t, p2, 5*time.Second)
+	broker.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	for i := 0; i < queueLen; i++ {
+		p2.Retain(TopicState, StateMsg{Faces: i})
+	}
+	if err := p2.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown with the broker gone: %v", err)
+	}
 }

@@ -78,7 +78,11 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	defer pub.Close(3 * time.Second)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		pub.Shutdown(sctx)
+	}()
 
 	met := newMetrics()
 	met.mqtt, met.mqttErr = pub.Counters, pub.ConnectionError
