@@ -47,7 +47,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	}
 	calib := detect.CalibrationOf(m.Calibration)
 	t := cfg.Track
-	tracker := track.New(track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd}, det, calib, est)
+	tracker := track.New(track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd}, det, calib, est.NewWorker())
 	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
 		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "temperature", max(m.Temperature, 1),
 		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "broker", config.RedactURL(cfg.MQTT.Broker))

@@ -190,6 +190,12 @@ func (w *Worker) predict() {
 // Features returns the last feature vector computed.
 func (w *Worker) Features() []float32 { return w.y }
 
+// Refines reports whether the worker's model predicts a box shift.
+func (w *Worker) Refines() bool { return w.e.Refines() }
+
+// HasAngle reports whether the worker's model predicts angle i.
+func (w *Worker) HasAngle(i int) bool { return w.e.HasAngle(i) }
+
 // Move returns b with its centre moved by (dx, dy) box sizes and both
 // sides multiplied by exp(ds), where the size of a box is √(W·H) (its side
 // when square): the box shift the models predict.

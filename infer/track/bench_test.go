@@ -53,7 +53,7 @@ func trackerWith(tb testing.TB, cfg Config, minSize int) (*Tracker, *pose.Estima
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return New(cfg, det, detect.CalibrationOf(m.Calibration), est), est
+	return New(cfg, det, detect.CalibrationOf(m.Calibration), est.NewWorker()), est
 }
 
 // BenchmarkFrame: one 640×480 grey frame with one face, on one core,

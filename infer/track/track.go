@@ -62,14 +62,26 @@ const sameFace = 0.5
 // a face box apart.
 const sameHead = 0.75
 
+// Detector finds the faces of a frame: infer/detect's Detector.
+type Detector interface {
+	DetectInto(buf *detect.Buffers, img *image.Gray, r image.Rectangle) []detect.Face
+}
+
+// Estimator estimates one face's pose and refined box from a starting box:
+// a worker of infer/pose (pose.Estimator.NewWorker), used by one tracker.
+type Estimator interface {
+	Estimate(img *image.Gray, from feature.Box) pose.Result
+	Refines() bool       // whether Estimate moves the box
+	HasAngle(i int) bool // whether it predicts angle i (0 yaw, 1 pitch, 2 roll)
+}
+
 // Tracker processes frames one after another; it is not safe for
 // concurrent use.
 type Tracker struct {
 	cfg    Config
-	det    *detect.Detector
+	det    Detector
 	calib  detect.Calibration
-	est    *pose.Estimator
-	worker *pose.Worker
+	est    Estimator
 	tracks []*trackState
 	free   []*trackState
 	nextID uint64
@@ -80,15 +92,16 @@ type Tracker struct {
 	last   Timing
 }
 
-// New returns a tracker.
-func New(cfg Config, det *detect.Detector, calib detect.Calibration, est *pose.Estimator) *Tracker {
+// New returns a tracker finding faces with det (their boxes mapped by
+// calib) and estimating them with est.
+func New(cfg Config, det Detector, calib detect.Calibration, est Estimator) *Tracker {
 	if cfg.MaxFaces < 1 {
 		cfg.MaxFaces = 1
 	}
 	if cfg.Every < 1 {
 		cfg.Every = 1
 	}
-	return &Tracker{cfg: cfg, det: det, calib: calib, est: est, worker: est.NewWorker()}
+	return &Tracker{cfg: cfg, det: det, calib: calib, est: est}
 }
 
 // Timing returns the stage times of the last frame.
@@ -277,7 +290,7 @@ func (t *Tracker) newTrack() *trackState {
 // estimate runs the pose model from tr.from and folds the answer into
 // the track, smoothed unless tr.fresh.
 func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
-	r := t.worker.Estimate(img, tr.from)
+	r := t.est.Estimate(img, tr.from)
 	tr.raw = r.Box
 	a := t.cfg.Smoothing
 	if tr.fresh {

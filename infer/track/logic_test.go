@@ -1,0 +1,121 @@
+package track
+
+import (
+	"image"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/pose"
+)
+
+// The tracker's own logic (ids, order, schedule, misses, smoothing,
+// duplicates, uncertainty) with a scripted detector and estimator: no
+// model, no data set.
+
+// scriptDetector returns faces as its script says and counts its calls.
+type scriptDetector struct {
+	faces []detect.Face
+	calls int
+}
+
+func (d *scriptDetector) DetectInto(_ *detect.Buffers, _ *image.Gray, _ image.Rectangle) []detect.Face {
+	d.calls++
+	return d.faces
+}
+
+// scriptEstimator keeps the box where it starts and answers yaw(box) with
+// a standard deviation std.
+type scriptEstimator struct {
+	yaw func(feature.Box) float64
+	std float64
+}
+
+func (e *scriptEstimator) Estimate(_ *image.Gray, from feature.Box) pose.Result {
+	y := e.yaw(from)
+	return pose.Result{Box: from, Angles: [3]float64{y, -y, 0}, Std: [3]float64{e.std, e.std, e.std}}
+}
+func (e *scriptEstimator) Refines() bool       { return true }
+func (e *scriptEstimator) HasAngle(i int) bool { return true }
+
+func square(x, y, s float64) detect.Face { return detect.Face{Box: feature.Box{X: x, Y: y, W: s, H: s}, Score: 5} }
+
+func scripted(cfg Config) (*Tracker, *scriptDetector, *scriptEstimator, *image.Gray) {
+	det := &scriptDetector{}
+	est := &scriptEstimator{yaw: func(b feature.Box) float64 { return b.X / 10 }, std: 5}
+	return New(cfg, det, detect.Identity, est), det, est, image.NewGray(image.Rect(0, 0, 640, 480))
+}
+
+// Two faces keep their ids frame after frame, are reported largest first,
+// and the detector runs on schedule only.
+func TestTrackIDsOrderSchedule(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 3, LostAfter: 2, MinIoU: 0.3, Smoothing: 0, MaxStd: 60}
+	tr, det, _, img := scripted(cfg)
+	det.faces = []detect.Face{square(100, 100, 80), square(400, 100, 120)}
+	for frame := 1; frame <= 7; frame++ {
+		faces := tr.Process(img)
+		if len(faces) != 2 || faces[0].ID != 2 || faces[1].ID != 1 || faces[0].Box.W != 120 {
+			t.Fatalf("frame %d: %+v", frame, faces)
+		}
+		if faces[1].Angles[0] != 10 || faces[0].Angles[0] != 40 || faces[0].Angles[1] != -40 {
+			t.Fatalf("frame %d: angles %v %v", frame, faces[0].Angles, faces[1].Angles)
+		}
+	}
+	if det.calls != 3 { // frames 1, 4, 7
+		t.Errorf("detector ran %d times in 7 frames with Every 3, want 3", det.calls)
+	}
+	if got := tr.Timing(); !got.Detected {
+		t.Errorf("frame 7 ran a detection, Timing says %+v", got)
+	}
+}
+
+// A face the detector stops finding is kept through LostAfter missed
+// detections and dropped at the next; MaxFaces caps what is reported.
+func TestTrackLostAfterAndMaxFaces(t *testing.T) {
+	cfg := Config{MaxFaces: 1, Every: 1, LostAfter: 2, MinIoU: 0.3, Smoothing: 0, MaxStd: 60}
+	tr, det, _, img := scripted(cfg)
+	det.faces = []detect.Face{square(100, 100, 80), square(400, 100, 120)}
+	if faces := tr.Process(img); len(faces) != 1 || faces[0].ID != 2 {
+		t.Fatalf("MaxFaces 1: %+v", faces)
+	}
+	det.faces = []detect.Face{square(100, 100, 80)}
+	var seen []int
+	for frame := 0; frame < 4; frame++ {
+		faces := tr.Process(img)
+		seen = append(seen, len(tr.tracks))
+		if len(faces) != 1 {
+			t.Fatalf("frame %d: %+v", frame, faces)
+		}
+	}
+	if want := []int{2, 2, 1, 1}; !slices.Equal(seen, want) {
+		t.Errorf("tracks after each missed detection: %v, want %v (dropped after LostAfter = 2 misses)", seen, want)
+	}
+}
+
+// Angles and boxes are smoothed with weight Smoothing on the past; a new
+// track starts unsmoothed; a face whose yaw uncertainty exceeds MaxStd is
+// dropped; two nested detections of one face make one track.
+func TestTrackSmoothingUncertaintyDuplicates(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 100, LostAfter: 2, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30}
+	tr, det, est, img := scripted(cfg)
+	det.faces = []detect.Face{square(200, 100, 100), square(205, 105, 90)} // nested: IoU 0.81
+	yaw := 0.0
+	est.yaw = func(feature.Box) float64 { return yaw }
+	faces := tr.Process(img)
+	if len(faces) != 1 || faces[0].Angles[0] != 0 {
+		t.Fatalf("nested detections: %+v", faces)
+	}
+	for i, want := range []float64{5, 7.5, 8.75} {
+		yaw = 10
+		faces = tr.Process(img)
+		if len(faces) != 1 || math.Abs(faces[0].Angles[0]-want) > 1e-12 {
+			t.Fatalf("step %d: yaw %v, want %g (smoothing 0.5)", i, faces, want)
+		}
+	}
+	est.std = 31
+	if faces = tr.Process(img); len(faces) != 0 {
+		t.Errorf("a face with yaw std 31 > MaxStd 30 is reported: %+v", faces)
+	}
+}
