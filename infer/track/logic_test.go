@@ -40,7 +40,9 @@ func (e *scriptEstimator) Estimate(_ *image.Gray, from feature.Box) pose.Result 
 func (e *scriptEstimator) Refines() bool       { return true }
 func (e *scriptEstimator) HasAngle(i int) bool { return true }
 
-func square(x, y, s float64) detect.Face { return detect.Face{Box: feature.Box{X: x, Y: y, W: s, H: s}, Score: 5} }
+func square(x, y, s float64) detect.Face {
+	return detect.Face{Box: feature.Box{X: x, Y: y, W: s, H: s}, Score: 5}
+}
 
 func scripted(cfg Config) (*Tracker, *scriptDetector, *scriptEstimator, *image.Gray) {
 	det := &scriptDetector{}
