@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 import (
 	"fmt"
@@ -12,29 +12,29 @@ import (
 	"time"
 )
 
-// metrics are the daemon's counters, exposed in the Prometheus text format
+// Metrics are the daemon's counters, exposed in the Prometheus text format
 // on /metrics, with a health check on /healthz.
-type metrics struct {
-	framesIn, framesProcessed, framesDropped, framesBad, faces atomic.Uint64
-	cameraOnline                                               atomic.Bool
-	cameraErr                                                  atomic.Value // string: why the camera is offline
-	lastFrame                                                  atomic.Int64 // unix nanoseconds of the last processed frame
-	stages                                                     map[string]*histogram
-	mqtt                                                       func() (published, dropped uint64, connected bool)
-	mqttErr                                                    func() string // why the broker is not connected ("" if it is)
-	started                                                    time.Time
+type Metrics struct {
+	FramesIn, FramesProcessed, FramesDropped, FramesBad, Faces atomic.Uint64
+	CameraOnline                                               atomic.Bool
+	CameraErr                                                  atomic.Value // string: why the camera is offline
+	LastFrame                                                  atomic.Int64 // unix nanoseconds of the last processed frame
+	Stages                                                     map[string]*Histogram
+	MQTT                                                       func() (published, dropped uint64, connected bool)
+	MQTTErr                                                    func() string // why the broker is not connected ("" if it is)
+	Started                                                    time.Time
 }
 
-func newMetrics() *metrics {
-	m := &metrics{stages: map[string]*histogram{}, started: time.Now()}
+func NewMetrics() *Metrics {
+	m := &Metrics{Stages: map[string]*Histogram{}, Started: time.Now()}
 	for _, s := range []string{"detect", "pose", "frame", "latency"} {
-		m.stages[s] = newHistogram()
+		m.Stages[s] = newHistogram()
 	}
 	return m
 }
 
-// histogram counts durations in fixed buckets (seconds).
-type histogram struct {
+// Histogram counts durations in fixed buckets (seconds).
+type Histogram struct {
 	mu      sync.Mutex
 	bounds  []float64
 	counts  []uint64
@@ -46,12 +46,12 @@ type histogram struct {
 	lastMed float64
 }
 
-func newHistogram() *histogram {
+func newHistogram() *Histogram {
 	b := []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1}
-	return &histogram{bounds: b, counts: make([]uint64, len(b)), recent: make([]float64, 256)}
+	return &Histogram{bounds: b, counts: make([]uint64, len(b)), recent: make([]float64, 256)}
 }
 
-func (h *histogram) observe(d time.Duration) {
+func (h *Histogram) Observe(d time.Duration) {
 	v := d.Seconds()
 	h.mu.Lock()
 	for i, b := range h.bounds {
@@ -70,7 +70,7 @@ func (h *histogram) observe(d time.Duration) {
 }
 
 // median of the recent values, in seconds.
-func (h *histogram) median() float64 {
+func (h *Histogram) Median() float64 {
 	h.mu.Lock()
 	n := h.next
 	if h.filled {
@@ -85,7 +85,7 @@ func (h *histogram) median() float64 {
 	return v[len(v)/2]
 }
 
-func (m *metrics) write(w io.Writer, version string) {
+func (m *Metrics) write(w io.Writer, version string) {
 	c := func(name, help string, v uint64) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
 	}
@@ -98,22 +98,22 @@ func (m *metrics) write(w io.Writer, version string) {
 		}
 		return 0
 	}
-	c("posed_frames_in_total", "Frames delivered by the source.", m.framesIn.Load())
-	c("posed_frames_processed_total", "Frames run through detection and pose.", m.framesProcessed.Load())
-	c("posed_frames_dropped_total", "Frames replaced by a newer one before processing.", m.framesDropped.Load())
-	c("posed_frames_bad_total", "Frames of the wrong size or undecodable.", m.framesBad.Load())
-	c("posed_faces_total", "Faces reported, summed over frames.", m.faces.Load())
-	g("posed_camera_online", "1 while the frame source delivers.", b2f(m.cameraOnline.Load()))
-	if m.mqtt != nil {
-		p, d, conn := m.mqtt()
+	c("posed_frames_in_total", "Frames delivered by the source.", m.FramesIn.Load())
+	c("posed_frames_processed_total", "Frames run through detection and pose.", m.FramesProcessed.Load())
+	c("posed_frames_dropped_total", "Frames replaced by a newer one before processing.", m.FramesDropped.Load())
+	c("posed_frames_bad_total", "Frames of the wrong size or undecodable.", m.FramesBad.Load())
+	c("posed_faces_total", "Faces reported, summed over frames.", m.Faces.Load())
+	g("posed_camera_online", "1 while the frame source delivers.", b2f(m.CameraOnline.Load()))
+	if m.MQTT != nil {
+		p, d, conn := m.MQTT()
 		c("posed_mqtt_published_total", "MQTT messages published.", p)
 		c("posed_mqtt_dropped_total", "MQTT messages dropped (disconnected, queue full, rate cap).", d)
 		g("posed_mqtt_connected", "1 while connected to the broker.", b2f(conn))
 	}
-	g("posed_uptime_seconds", "Seconds since start.", time.Since(m.started).Seconds())
-	fmt.Fprintf(w, "# HELP posed_stage_seconds Time per frame spent in each stage (latency: capture to publish).\n# TYPE posed_stage_seconds histogram\n")
+	g("posed_uptime_seconds", "Seconds since start.", time.Since(m.Started).Seconds())
+	fmt.Fprintf(w, "# HELP posed_stage_seconds Time per frame spent in each stage (latency: capture to publish).\n# TYPE posed_stage_seconds Histogram\n")
 	for _, s := range []string{"detect", "pose", "frame", "latency"} {
-		h := m.stages[s]
+		h := m.Stages[s]
 		h.mu.Lock()
 		for i, b := range h.bounds {
 			fmt.Fprintf(w, "posed_stage_seconds_bucket{stage=%q,le=\"%g\"} %d\n", s, b, h.counts[i])
@@ -128,44 +128,44 @@ func (m *metrics) write(w io.Writer, version string) {
 
 // healthy reports whether frames flow: one was processed in the last
 // maxAge.
-func (m *metrics) healthy(maxAge time.Duration) (bool, string) {
-	if why, _ := m.cameraErr.Load().(string); why != "" && !m.cameraOnline.Load() {
+func (m *Metrics) Healthy(maxAge time.Duration) (bool, string) {
+	if why, _ := m.CameraErr.Load().(string); why != "" && !m.CameraOnline.Load() {
 		return false, "camera offline: " + why
 	}
-	last := m.lastFrame.Load()
+	last := m.LastFrame.Load()
 	if last == 0 {
 		return false, "no frame processed yet"
 	}
 	if age := time.Since(time.Unix(0, last)); age > maxAge {
 		return false, fmt.Sprintf("last frame %v ago", age.Round(time.Millisecond))
 	}
-	return true, fmt.Sprintf("ok: %d frames processed, last %v ago", m.framesProcessed.Load(), time.Since(time.Unix(0, last)).Round(time.Millisecond))
+	return true, fmt.Sprintf("ok: %d frames processed, last %v ago", m.FramesProcessed.Load(), time.Since(time.Unix(0, last)).Round(time.Millisecond))
 }
 
-func (m *metrics) handler(maxAge time.Duration, version string, page func() pageInfo) http.Handler {
+func (m *Metrics) Handler(maxAge time.Duration, version string, page func() PageInfo) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		m.write(w, version)
 	})
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-		ok, why := m.healthy(maxAge)
+		ok, why := m.Healthy(maxAge)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		writeIndex(w, page(), version, why, ok)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		ok, why := m.healthy(maxAge)
+		ok, why := m.Healthy(maxAge)
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		fmt.Fprintln(w, why)
 		// The broker is a detail of the answer, not its status: frames
 		// flowing is what /healthz vouches for.
-		if m.mqtt != nil {
-			if _, _, conn := m.mqtt(); conn {
+		if m.MQTT != nil {
+			if _, _, conn := m.MQTT(); conn {
 				fmt.Fprintln(w, "mqtt: connected")
-			} else if m.mqttErr != nil && m.mqttErr() != "" {
-				fmt.Fprintln(w, "mqtt: not connected:", m.mqttErr())
+			} else if m.MQTTErr != nil && m.MQTTErr() != "" {
+				fmt.Fprintln(w, "mqtt: not connected:", m.MQTTErr())
 			} else {
 				fmt.Fprintln(w, "mqtt: not connected")
 			}
@@ -176,15 +176,15 @@ func (m *metrics) handler(maxAge time.Duration, version string, page func() page
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-// pageInfo is what posed's page at / says about this daemon.
-type pageInfo struct {
+// PageInfo is what posed's page at / says about this daemon.
+type PageInfo struct {
 	Device, Camera, Model, Broker string
 }
 
 // writeIndex writes posed's page at /. (fmt and html.EscapeString, not
 // html/template: its reflection keeps every exported method in the binary,
 // 2 MB on linux/arm64.)
-func writeIndex(w io.Writer, p pageInfo, version, health string, ok bool) {
+func writeIndex(w io.Writer, p PageInfo, version, health string, ok bool) {
 	e := html.EscapeString
 	state := "unhealthy"
 	if ok {

@@ -1,0 +1,213 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgepose/posed/device"
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/publish"
+)
+
+// scriptSource delivers its items in order: a frame (by sequence number)
+// once the previous frame has been processed, or an error at once; then
+// device.ErrEnd, or blocks until ctx ends if hold is set.
+type scriptSource struct {
+	items     []any // uint64 (a frame's Seq) or error
+	processed chan struct{}
+	hold      bool
+	i         int
+	frames    int
+}
+
+func (s *scriptSource) Next(ctx context.Context, f *device.Frame) error {
+	if s.i == len(s.items) {
+		if s.frames > 0 {
+			<-s.processed
+			s.frames = 0
+		}
+		if s.hold {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return device.ErrEnd
+	}
+	it := s.items[s.i]
+	s.i++
+	if err, ok := it.(error); ok {
+		return err
+	}
+	if s.frames > 0 {
+		select {
+		case <-s.processed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.frames++
+	if f.Gray == nil {
+		f.Gray = image.NewGray(image.Rect(0, 0, 64, 48))
+	}
+	f.Seq, f.Time = it.(uint64), time.Now()
+	return nil
+}
+
+// scriptTracker reports faces[seq] faces for frame seq.
+type scriptTracker struct {
+	faces     map[uint64]int
+	processed chan struct{}
+	seq       uint64
+	mu        sync.Mutex
+}
+
+func (t *scriptTracker) Process(img *image.Gray) []track.Face {
+	t.mu.Lock()
+	t.seq++
+	n := t.faces[t.seq]
+	t.mu.Unlock()
+	var out []track.Face
+	for i := 0; i < n; i++ {
+		out = append(out, track.Face{ID: uint64(i + 1), Box: feature.Box{X: 10.123, Y: 5, W: 20, H: 20}, Score: 3.14159,
+			Angles: [3]float64{12.345, -3.21, 0}, Std: [3]float64{5, 6, 7}, Has: [3]bool{true, true, false}})
+	}
+	defer func() { t.processed <- struct{}{} }()
+	return out
+}
+
+func (t *scriptTracker) Timing() track.Timing {
+	return track.Timing{Detected: true, Detect: time.Millisecond}
+}
+
+// recorder is a Publisher that keeps everything.
+type recorder struct {
+	mu      sync.Mutex
+	poses   []publish.PoseMsg
+	states  []publish.StateMsg
+	cameras []publish.CameraMsg
+	stats   []publish.StatsMsg
+	noFaces int
+}
+
+func (r *recorder) Pose(m publish.PoseMsg) { r.mu.Lock(); r.poses = append(r.poses, m); r.mu.Unlock() }
+func (r *recorder) Stats(m publish.StatsMsg) {
+	r.mu.Lock()
+	r.stats = append(r.stats, m)
+	r.mu.Unlock()
+}
+func (r *recorder) NoFaces() { r.mu.Lock(); r.noFaces++; r.mu.Unlock() }
+func (r *recorder) Retain(topic string, v any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch m := v.(type) {
+	case publish.StateMsg:
+		r.states = append(r.states, m)
+	case publish.CameraMsg:
+		r.cameras = append(r.cameras, m)
+	default:
+		panic(fmt.Sprintf("unexpected retained %s: %T", topic, v))
+	}
+}
+
+func newScript(items []any, faces map[uint64]int) (*scriptSource, *scriptTracker, *recorder) {
+	ch := make(chan struct{}, 1)
+	return &scriptSource{items: items, processed: ch}, &scriptTracker{faces: faces, processed: ch}, &recorder{}
+}
+
+// The loop publishes a pose for every frame with faces and one when they
+// go, keeps the retained state's face count current, skips and counts bad
+// frames (logging each distinct error once), says READY, and leaves a
+// stopped state, no faces and an offline camera when the replay ends.
+func TestLoopPublishes(t *testing.T) {
+	bad := fmt.Errorf("%w: frame 3.jpg: truncated", device.ErrBadFrame)
+	items := []any{uint64(1), uint64(2), bad, uint64(3), bad, uint64(4), uint64(5), uint64(6)}
+	src, trk, pub := newScript(items, map[uint64]int{1: 1, 2: 1, 3: 1, 6: 2})
+	var logs bytes.Buffer
+	var notes []string
+	l := &Loop{Source: src, Tracker: trk, Publisher: pub, Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		State: publish.StateMsg{Device: "cam", Camera: "replay"}, Notify: func(s string) { notes = append(notes, s) }}
+	if err := l.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var seqs []string
+	for _, p := range pub.poses {
+		seqs = append(seqs, fmt.Sprintf("%d:%d", p.Seq, len(p.Faces)))
+	}
+	if got := strings.Join(seqs, " "); got != "1:1 2:1 3:1 4:0 6:2" {
+		t.Errorf("poses (seq:faces) %s, want 1:1 2:1 3:1 4:0 6:2", got)
+	}
+	f := pub.poses[0].Faces[0]
+	if f.Box != [4]float64{10.12, 5, 30.12, 25} || f.Score != 3.14 || *f.Yaw != 12.35 || *f.Pitch != -3.21 || f.Roll != nil || *f.YawStd != 5 {
+		t.Errorf("face message %+v", f)
+	}
+	var states []string
+	for _, s := range pub.states {
+		states = append(states, fmt.Sprintf("%s:%d", s.Status, s.Faces))
+		if s.Schema != publish.SchemaVersion || s.Device != "cam" {
+			t.Errorf("state %+v", s)
+		}
+	}
+	if got := strings.Join(states, " "); got != "running:0 running:1 running:0 running:2 stopped:0" {
+		t.Errorf("states %s", got)
+	}
+	if n := len(pub.cameras); n != 1 || pub.cameras[0].Status != "offline" || pub.noFaces != 1 {
+		t.Errorf("at the end: cameras %+v, NoFaces %d", pub.cameras, pub.noFaces)
+	}
+	m := l.Metrics
+	if m.FramesIn.Load() != 6 || m.FramesProcessed.Load() != 6 || m.FramesBad.Load() != 2 || m.FramesDropped.Load() != 0 || m.Faces.Load() != 5 {
+		t.Errorf("counters in %d processed %d bad %d dropped %d faces %d", m.FramesIn.Load(), m.FramesProcessed.Load(), m.FramesBad.Load(), m.FramesDropped.Load(), m.Faces.Load())
+	}
+	if n := strings.Count(logs.String(), "frame dropped"); n != 1 {
+		t.Errorf("the same bad frame logged %d times, want once:\n%s", n, logs.String())
+	}
+	if len(notes) == 0 || notes[0] != "READY=1" {
+		t.Errorf("notifications %v", notes)
+	}
+}
+
+// While the source has nothing, statistics still go out every StatsEvery
+// and the watchdog is pinged while the camera is offline; cancelling the
+// context stops the loop with the context's error and the stopped state.
+func TestLoopStatsWatchdogCancel(t *testing.T) {
+	src, trk, pub := newScript([]any{uint64(1)}, map[uint64]int{1: 1})
+	src.hold = true
+	var mu sync.Mutex
+	dogs := 0
+	l := &Loop{Source: src, Tracker: trk, Publisher: pub, StatsEvery: 20 * time.Millisecond, Watchdog: 20 * time.Millisecond,
+		Notify: func(s string) {
+			if s == "WATCHDOG=1" {
+				mu.Lock()
+				dogs++
+				mu.Unlock()
+			}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run after cancel: %v", err)
+	}
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	if len(pub.stats) < 3 || pub.stats[len(pub.stats)-1].FramesProcessed != 1 {
+		t.Errorf("stats: %+v", pub.stats)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dogs < 3 {
+		t.Errorf("%d watchdog pings in 300 ms with the camera offline, want one every 10 ms", dogs)
+	}
+	if last := pub.states[len(pub.states)-1]; last.Status != "stopped" || last.Faces != 0 {
+		t.Errorf("last state %+v", last)
+	}
+}
