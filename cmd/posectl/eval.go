@@ -98,7 +98,8 @@ func runEval(args []string, stdout io.Writer) error {
 		}
 		// Test on the kind of face box the model was trained on; a data set's
 		// convention is learnt from its own detections.
-		box := headpose.BoxKind(m.Training.Settings["box"])
+		_, kind, _ := m.Training.Recipe()
+		box := headpose.BoxKind(kind)
 		if box == "" {
 			box = headpose.SquareBox
 		}

@@ -158,9 +158,10 @@ func modelCard(path string, m *gllim.Model, samples []dataset.Sample, took time.
 	var b strings.Builder
 	t := m.Training
 	fmt.Fprintf(&b, "# Model card: %s\n\n", path)
+	name, _, _ := t.Recipe()
 	ens := ""
 	if n := len(m.Members) + 1; n > 1 {
-		seed, _ := strconv.ParseUint(t.Settings["seed"], 10, 64)
+		_, _, seed := t.Recipe()
 		seeds := make([]string, n)
 		for i := range seeds {
 			seeds[i] = strconv.FormatUint(seed+uint64(i), 10)
@@ -168,7 +169,7 @@ func modelCard(path string, m *gllim.Model, samples []dataset.Sample, took time.
 		ens = fmt.Sprintf(", an ensemble of %d such models fitted from EM seeds %s whose predictions are averaged", n, strings.Join(seeds, ", "))
 	}
 	fmt.Fprintf(&b, "Head-pose model for posed: %s, K = %d, Lw = %d%s, trained by `%s` on %s in %s.\n\n",
-		t.Settings["name"], m.Params.K, m.Params.Lw, ens, t.Tool, t.Date, took.Round(time.Second))
+		name, m.Params.K, m.Params.Lw, ens, t.Tool, t.Date, took.Round(time.Second))
 	b.WriteString("## Outputs\n\n| output | unit | training mean | spread | σ scale |\n|---|---|---|---|---|\n")
 	for _, o := range m.Outputs {
 		fmt.Fprintf(&b, "| %s | %s | %.3g | %.3g | %s |\n", o.Name, o.Unit, o.Mean, o.Scale, stdScale(o))

@@ -3,6 +3,7 @@ package gllim
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // Output describes one observed output t_l: its name and unit, and the
@@ -73,11 +74,34 @@ type Training struct {
 	Tool       string            `json:"tool,omitempty"`
 	Data       []string          `json:"data,omitempty"`
 	N          int               `json:"n,omitempty"` // training samples
-	Settings   map[string]string `json:"settings,omitempty"`
+	// Name, Box and Seed are what programs read back: the recipe's name,
+	// the kind of face box it was trained on ("canonical", "square", …)
+	// and the first member's EM seed (member i used Seed+i). Files
+	// before they existed have them only in Settings: see Recipe.
+	Name     string            `json:"name,omitempty"`
+	Box      string            `json:"box,omitempty"`
+	Seed     uint64            `json:"seed,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"` // every training option, for people
 	Date       string            `json:"date,omitempty"` // RFC 3339
 	Iterations int               `json:"iterations,omitempty"`
 	LogL       float64           `json:"logl,omitempty"` // final log-likelihood, natural units of t
 	BIC        float64           `json:"bic,omitempty"`
+}
+
+// Recipe returns the name, box kind and seed, from the typed fields or,
+// in files written before them, from the settings.
+func (t Training) Recipe() (name, box string, seed uint64) {
+	name, box, seed = t.Name, t.Box, t.Seed
+	if name == "" {
+		name = t.Settings["name"]
+	}
+	if box == "" {
+		box = t.Settings["box"]
+	}
+	if seed == 0 {
+		seed, _ = strconv.ParseUint(t.Settings["seed"], 10, 64)
+	}
+	return name, box, seed
 }
 
 // Model is a trained hybrid GLLiM with what is needed to use it: what its

@@ -226,7 +226,7 @@ func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []Eva
 		m.Members = append(m.Members, mi.Params)
 	}
 	if o.Members > 1 {
-		m.Training.Settings = o.Settings(b)
+		o.record(&m.Training, b)
 	}
 	reps, err := testModel(b, m, trainIdx, testIdx, evals)
 	return reps, first, err

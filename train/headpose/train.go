@@ -234,11 +234,18 @@ func Train(b *Bank, idx []int, o Options) (*gllim.Model, *train.Result, error) {
 	m.Training.Tool = "posectl train"
 	m.Training.Data = data
 	m.Training.Date = time.Now().UTC().Format(time.RFC3339)
-	m.Training.Settings = o.Settings(b)
+	o.record(&m.Training, b)
 	return m, res, nil
 }
 
 // Settings records o and the bank's boxes as text, for the model file.
+// record writes the recipe into a model's training record: its name, box
+// kind and seed as typed fields, every option in the settings.
+func (o Options) record(t *gllim.Training, b *Bank) {
+	t.Name, t.Box, t.Seed = o.Name(), string(b.Box), o.EM.Seed
+	t.Settings = o.Settings(b)
+}
+
 func (o Options) Settings(b *Bank) map[string]string {
 	c := o.EM
 	bo := b.Options
