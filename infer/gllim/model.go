@@ -71,18 +71,18 @@ type BoxConvention struct {
 
 // Training records how a model was made.
 type Training struct {
-	Tool       string            `json:"tool,omitempty"`
-	Data       []string          `json:"data,omitempty"`
-	N          int               `json:"n,omitempty"` // training samples
+	Tool string   `json:"tool,omitempty"`
+	Data []string `json:"data,omitempty"`
+	N    int      `json:"n,omitempty"` // training samples
 	// Name, Box and Seed are what programs read back: the recipe's name,
 	// the kind of face box it was trained on ("canonical", "square", …)
 	// and the first member's EM seed (member i used Seed+i). Files
 	// before they existed have them only in Settings: see Recipe.
-	Name     string            `json:"name,omitempty"`
-	Box      string            `json:"box,omitempty"`
-	Seed     uint64            `json:"seed,omitempty"`
-	Settings map[string]string `json:"settings,omitempty"` // every training option, for people
-	Date       string            `json:"date,omitempty"` // RFC 3339
+	Name       string            `json:"name,omitempty"`
+	Box        string            `json:"box,omitempty"`
+	Seed       uint64            `json:"seed,omitempty"`
+	Settings   map[string]string `json:"settings,omitempty"` // every training option, for people
+	Date       string            `json:"date,omitempty"`     // RFC 3339
 	Iterations int               `json:"iterations,omitempty"`
 	LogL       float64           `json:"logl,omitempty"` // final log-likelihood, natural units of t
 	BIC        float64           `json:"bic,omitempty"`
