@@ -38,7 +38,7 @@ help:
 	@echo "test-arm64  run the pure packages' tests for linux/arm64 under qemu-aarch64"
 	@echo "run         the daemon on a replayed face sequence with the embedded broker, printing what it publishes"
 	@echo "bench       benchmarks (forward pass, features, EM iteration, per-frame pipeline)"
-	@echo "fuzz        fuzz the parsers (model file, MAT, config, JPEG/MJPEG/Y4M frame headers) for a minute each"
+	@echo "fuzz        fuzz the parsers (model file, MAT, config, JPEG/MJPEG/Y4M frame headers, broker users) for a minute each"
 	@echo "lint        gofmt, go vet, and the daemon's import-graph check"
 	@echo "cross       static builds for linux/arm64 and linux/arm (GOARM=7) into dist/"
 	@echo "install     install posed, the default model, the example config and the systemd unit under DESTDIR/PREFIX"
@@ -70,6 +70,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzGreyFromJPEG$$' -fuzztime 60s ./device/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseY4MHeader$$' -fuzztime 60s ./device/
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitJPEGs$$' -fuzztime 60s ./device/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadUsers$$' -fuzztime 60s ./publish/
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }

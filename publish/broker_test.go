@@ -128,3 +128,22 @@ func TestEmbeddedBrokerWarnsWhenOpen(t *testing.T) {
 		t.Errorf("ReadUsers of a bad line: %v", err)
 	}
 }
+
+// ReadUsers never panics, and whatever it accepts has no empty user or
+// password and no line it did not understand.
+func FuzzReadUsers(f *testing.F) {
+	f.Add([]byte("ha:pw\n# comment\n\nnode-red:s3cr:et\n"))
+	f.Add([]byte(":\n"))
+	f.Add([]byte("a:b\r\nc:d"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		users, err := ReadUsers(data)
+		if err != nil {
+			return
+		}
+		for u, pw := range users {
+			if u == "" || pw == "" || strings.Contains(u, "\n") {
+				t.Fatalf("accepted user %q password %q from %q", u, pw, data)
+			}
+		}
+	})
+}
