@@ -383,6 +383,9 @@ func TestReplaySkipsBadFrames(t *testing.T) {
 		{"f-notjpeg.png", []byte("\x89PNG\r\n\x1a\nnot really"), ErrBadFrame},
 		{"g-good.jpg", good.Bytes(), nil},
 		{"h-good.jpg", good.Bytes(), nil},
+		{"i-big.jpg", bigJPEG(t, 3000, 3000), ErrFrameSize},
+		{"j-padded.jpg", append(append([]byte(nil), good.Bytes()...), make([]byte, 12<<20)...), ErrBadFrame},
+		{"k-good.jpg", good.Bytes(), nil},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
@@ -390,9 +393,15 @@ func TestReplaySkipsBadFrames(t *testing.T) {
 		}
 	}
 	opens := 0
+	var openAlloc uint64
 	src := &Reopening{Open: func() (Source, error) {
 		opens++
-		return OpenReplay(dir, ReplayOptions{})
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r, err := OpenReplay(dir, ReplayOptions{})
+		runtime.ReadMemStats(&after)
+		openAlloc = after.TotalAlloc - before.TotalAlloc
+		return r, err
 	}}
 	defer src.Close()
 	var fr Frame
@@ -411,11 +420,33 @@ func TestReplaySkipsBadFrames(t *testing.T) {
 		case f.want != nil && !strings.Contains(err.Error(), f.name):
 			t.Errorf("%s: error %q does not name the frame", f.name, err)
 		}
-		if grew := after.TotalAlloc - before.TotalAlloc; f.name == "d-huge.jpg" && grew > 1<<20 {
+		if grew := after.TotalAlloc - before.TotalAlloc; (f.name == "d-huge.jpg" || f.name == "i-big.jpg") && grew > 1<<20 ||
+			f.name == "j-padded.jpg" && grew > 4<<20 {
 			t.Errorf("%s: %d bytes allocated to refuse it", f.name, grew)
 		}
+	}
+	// The folder holds over 15 MB; opening it reads headers only.
+	if openAlloc > 4<<20 {
+		t.Errorf("opening the replay allocated %d bytes", openAlloc)
 	}
 	if err := src.Next(context.Background(), &fr); !errors.Is(err, ErrEnd) || opens != 1 {
 		t.Errorf("after the last frame: %v, %d opens (want ErrEnd, 1)", err, opens)
 	}
+}
+
+// bigJPEG is a real, noisy w×h grey JPEG (megabytes).
+func bigJPEG(t *testing.T, w, h int) []byte {
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	x := uint32(1)
+	for i := range img.Pix {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		img.Pix[i] = uint8(x)
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -1,12 +1,14 @@
 package device
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"image"
 	_ "image/jpeg" // replayed images
 	_ "image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,16 +40,30 @@ type Replay struct {
 	w, h   int
 }
 
-// frameData is one frame, held encoded (file or JPEG bytes) or raw (Y4M luma).
+// frameData is one frame: a file of a folder, read when it is due (file
+// set), or held encoded (a JPEG of an MJPEG file) or raw (Y4M luma).
 type frameData struct {
 	name string
-	enc  []byte // JPEG/PNG bytes, or nil
+	file string // an image file, read at Next
+	enc  []byte // JPEG bytes, or nil
 	y    []byte // raw luma (Y4M)
-	w, h int
+	w, h int    // from the header (0: unreadable)
+	hdr  error  // why the header could not be read
 }
 
-// OpenReplay reads the frames of path (a folder, .mjpeg/.mjpg, or .y4m)
-// into memory.
+// headerBytes bounds what is read of an image file for its header: JPEG's
+// frame header follows at most 64 KB of EXIF and other segments.
+const headerBytes = 1 << 20
+
+// maxFrameFile bounds the bytes of one image file of a folder: a grey
+// frame of the expected size compresses far below this, so a larger file
+// is refused unread.
+func maxFrameFile(w, h int) int64 { return 8*int64(w)*int64(h) + 1<<20 }
+
+// OpenReplay opens path (a folder, .mjpeg/.mjpg, or .y4m). A folder's
+// images are read one at a time when they are due (only their headers at
+// open, to learn the frame size), so a huge or hostile file costs no
+// memory unless its header matches; a video file is read into memory.
 func OpenReplay(path string, o ReplayOptions) (*Replay, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -84,7 +100,7 @@ func (r *Replay) commonSize() (int, int) {
 	best, n := image.Point{}, 0
 	for i := range r.frames {
 		f := &r.frames[i]
-		if f.enc != nil {
+		if f.enc != nil && f.w == 0 {
 			if cfg, _, err := image.DecodeConfig(bytes.NewReader(f.enc)); err == nil {
 				f.w, f.h = cfg.Width, cfg.Height
 			}
@@ -115,13 +131,57 @@ func (r *Replay) readDir() error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(r.path, n))
+		f := frameData{name: n, file: filepath.Join(r.path, n)}
+		fh, err := os.Open(f.file)
 		if err != nil {
 			return err
 		}
-		r.frames = append(r.frames, frameData{name: n, enc: data})
+		cfg, _, err := image.DecodeConfig(bufio.NewReader(io.LimitReader(fh, headerBytes)))
+		fh.Close()
+		if err != nil {
+			f.hdr = err
+		} else {
+			f.w, f.h = cfg.Width, cfg.Height
+		}
+		r.frames = append(r.frames, f)
 	}
 	return nil
+}
+
+// readFrameFile reads a folder's image file once its header has been found
+// to match the frame size, refusing files too large for such a frame.
+func (r *Replay) readFrameFile(f frameData, want image.Point) ([]byte, error) {
+	if f.hdr != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadFrame, f.hdr)
+	}
+	if err := checkHeaderSize(f.w, f.h, want); err != nil {
+		return nil, err
+	}
+	fh, err := os.Open(f.file)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadFrame, err)
+	}
+	defer fh.Close()
+	limit := maxFrameFile(f.w, f.h)
+	if want.X > 0 && want.Y > 0 {
+		limit = maxFrameFile(want.X, want.Y)
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadFrame, err)
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%w: a file of %d bytes for a %d×%d frame (at most %d)", ErrBadFrame, st.Size(), f.w, f.h, limit)
+	}
+	// The file may have changed since: read no more than the limit.
+	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadFrame, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: a file of more than %d bytes for a %d×%d frame", ErrBadFrame, limit, f.w, f.h)
+	}
+	return data, nil
 }
 
 func (r *Replay) readMJPEG() error {
@@ -238,7 +298,11 @@ func (r *Replay) Next(ctx context.Context, dst *Frame) error {
 	r.seq++
 	want := image.Pt(r.w, r.h)
 	var err error
+	if f.file != "" {
+		f.enc, err = r.readFrameFile(f, want)
+	}
 	switch {
+	case err != nil:
 	case f.y != nil:
 		err = copyPlane(dst, f.y, f.w, f.w, f.h)
 	case len(f.enc) > 1 && f.enc[0] == 0xff && f.enc[1] == 0xd8:
