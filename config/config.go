@@ -56,6 +56,12 @@ type Source struct {
 	// doubles up to ReopenMax.
 	Reopen    time.Duration `yaml:"reopen"`
 	ReopenMax time.Duration `yaml:"reopen_max"`
+	// Rotate (degrees clockwise: 0, 90, 180, 270) and then Flip (none,
+	// horizontal, vertical) turn frames upright before detection, for a
+	// camera mounted sideways, upside down or seen in a mirror; boxes are
+	// reported in the turned frame.
+	Rotate int    `yaml:"rotate"`
+	Flip   string `yaml:"flip"`
 }
 
 // Model is the pose model and its refinement (paper Algorithm 1); the
@@ -270,7 +276,7 @@ func Default() Config {
 	return Config{
 		Source: Source{
 			Path: "/dev/video0", Width: 640, Height: 480, FPS: 15, Format: "auto", Buffers: 3,
-			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second,
+			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second, Flip: "none",
 		},
 		Model:   modelDefaults(),
 		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Every: 10},
@@ -375,6 +381,16 @@ func (c Config) Validate() error {
 	}
 	if s.FPS < 0 || s.FPS > 1000 {
 		bad("source.fps", "%g is not in [0, 1000]", s.FPS)
+	}
+	switch s.Rotate {
+	case 0, 90, 180, 270:
+	default:
+		bad("source.rotate", "%d is not 0, 90, 180 or 270", s.Rotate)
+	}
+	switch s.Flip {
+	case "none", "horizontal", "vertical":
+	default:
+		bad("source.flip", "%q is not none, horizontal or vertical", s.Flip)
 	}
 	switch s.Format {
 	case "auto", "yuyv", "grey", "mjpeg":

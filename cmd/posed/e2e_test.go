@@ -497,3 +497,63 @@ func TestWatchdogWhileCameraOffline(t *testing.T) {
 		t.Errorf("/healthz: %v, %s", err, body)
 	}
 }
+
+// A camera mounted upside down and seen in a mirror: the replay's frames
+// are the sequence as such a camera gives it (turned 180° and mirrored,
+// which together flip it top to bottom); with source.rotate 180 and
+// source.flip horizontal posed turns them upright, finds the face and
+// follows its yaw (upside-down faces are not found at all otherwise).
+func TestOrientedCamera(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/test/pose")
+	seq, yaws := yawSequence(t)
+	turned := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(seq, "*.jpg"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := jpeg.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := image.NewGray(img.Bounds())
+		for y := 0; y < g.Rect.Dy(); y++ {
+			for x := 0; x < g.Rect.Dx(); x++ {
+				// Undo what posed will do: flip back, then turn 180°.
+				sx, sy := g.Rect.Dx()-1-x, y // mirrored
+				sx, sy = g.Rect.Dx()-1-sx, g.Rect.Dy()-1-sy
+				g.Set(x, y, img.At(img.Bounds().Min.X+sx, img.Bounds().Min.Y+sy))
+			}
+		}
+		var out bytes.Buffer
+		jpeg.Encode(&out, g, &jpeg.Options{Quality: 95})
+		os.WriteFile(filepath.Join(turned, filepath.Base(f)), out.Bytes(), 0o644)
+	}
+	cfg := testConfig(t, turned, "tcp://"+broker.Addr())
+	cfg.Source.Rotate, cfg.Source.Flip = 180, "horizontal"
+	if err := run(context.Background(), cfg, quietLog(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	var errs []float64
+	for _, m := range col.All() {
+		var p struct {
+			Seq   int
+			Faces []struct{ Yaw *float64 }
+		}
+		json.Unmarshal(m.Payload, &p)
+		if len(p.Faces) > 0 && p.Faces[0].Yaw != nil && p.Seq >= 1 && p.Seq <= len(yaws) {
+			errs = append(errs, math.Abs(*p.Faces[0].Yaw-yaws[p.Seq-1]))
+		}
+	}
+	mae := 0.0
+	for _, e := range errs {
+		mae += e / float64(len(errs))
+	}
+	t.Logf("turned camera: yaw MAE %.1f° over %d of %d frames", mae, len(errs), len(yaws))
+	if len(errs) < len(yaws)*2/3 || mae > 15 {
+		t.Errorf("turned camera: yaw MAE %.1f° over %d of %d frames", mae, len(errs), len(yaws))
+	}
+}

@@ -106,7 +106,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	defer src.Close()
 	notify := newNotifier()
 	loop := &pipeline.Loop{
-		Source: src, Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
+		Source: &pipeline.Oriented{Source: src, Rotate: cfg.Source.Rotate, Flip: cfg.Source.Flip}, Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      publish.StateMsg{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
 		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: notify.watchdog, Notify: func(s string) { notify.send(s) },
 	}
