@@ -28,7 +28,7 @@ DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) &
 # Debian architecture:GOARCH:GOARM
 DEB_ARCHES := amd64:amd64: arm64:arm64: armhf:arm:7
 
-.PHONY: all build test test-arm64 bench fuzz lint cross run install deb deb-test model eval clean help
+.PHONY: all build test test-arm64 bench field fuzz lint cross run install deb deb-test model eval clean help
 
 all: build
 
@@ -38,6 +38,7 @@ help:
 	@echo "test-arm64  run the pure packages' tests for linux/arm64 under qemu-aarch64"
 	@echo "run         the daemon on a replayed face sequence with the embedded broker, printing what it publishes"
 	@echo "bench       benchmarks (forward pass, features, EM iteration, per-frame pipeline)"
+	@echo "field       field measurements: broker restarts survived, RSS under a hostile replay (minutes)"
 	@echo "fuzz        fuzz the parsers (model file, MAT, config, JPEG/MJPEG/Y4M frame headers, broker users) for a minute each"
 	@echo "lint        gofmt, go vet, and the daemon's import-graph check"
 	@echo "cross       static builds for linux/arm64 and linux/arm (GOARM=7) into dist/"
@@ -61,6 +62,11 @@ test-arm64:
 bench:
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 2s -cpu 1 ./infer/...
 	$(GO) test -run '^$$' -bench EMIteration -benchtime 3x ./train/
+
+# Field measurements (about 3 minutes): ten broker restarts, and RSS under
+# a replay with hostile images; the figures are in the README.
+field:
+	POSED_DATA=$(DATA) $(GO) test -tags field -count=1 -timeout 15m -v -run '^TestField' ./cmd/posed/ | grep -E '^(=== RUN|---|ok|FAIL)|field_test'
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 60s ./infer/gllim/

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/draw"
 	"image/png"
 	"io"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgepose/posed/infer/annotate"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
@@ -151,30 +151,17 @@ func parseBox(s string) (feature.Box, error) {
 }
 
 // drawResults writes img with the detected boxes (red), the refined boxes
-// (green) and each pose as 3-D axes from the box centre: x (red) to the
-// face's left, y (green) up, z (blue) out of the nose.
+// (green) and each pose as 3-D axes from the box centre (infer/annotate).
 func drawResults(path string, img *image.Gray, starts []detect.Face, results []pose.Result, detected bool) error {
-	out := image.NewRGBA(img.Rect)
-	draw.Draw(out, out.Rect, img, img.Rect.Min, draw.Src)
+	out := annotate.Grey(nil, img)
+	faces := make([]annotate.Face, len(results))
 	for i, r := range results {
 		if detected {
-			rect(out, starts[i].Box, color.RGBA{220, 30, 30, 255})
+			annotate.Rect(out, starts[i].Box, color.RGBA{220, 30, 30, 255})
 		}
-		rect(out, r.Box, color.RGBA{30, 200, 30, 255})
-		cx, cy := r.Box.Centre()
-		yaw, pitch, roll := r.Angles[0]*math.Pi/180, r.Angles[1]*math.Pi/180, r.Angles[2]*math.Pi/180
-		// Head rotation R = Rz(roll)·Rx(pitch)·Ry(yaw) in camera axes (x right,
-		// y down, z into the scene); a face looking at the camera has its
-		// nose along −z. Image y is down, so "up" is −y.
-		axes := [3][3]float64{{1, 0, 0}, {0, -1, 0}, {0, 0, -1}}
-		colours := []color.RGBA{{230, 40, 40, 255}, {40, 200, 40, 255}, {40, 80, 240, 255}}
-		l := 0.5 * r.Box.W
-		for a, v := range axes {
-			x, y, z := rotate(v, yaw, pitch, roll)
-			_ = z
-			line(out, cx, cy, cx+l*x, cy+l*y, colours[a])
-		}
+		faces[i] = annotate.Face{Box: r.Box, Angles: r.Angles, Has: [3]bool{true, true, true}}
 	}
+	annotate.Faces(out, faces)
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -184,40 +171,4 @@ func drawResults(path string, img *image.Gray, starts []detect.Face, results []p
 		return err
 	}
 	return f.Close()
-}
-
-// rotate applies yaw (about the image's vertical, positive turning the nose
-// to the image's left), then pitch (positive looking up), then roll (about
-// the viewing axis) to v.
-func rotate(v [3]float64, yaw, pitch, roll float64) (float64, float64, float64) {
-	x, y, z := v[0], v[1], v[2]
-	// yaw about y: nose (0,0,−1) → (−sin yaw, 0, −cos yaw), to the image's left.
-	x, z = x*math.Cos(yaw)+z*math.Sin(yaw), -x*math.Sin(yaw)+z*math.Cos(yaw)
-	// pitch about x: nose goes up (−y) for positive pitch.
-	y, z = y*math.Cos(pitch)-z*math.Sin(pitch), y*math.Sin(pitch)+z*math.Cos(pitch)
-	// roll about z.
-	x, y = x*math.Cos(roll)-y*math.Sin(roll), x*math.Sin(roll)+y*math.Cos(roll)
-	return x, y, z
-}
-
-func rect(img *image.RGBA, b feature.Box, c color.RGBA) {
-	x0, y0, x1, y1 := b.X, b.Y, b.X+b.W, b.Y+b.H
-	line(img, x0, y0, x1, y0, c)
-	line(img, x1, y0, x1, y1, c)
-	line(img, x1, y1, x0, y1, c)
-	line(img, x0, y1, x0, y0, c)
-}
-
-// line draws a 2-pixel-wide segment by stepping along its longer axis.
-func line(img *image.RGBA, x0, y0, x1, y1 float64, c color.RGBA) {
-	n := int(math.Max(math.Abs(x1-x0), math.Abs(y1-y0))) + 1
-	for i := 0; i <= n; i++ {
-		t := float64(i) / float64(n)
-		x, y := int(x0+t*(x1-x0)), int(y0+t*(y1-y0))
-		for _, d := range [][2]int{{0, 0}, {1, 0}, {0, 1}, {1, 1}} {
-			if p := image.Pt(x+d[0], y+d[1]); p.In(img.Rect) {
-				img.SetRGBA(p.X, p.Y, c)
-			}
-		}
-	}
 }
