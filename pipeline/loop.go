@@ -60,6 +60,9 @@ type Loop struct {
 	// re-opened. Notify also gets "READY=1" once the loop runs.
 	Watchdog time.Duration
 	Notify   func(state string)
+	// View, if not nil, is offered every processed frame (live view and
+	// snapshots; it costs nothing while nobody watches).
+	View *View
 
 	mu      sync.Mutex
 	pending *device.Frame
@@ -251,6 +254,7 @@ func (l *Loop) process(f *device.Frame, prevFaces int) int {
 	met.FramesProcessed.Add(1)
 	met.Faces.Add(uint64(len(faces)))
 	met.LastFrame.Store(time.Now().UnixNano())
+	l.View.Offer(f.Gray, faces)
 	if len(faces) > 0 || prevFaces > 0 {
 		msg := publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(), Faces: make([]publish.FaceMsg, 0, len(faces))}
 		for _, fc := range faces {

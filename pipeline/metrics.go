@@ -142,8 +142,14 @@ func (m *Metrics) Healthy(maxAge time.Duration) (bool, string) {
 	return true, fmt.Sprintf("ok: %d frames processed, last %v ago", m.FramesProcessed.Load(), time.Since(time.Unix(0, last)).Round(time.Millisecond))
 }
 
-func (m *Metrics) Handler(maxAge time.Duration, version string, page func() PageInfo) http.Handler {
+// Handler serves /metrics, /healthz, the page at / and, with a view, the
+// live stream /live and /snapshot.jpg.
+func (m *Metrics) Handler(maxAge time.Duration, version string, page func() PageInfo, view *View) http.Handler {
 	mux := http.NewServeMux()
+	if view != nil {
+		mux.HandleFunc("/live", view.ServeLive)
+		mux.HandleFunc("/snapshot.jpg", view.ServeSnapshot)
+	}
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		m.write(w, version)
@@ -151,7 +157,7 @@ func (m *Metrics) Handler(maxAge time.Duration, version string, page func() Page
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 		ok, why := m.Healthy(maxAge)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		writeIndex(w, page(), version, why, ok)
+		writeIndex(w, page(), version, why, ok, view != nil)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		ok, why := m.Healthy(maxAge)
@@ -184,7 +190,7 @@ type PageInfo struct {
 // writeIndex writes posed's page at /. (fmt and html.EscapeString, not
 // html/template: its reflection keeps every exported method in the binary,
 // 2 MB on linux/arm64.)
-func writeIndex(w io.Writer, p PageInfo, version, health string, ok bool) {
+func writeIndex(w io.Writer, p PageInfo, version, health string, ok, live bool) {
 	e := html.EscapeString
 	state := "unhealthy"
 	if ok {
@@ -199,7 +205,22 @@ func writeIndex(w io.Writer, p PageInfo, version, health string, ok bool) {
 <dt>model</dt><dd>%s</dd>
 <dt>broker</dt><dd>%s</dd>
 <dt>health</dt><dd>%s: %s</dd></dl>
-<p><a href="/metrics">/metrics</a> (Prometheus) · <a href="/healthz">/healthz</a></p>
+%s<p><a href="/metrics">/metrics</a> (Prometheus) · <a href="/healthz">/healthz</a>%s</p>
 </body></html>
-`, e(p.Device), e(p.Device), e(version), e(p.Camera), e(p.Model), e(p.Broker), state, e(health))
+`, e(p.Device), e(p.Device), e(version), e(p.Camera), e(p.Model), e(p.Broker), state, e(health), liveImg(live), liveLink(live))
+}
+
+func liveImg(live bool) string {
+	if !live {
+		return ""
+	}
+	return `<p><img src="/live" alt="live view: each face's box, track id and pose axes" style="max-width:100%;background:#222"></p>
+`
+}
+
+func liveLink(live bool) string {
+	if !live {
+		return ""
+	}
+	return ` · <a href="/snapshot.jpg">/snapshot.jpg</a>`
 }

@@ -82,6 +82,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 		pub.Shutdown(sctx)
 	}()
 
+	vctx, stopView := context.WithCancel(context.Background())
+	defer stopView()
+	view := pipeline.NewView(vctx)
 	met := pipeline.NewMetrics()
 	met.MQTT, met.MQTTErr = pub.Counters, pub.ConnectionError
 	if cfg.Metrics.Listen != "" {
@@ -92,7 +95,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 		page := func() pipeline.PageInfo {
 			return pipeline.PageInfo{Device: cfg.Device, Camera: cfg.Source.Path, Model: cfg.Model.Path, Broker: config.RedactURL(cfg.MQTT.Broker)}
 		}
-		srv := &http.Server{Handler: met.Handler(5*time.Second, version, page), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: met.Handler(5*time.Second, version, page, view), ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -108,7 +111,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	loop := &pipeline.Loop{
 		Source: &pipeline.Oriented{Source: src, Rotate: cfg.Source.Rotate, Flip: cfg.Source.Flip}, Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      publish.StateMsg{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
-		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: notify.watchdog, Notify: func(s string) { notify.send(s) },
+		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: notify.watchdog, Notify: func(s string) { notify.send(s) }, View: view,
 	}
 	err = loop.Run(ctx)
 	log.Info("posed stopping", "frames", met.FramesProcessed.Load(), "dropped", met.FramesDropped.Load())

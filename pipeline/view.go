@@ -1,0 +1,220 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/edgepose/posed/infer/annotate"
+	"github.com/edgepose/posed/infer/track"
+)
+
+// View makes annotated JPEGs of the processed frames for people who
+// watch: the live stream (/live), snapshots (/snapshot.jpg and the MQTT
+// snapshot command). The frame loop only offers frames; while nobody
+// watches that is one atomic load, and while someone does it is a copy of
+// the grey pixels at most MaxFPS times a second, never a wait: drawing and
+// encoding happen in the view's own goroutine, and a frame offered while
+// it is busy is skipped.
+type View struct {
+	MaxFPS  float64 // frames a second at most (default 5)
+	Quality int     // JPEG quality (default 80)
+
+	watchers atomic.Int32 // live streams and snapshot requests waiting
+	work     chan struct{}
+
+	mu      sync.Mutex
+	busy    bool // the encoder has a frame
+	last    time.Time
+	gray    *image.Gray
+	faces   []annotate.Face
+	jpeg    []byte
+	seq     uint64        // number of the latest JPEG
+	updated chan struct{} // closed (and replaced) at each new JPEG
+	off     error         // why there is no picture (detection off), or nil
+}
+
+// NewView returns a view whose encoder runs until ctx ends.
+func NewView(ctx context.Context) *View {
+	v := &View{MaxFPS: 5, Quality: 80, work: make(chan struct{}, 1), updated: make(chan struct{})}
+	go v.encode(ctx)
+	return v
+}
+
+// Offer hands the view a processed frame and its faces. It returns at
+// once; the view copies the frame only if someone watches, the rate cap
+// allows and the encoder is free.
+func (v *View) Offer(img *image.Gray, faces []track.Face) {
+	if v == nil || v.watchers.Load() == 0 {
+		return
+	}
+	now := time.Now()
+	v.mu.Lock()
+	if v.busy || v.off != nil || now.Sub(v.last) < time.Duration(float64(time.Second)/v.MaxFPS) {
+		v.mu.Unlock()
+		return
+	}
+	v.busy, v.last = true, now
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	if v.gray == nil || v.gray.Rect.Dx() != w || v.gray.Rect.Dy() != h {
+		v.gray = image.NewGray(image.Rect(0, 0, w, h))
+	}
+	for y := 0; y < h; y++ {
+		o := img.PixOffset(img.Rect.Min.X, img.Rect.Min.Y+y)
+		copy(v.gray.Pix[y*v.gray.Stride:y*v.gray.Stride+w], img.Pix[o:o+w])
+	}
+	v.faces = v.faces[:0]
+	for _, f := range faces {
+		v.faces = append(v.faces, annotate.Face{Box: f.Box, ID: f.ID, Angles: f.Angles, Has: f.Has})
+	}
+	v.mu.Unlock()
+	v.work <- struct{}{} // capacity 1, and busy was false: never blocks
+}
+
+// Off stops the pictures (privacy: detection switched off) and forgets
+// the last one; watchers are told why. Off(nil) lets them come again.
+func (v *View) Off(why error) {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	v.off = why
+	if why != nil {
+		v.jpeg = nil
+		close(v.updated)
+		v.updated = make(chan struct{})
+	}
+	v.mu.Unlock()
+}
+
+// encode draws and encodes offered frames.
+func (v *View) encode(ctx context.Context) {
+	var rgba *image.RGBA
+	var buf bytes.Buffer
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.work:
+		}
+		v.mu.Lock()
+		gray, faces := v.gray, append([]annotate.Face(nil), v.faces...)
+		v.mu.Unlock()
+		// The frame loop does not touch gray while busy is set.
+		rgba = annotate.Grey(rgba, gray)
+		annotate.Faces(rgba, faces)
+		buf.Reset()
+		err := jpeg.Encode(&buf, rgba, &jpeg.Options{Quality: v.Quality})
+		v.mu.Lock()
+		v.busy = false
+		if err == nil && v.off == nil {
+			v.jpeg = append([]byte(nil), buf.Bytes()...)
+			v.seq++
+			close(v.updated)
+			v.updated = make(chan struct{})
+		}
+		v.mu.Unlock()
+	}
+}
+
+// latest returns the newest JPEG, its number, the channel closed at the
+// next one, and why there is none while the view is off.
+func (v *View) latest() ([]byte, uint64, chan struct{}, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.jpeg, v.seq, v.updated, v.off
+}
+
+// ErrNoFrame: no frame was processed in time for a snapshot (the camera
+// is offline, or the view is off).
+var ErrNoFrame = errors.New("no processed frame")
+
+// Snapshot returns an annotated JPEG of a frame processed after the call,
+// waiting for one until ctx ends.
+func (v *View) Snapshot(ctx context.Context) ([]byte, error) {
+	v.watchers.Add(1)
+	defer v.watchers.Add(-1)
+	_, since, ch, off := v.latest()
+	for {
+		if off != nil {
+			return nil, off
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %v", ErrNoFrame, ctx.Err())
+		}
+		var j []byte
+		var seq uint64
+		j, seq, ch, off = v.latest()
+		if j != nil && seq > since {
+			return j, nil
+		}
+	}
+}
+
+// liveBoundary separates the parts of the MJPEG stream.
+const liveBoundary = "posedframe"
+
+// ServeLive streams the annotated frames as multipart/x-mixed-replace
+// JPEGs (an MJPEG stream browsers show in an <img>), until the client goes.
+func (v *View) ServeLive(w http.ResponseWriter, r *http.Request) {
+	v.watchers.Add(1)
+	defer v.watchers.Add(-1)
+	w.Header().Set("Content-Type", "multipart/x-mixed-replace; boundary="+liveBoundary)
+	w.Header().Set("Cache-Control", "no-store")
+	flusher, _ := w.(http.Flusher)
+	var sent uint64
+	for {
+		j, seq, ch, off := v.latest()
+		if off != nil {
+			if sent == 0 {
+				http.Error(w, off.Error(), http.StatusServiceUnavailable)
+			}
+			return
+		}
+		if j != nil && seq != sent {
+			sent = seq
+			if _, err := fmt.Fprintf(w, "--%s\r\nContent-Type: image/jpeg\r\nContent-Length: %s\r\n\r\n", liveBoundary, strconv.Itoa(len(j))); err != nil {
+				return
+			}
+			if _, err := w.Write(j); err != nil {
+				return
+			}
+			if _, err := w.Write([]byte("\r\n")); err != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// ServeSnapshot answers one annotated JPEG of a frame processed within
+// three seconds of the request, or 503 saying why there is none.
+func (v *View) ServeSnapshot(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	j, err := v.Snapshot(ctx)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "image/jpeg")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(j)
+}
