@@ -63,6 +63,9 @@ type Loop struct {
 	// View, if not nil, is offered every processed frame (live view and
 	// snapshots; it costs nothing while nobody watches).
 	View *View
+	// Control, if not nil, can switch detection off: frames are then
+	// read and dropped unprocessed, and the state says "paused".
+	Control *Control
 
 	mu      sync.Mutex
 	pending *device.Frame
@@ -92,7 +95,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	if notify == nil {
 		notify = func(string) {}
 	}
-	l.State.Schema, l.State.Status, l.State.Faces = publish.SchemaVersion, "running", 0
+	l.State.Schema, l.State.Status, l.State.Faces = publish.SchemaVersion, l.status(), 0
 	l.Publisher.Retain(publish.TopicState, l.State)
 	defer func() {
 		// What stays retained after posed stops must agree with
@@ -146,8 +149,22 @@ func (l *Loop) Run(ctx context.Context) error {
 			}
 			return err
 		case <-l.ready:
-			if f := l.take(); f != nil {
+			f := l.take()
+			switch {
+			case f == nil:
+			case l.Control.Detecting():
 				prevFaces = l.process(f, prevFaces)
+			default:
+				l.release(f)
+				prevFaces = l.pause(prevFaces)
+			}
+		case <-l.Control.Changed():
+			if !l.Control.Detecting() {
+				prevFaces = l.pause(prevFaces)
+			}
+			if s := l.status(); s != l.State.Status {
+				l.State.Status = s
+				l.Publisher.Retain(publish.TopicState, l.State)
 			}
 		case <-dog:
 			// The watchdog says the process is alive and its loops turn:
@@ -226,6 +243,35 @@ func (l *Loop) capture(ctx context.Context) error {
 	}
 }
 
+// status is the state's status while running: paused while detection is
+// switched off.
+func (l *Loop) status() string {
+	if l.Control.Detecting() {
+		return "running"
+	}
+	return "paused"
+}
+
+// pause says that no face is seen any more (once) as detection is off.
+func (l *Loop) pause(prevFaces int) int {
+	if prevFaces > 0 {
+		l.Publisher.Pose(publish.PoseMsg{Camera: l.State.Camera, Captured: time.Now(), Faces: []publish.FaceMsg{}})
+		l.Publisher.NoFaces()
+	}
+	if l.State.Faces != 0 {
+		l.State.Faces = 0
+		l.Publisher.Retain(publish.TopicState, l.State)
+	}
+	return 0
+}
+
+// release returns a frame to the free list.
+func (l *Loop) release(f *device.Frame) {
+	l.mu.Lock()
+	l.free = append(l.free, f)
+	l.mu.Unlock()
+}
+
 func (l *Loop) take() *device.Frame {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -237,11 +283,7 @@ func (l *Loop) take() *device.Frame {
 // process runs the tracker on f and publishes; it returns the number of
 // faces for the next call.
 func (l *Loop) process(f *device.Frame, prevFaces int) int {
-	defer func() {
-		l.mu.Lock()
-		l.free = append(l.free, f)
-		l.mu.Unlock()
-	}()
+	defer l.release(f)
 	met := l.Metrics
 	t0 := time.Now()
 	faces := l.Tracker.Process(f.Gray)

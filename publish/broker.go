@@ -21,15 +21,17 @@ type Broker struct {
 
 // BrokerAuth says who may use the embedded broker. Posed itself connects
 // as PosedUser with PosedPassword and is the only client that may publish
-// under Topics; Readers (user → password) may log in and read them but not
-// write them; anonymous clients may read them too when Anonymous is set.
-// Elsewhere any admitted client reads and writes. A client that gives a
-// known user name with a wrong password is refused.
+// on Topics; Readers (user → password) may log in, read them and send
+// commands (write Commands); anonymous clients, when Anonymous is set,
+// may read both but write neither. Elsewhere any admitted client reads
+// and writes. A client that gives a known user name with a wrong password
+// is refused.
 type BrokerAuth struct {
 	PosedUser, PosedPassword string
 	Readers                  map[string]string
 	Anonymous                bool
-	Topics                   []string // filters only posed writes, e.g. posed/kitchen/#
+	Topics                   []string // topics only posed writes (OwnTopics)
+	Commands                 []string // filters of the command topics (CommandTopics)
 }
 
 // ReadUsers reads a readers file: one "user:password" per line, blank
@@ -52,11 +54,19 @@ func ReadUsers(data []byte) (map[string]string, error) {
 
 // ledger turns a into mochi's access rules.
 func (a BrokerAuth) ledger() *auth.Ledger {
+	// The filters never overlap (Topics are topic names, Commands the
+	// set/# filter), so the order in which the ledger tries them does not
+	// matter.
 	l := &auth.Ledger{Users: auth.Users{}}
-	own := auth.Filters{}
-	readOnly := auth.Filters{}
+	own, reader, readOnly := auth.Filters{}, auth.Filters{}, auth.Filters{}
 	for _, t := range a.Topics {
 		own[auth.RString(t)] = auth.ReadWrite
+		reader[auth.RString(t)] = auth.ReadOnly
+		readOnly[auth.RString(t)] = auth.ReadOnly
+	}
+	for _, t := range a.Commands {
+		own[auth.RString(t)] = auth.ReadOnly
+		reader[auth.RString(t)] = auth.ReadWrite
 		readOnly[auth.RString(t)] = auth.ReadOnly
 	}
 	l.Users[a.PosedUser] = auth.UserRule{Username: auth.RString(a.PosedUser), Password: auth.RString(a.PosedPassword), ACL: own}
@@ -64,7 +74,7 @@ func (a BrokerAuth) ledger() *auth.Ledger {
 	// by name before the anonymous rule, which would admit them.
 	l.Auth = append(l.Auth, auth.AuthRule{Username: auth.RString(a.PosedUser), Allow: false})
 	for u, pw := range a.Readers {
-		l.Users[u] = auth.UserRule{Username: auth.RString(u), Password: auth.RString(pw), ACL: readOnly}
+		l.Users[u] = auth.UserRule{Username: auth.RString(u), Password: auth.RString(pw), ACL: reader}
 		l.Auth = append(l.Auth, auth.AuthRule{Username: auth.RString(u), Allow: false})
 	}
 	if a.Anonymous {

@@ -10,6 +10,7 @@ import (
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -38,7 +39,7 @@ func client(t *testing.T, addr, user, pw string) (mqtt.Client, bool) {
 // must log in.
 func TestEmbeddedBrokerAccess(t *testing.T) {
 	addr := freeAddr(t)
-	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: []string{"posed/cam/#"}}
+	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"}}
 	b, err := StartBroker(addr, a, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +85,20 @@ func TestEmbeddedBrokerAccess(t *testing.T) {
 	if got["elsewhere/"] != "free" || got["elsewhere/ha"] != "free" {
 		t.Errorf("other topics are not free to use: %v", got)
 	}
+	// Commands: readers may send them, anonymous clients may not.
+	cmds := mqtttest.CollectFrom(t, mqtt.NewClientOptions().AddBroker("tcp://"+addr).SetUsername("posed").SetPassword("posed-pw"), "posed/cam/set/#")
+	time.Sleep(100 * time.Millisecond)
+	for _, who := range [][2]string{{"", ""}, {"ha", "ha-pw"}} {
+		if c, ok := client(t, addr, who[0], who[1]); ok {
+			c.Publish("posed/cam/set/detect", 1, false, "OFF by "+who[0]).WaitTimeout(time.Second)
+		}
+	}
+	cmds.WaitFor(t, "the reader's command", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 0 })
+	time.Sleep(200 * time.Millisecond)
+	if got := payloads(cmds.All()); len(got) != 1 || got[0] != "OFF by ha" {
+		t.Errorf("commands that reached posed: %q, want only the reader's", got)
+	}
+
 	for _, who := range [][2]string{{"posed", "guess"}, {"ha", "guess"}} {
 		if _, ok := client(t, addr, who[0], who[1]); ok {
 			t.Errorf("user %q with a wrong password admitted", who[0])

@@ -32,33 +32,47 @@ func WithConfigURL(u string) Option { return func(p *Publisher) { p.configURL = 
 // device is renamed.
 func WithStateDir(dir string) Option { return func(p *Publisher) { p.stateDir = dir } }
 
-// haSensor is one announced sensor.
+// haSensor is one announced entity: a sensor reading the HA topic, or
+// (command set) a switch, button or image of the commands.
 type haSensor struct {
-	key, name, field, unit, icon string
+	component, key, name, field, unit, icon string
+	command                                 bool // announced only when posed takes commands
 }
 
-// haSensors are the Home Assistant sensors posed announces.
+// haSensors are the Home Assistant entities posed announces.
 var haSensors = []haSensor{
-	{"yaw", "Yaw", "yaw", "°", "mdi:axis-z-rotate-counterclockwise"},
-	{"pitch", "Pitch", "pitch", "°", "mdi:axis-x-rotate-counterclockwise"},
-	{"roll", "Roll", "roll", "°", "mdi:axis-y-rotate-counterclockwise"},
-	{"faces", "Faces", "faces", "", "mdi:account-multiple"},
+	{"sensor", "yaw", "Yaw", "yaw", "°", "mdi:axis-z-rotate-counterclockwise", false},
+	{"sensor", "pitch", "Pitch", "pitch", "°", "mdi:axis-x-rotate-counterclockwise", false},
+	{"sensor", "roll", "Roll", "roll", "°", "mdi:axis-y-rotate-counterclockwise", false},
+	{"sensor", "faces", "Faces", "faces", "", "mdi:account-multiple", false},
+	{"switch", "detect", "Detection", CommandDetect, "", "mdi:face-recognition", true},
+	{"button", "snapshot", "Snapshot", CommandSnapshot, "", "mdi:camera", true},
+	{"button", "reload", "Reload configuration", CommandReload, "", "mdi:reload", true},
+	{"image", "snapshot_image", "Snapshot", TopicSnapshot, "", "mdi:image", true},
 }
 
-// discoveryTopic is where sensor s of device is announced.
+// discoveryTopic is where entity s of device is announced.
 func discoveryTopic(cfg config.MQTT, device string, s haSensor) string {
-	return cfg.DiscoveryTopic + "/sensor/posed_" + device + "_" + s.key + "/config"
+	return cfg.DiscoveryTopic + "/" + s.component + "/posed_" + device + "_" + s.key + "/config"
 }
 
-// OwnTopics returns the topic filters that posed alone publishes for
-// device: everything under <prefix>/<device>/, and its Home Assistant
-// discovery entries.
+// OwnTopics returns the topics that posed alone publishes for device:
+// its topics under <prefix>/<device>/ (not set/…, where commands come
+// from) and its Home Assistant discovery entries.
 func OwnTopics(cfg config.MQTT, device string) []string {
-	out := []string{cfg.Prefix + "/" + device + "/#"}
+	var out []string
+	for _, t := range ownSubtopics {
+		out = append(out, cfg.Prefix+"/"+device+"/"+t)
+	}
 	for _, s := range haSensors {
 		out = append(out, discoveryTopic(cfg, device, s))
 	}
 	return out
+}
+
+// CommandTopics returns the filter of device's command topics.
+func CommandTopics(cfg config.MQTT, device string) string {
+	return cfg.Prefix + "/" + device + "/" + TopicSet + "#"
 }
 
 // supportURL is posed's home, Home Assistant's origin support_url.
@@ -84,19 +98,39 @@ func (p *Publisher) discovery() []string {
 	}
 	var topics []string
 	for _, s := range haSensors {
+		if s.command && p.commands == nil {
+			continue
+		}
 		cfg := map[string]any{
 			"name": s.name, "unique_id": "posed_" + p.device + "_" + s.key,
-			"object_id":   "posed_" + p.device + "_" + s.key,
-			"state_topic": p.base + TopicHA,
-			// A field that is null (no face) renders as None: Home
-			// Assistant then shows the sensor as unknown.
-			"value_template":    "{{ value_json." + s.field + " }}",
-			"state_class":       "measurement",
+			"object_id":         "posed_" + p.device + "_" + s.key,
 			"availability":      avail,
 			"availability_mode": "all",
 			"icon":              s.icon,
 			"device":            dev,
 			"origin":            map[string]string{"name": "posed", "sw_version": p.version, "support_url": supportURL},
+		}
+		switch s.component {
+		case "sensor":
+			cfg["state_topic"] = p.base + TopicHA
+			// A field that is null (no face) renders as None: Home
+			// Assistant then shows the sensor as unknown.
+			cfg["value_template"] = "{{ value_json." + s.field + " }}"
+			cfg["state_class"] = "measurement"
+		case "switch":
+			// The privacy switch: available while posed is, whatever
+			// the camera does.
+			cfg["command_topic"] = p.base + TopicSet + s.field
+			cfg["state_topic"] = p.base + TopicDetect
+			cfg["payload_on"], cfg["payload_off"] = "ON", "OFF"
+			cfg["availability"] = avail[:1]
+		case "button":
+			cfg["command_topic"] = p.base + TopicSet + s.field
+			cfg["payload_press"] = "PRESS"
+			cfg["availability"] = avail[:1]
+		case "image":
+			cfg["image_topic"] = p.base + s.field
+			cfg["content_type"] = "image/jpeg"
 		}
 		if s.unit != "" {
 			cfg["unit_of_measurement"] = s.unit

@@ -19,7 +19,32 @@ const (
 	TopicStats     = "stats"     // StatsMsg, periodic
 	TopicCamera    = "camera"    // CameraMsg, retained
 	TopicHA        = "ha"        // HAMsg, retained, change-driven at a lower rate: what Home Assistant's sensors read
+	TopicDetect    = "detect"    // "ON" / "OFF", retained: whether frames are processed (the privacy switch)
+	TopicSnapshot  = "snapshot"  // an annotated JPEG, on the snapshot command
+	TopicError     = "error"     // ErrorMsg: a command that was refused, and why
+	TopicSet       = "set/"      // commands arrive on set/<command>
 )
+
+// Commands, on <prefix>/<device>/set/<command>.
+const (
+	CommandDetect   = "detect"   // ON / OFF (or true / false)
+	CommandSnapshot = "snapshot" // any payload: publish an annotated JPEG on the snapshot topic
+	CommandReload   = "reload"   // any payload: reload the configuration file, as SIGHUP does
+)
+
+// ownSubtopics are the topics under <prefix>/<device>/ that posed alone
+// writes (the embedded broker refuses them to other clients).
+var ownSubtopics = []string{TopicAvailable, TopicPose, TopicState, TopicStats, TopicCamera, TopicHA, TopicDetect, TopicSnapshot, TopicError}
+
+// ErrorMsg is published on <prefix>/<device>/error when a command is
+// refused; nothing was changed.
+type ErrorMsg struct {
+	Schema  int       `json:"schema"`
+	Device  string    `json:"device"`
+	Command string    `json:"command"`
+	Error   string    `json:"error"`
+	Time    time.Time `json:"time"`
+}
 
 // FaceMsg is one face of a pose message. Angles in degrees (yaw > 0: the
 // nose points to the image's left; pitch > 0: looking up); their *_std are
@@ -57,7 +82,7 @@ type StateMsg struct {
 	Version string    `json:"version"`
 	Model   string    `json:"model"`
 	Camera  string    `json:"camera"`
-	Status  string    `json:"status"` // running, stopped
+	Status  string    `json:"status"` // running, paused (detection switched off), stopped
 	Started time.Time `json:"started"`
 	Faces   int       `json:"faces"` // faces in the last processed frame
 }

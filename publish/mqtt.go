@@ -47,6 +47,8 @@ type Publisher struct {
 	// on the HA topic.
 	version, configURL, stateDir string
 	announced, stale             []string
+	commands                     CommandHandler
+	cmdQueue                     chan command
 	lastHA                       HAMsg
 	haSent                       bool
 	lastHATime                   time.Time
@@ -181,6 +183,11 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	p.wg.Add(2)
 	go p.connectLoop()
 	go p.loop()
+	if p.commands != nil {
+		p.cmdQueue = make(chan command, 8)
+		p.wg.Add(1)
+		go p.runCommands()
+	}
 	return p, nil
 }
 
@@ -266,6 +273,9 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 	p.failures, p.lastFail = 0, ""
 	p.failMu.Unlock()
 	p.log.Info("mqtt: connected", "broker", p.broker, "topic", p.base+TopicAvailable, "after_failures", after)
+	if p.commands != nil {
+		p.subscribeCommands(c)
+	}
 	p.mu.Lock()
 	msgs := []outMsg{{topic: p.base + TopicAvailable, qos: 1, retained: true, payload: []byte("online")}}
 	for t, b := range p.retained {

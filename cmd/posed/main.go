@@ -129,8 +129,23 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, hup <-chan os.Signal, load func() (config.Config, error)) (*config.Config, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The reload command loads the configuration in the command's own
+	// goroutine, so that its error goes back to whoever sent it.
+	asked := make(chan config.Config, 1)
+	reload := func() error {
+		c, err := load()
+		if err != nil {
+			return err
+		}
+		select {
+		case asked <- c:
+			return nil
+		default:
+			return errors.New("a reload is already under way")
+		}
+	}
 	done := make(chan error, 1)
-	go func() { done <- run(rctx, cfg, log, stdout) }()
+	go func() { done <- runWith(rctx, cfg, log, stdout, reload) }()
 	var next *config.Config
 	for {
 		select {
@@ -139,6 +154,11 @@ func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, st
 				return next, nil
 			}
 			return nil, err
+		case c := <-asked:
+			log.Info("reloading the configuration (reload command)")
+			daemon.SdNotify(false, fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+			next = &c
+			cancel()
 		case <-hup:
 			c, err := load()
 			if err != nil {

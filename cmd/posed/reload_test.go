@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -107,6 +109,21 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	if cmd.ProcessState != nil || last("two") != "online" {
 		t.Errorf("an invalid configuration on SIGHUP stopped posed (available %q)", last("two"))
 	}
+
+	// The reload command does the same, and says why it refuses.
+	errs := mqtttest.Collect(t, broker.Addr(), "posed/two/error")
+	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("reloader"))
+	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer cl.Disconnect(50)
+	cl.Publish("posed/two/set/reload", 1, false, "PRESS").WaitTimeout(2 * time.Second)
+	errs.WaitFor(t, "the refused reload command's error", 10*time.Second, func(ms []mqtttest.Msg) bool {
+		return len(ms) > 0 && strings.Contains(string(ms[0].Payload), "mqtt.qos")
+	})
+	write("four")
+	cl.Publish("posed/two/set/reload", 1, false, "PRESS").WaitTimeout(2 * time.Second)
+	col.WaitFor(t, "device four online after the reload command", 20*time.Second, online("four"))
 
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {

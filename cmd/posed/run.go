@@ -26,6 +26,12 @@ import (
 // run is the daemon: it returns when ctx ends (clean shutdown) or a replay
 // that does not loop reaches its end.
 func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	return runWith(ctx, cfg, log, stdout, nil)
+}
+
+// runWith is run with the reload command's action (nil: the command is
+// refused).
+func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, reload func() error) error {
 	started := time.Now()
 	m, err := gllim.ReadFile(cfg.Model.Path)
 	if err != nil {
@@ -71,20 +77,24 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	if cfg.MQTT.Print {
 		printTo = stdout
 	}
+	vctx, stopView := context.WithCancel(context.Background())
+	defer stopView()
+	view := pipeline.NewView(vctx)
+	ctl := pipeline.NewControl(cfg.StateDir, view, nil, log)
+	ctl.Reload = reload
 	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
-		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)))
+		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)),
+		publish.WithCommands(ctl.Handle))
 	if err != nil {
 		return err
 	}
+	ctl.Attach(pub)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		pub.Shutdown(sctx)
 	}()
 
-	vctx, stopView := context.WithCancel(context.Background())
-	defer stopView()
-	view := pipeline.NewView(vctx)
 	met := pipeline.NewMetrics()
 	met.MQTT, met.MQTTErr = pub.Counters, pub.ConnectionError
 	if cfg.Metrics.Listen != "" {
@@ -111,7 +121,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 	loop := &pipeline.Loop{
 		Source: &pipeline.Oriented{Source: src, Rotate: cfg.Source.Rotate, Flip: cfg.Source.Flip}, Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      publish.StateMsg{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
-		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: notify.watchdog, Notify: func(s string) { notify.send(s) }, View: view,
+		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: notify.watchdog, Notify: func(s string) { notify.send(s) }, View: view, Control: ctl,
 	}
 	err = loop.Run(ctx)
 	log.Info("posed stopping", "frames", met.FramesProcessed.Load(), "dropped", met.FramesDropped.Load())
@@ -149,7 +159,7 @@ func haURL(cfg config.Config) string {
 // the publisher logs in with it); the readers of mqtt.embedded_users; and
 // anonymous readers if mqtt.embedded_anonymous.
 func embeddedAuth(m *config.MQTT, device string) (publish.BrokerAuth, error) {
-	a := publish.BrokerAuth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device)}
+	a := publish.BrokerAuth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)}}
 	pw := m.Password
 	if m.PasswordFile != "" {
 		b, err := config.ReadFileLimited(m.PasswordFile)

@@ -3,7 +3,7 @@ package schema
 
 import "embed"
 
-// Files holds pose.json, state.json, camera.json, stats.json and ha.json.
+// Files holds pose.json, state.json, camera.json, stats.json, ha.json and error.json.
 //
 //go:embed *.json
 var Files embed.FS

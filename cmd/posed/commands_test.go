@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/jpeg"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/edgepose/posed/publish/mqtttest"
+)
+
+// Commands over MQTT, against a running posed: the privacy switch stops
+// processing and publishing (state "paused", no pose messages, no
+// snapshot) and is remembered across a restart; a bad payload or an
+// unknown command gets an error message and changes nothing; a snapshot
+// is an annotated JPEG of the frame; Home Assistant is told of a switch,
+// buttons and an image.
+func TestCommands(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "#")
+	seq, _ := yawSequence(t)
+	cfg := testConfig(t, seq, "tcp://"+broker.Addr())
+	cfg.Source.Loop = true
+	cfg.MQTT.Discovery = true
+	cfg.StateDir = t.TempDir()
+	start := func() (context.CancelFunc, chan error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
+		return cancel, done
+	}
+	cancel, done := start()
+	o := mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("commander")
+	cl := mqtt.NewClient(o)
+	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer cl.Disconnect(50)
+	send := func(cmd, payload string) {
+		cl.Publish("posed/test/set/"+cmd, 1, false, payload).WaitTimeout(2 * time.Second)
+	}
+	count := func(topic string) int { return len(col.On(topic)) }
+	last := func(topic string) string {
+		ms := col.On(topic)
+		if len(ms) == 0 {
+			return ""
+		}
+		return string(ms[len(ms)-1].Payload)
+	}
+	col.WaitFor(t, "poses", 10*time.Second, func([]mqtttest.Msg) bool { return count("posed/test/pose") > 5 })
+	if last("posed/test/detect") != "ON" {
+		t.Errorf("detect is %q at start, want ON", last("posed/test/detect"))
+	}
+
+	// A snapshot: the annotated frame, as JPEG.
+	send("snapshot", "PRESS")
+	col.WaitFor(t, "a snapshot", 5*time.Second, func([]mqtttest.Msg) bool { return count("posed/test/snapshot") > 0 })
+	img, err := jpeg.Decode(bytes.NewReader(col.On("posed/test/snapshot")[0].Payload))
+	if err != nil || img.Bounds().Dx() != 384 {
+		t.Errorf("snapshot: %v %v", err, img)
+	}
+
+	// Privacy: off.
+	send("detect", "OFF")
+	col.WaitFor(t, "detect OFF", 5*time.Second, func([]mqtttest.Msg) bool { return last("posed/test/detect") == "OFF" })
+	col.WaitFor(t, "state paused", 5*time.Second, func([]mqtttest.Msg) bool {
+		return strings.Contains(last("posed/test/state"), `"status":"paused"`)
+	})
+	time.Sleep(300 * time.Millisecond)
+	poses := count("posed/test/pose")
+	var lastPose struct{ Faces []any }
+	json.Unmarshal([]byte(last("posed/test/pose")), &lastPose)
+	if len(lastPose.Faces) != 0 {
+		t.Errorf("the last pose before pausing still has faces: %s", last("posed/test/pose"))
+	}
+	send("snapshot", "PRESS")
+	send("detect", "maybe")
+	send("frobnicate", "1")
+	col.WaitFor(t, "three errors", 5*time.Second, func([]mqtttest.Msg) bool { return count("posed/test/error") >= 3 })
+	errs := ""
+	sch := mqtttest.Schemas(t)
+	for _, m := range col.On("posed/test/error") {
+		errs += string(m.Payload) + "\n"
+		v, _ := jsonschemaUnmarshal(m.Payload)
+		if err := sch["error"].Validate(v); err != nil {
+			t.Errorf("error message does not match its schema: %v", err)
+		}
+	}
+	for _, want := range []string{"detection is off", `\"maybe\" is not ON or OFF`, `unknown command \"frobnicate\"`} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("no error saying %s:\n%s", want, errs)
+		}
+	}
+	time.Sleep(time.Second)
+	if n := count("posed/test/pose"); n != poses || last("posed/test/detect") != "OFF" || count("posed/test/snapshot") != 1 {
+		t.Errorf("while paused: %d pose messages (had %d), detect %q, %d snapshots", n, poses, last("posed/test/detect"), count("posed/test/snapshot"))
+	}
+
+	// The switch outlives a restart.
+	cancel()
+	<-done
+	cancel, done = start()
+	time.Sleep(1500 * time.Millisecond)
+	if n := count("posed/test/pose"); n != poses || !strings.Contains(last("posed/test/state"), `"status":"paused"`) {
+		t.Errorf("after a restart with detection off: %d pose messages (had %d), state %s", n, poses, last("posed/test/state"))
+	}
+	send("detect", "ON")
+	col.WaitFor(t, "poses again", 10*time.Second, func([]mqtttest.Msg) bool { return count("posed/test/pose") > poses+3 })
+	if !strings.Contains(last("posed/test/state"), `"status":"running"`) {
+		t.Errorf("state after ON: %s", last("posed/test/state"))
+	}
+	cancel()
+	<-done
+
+	kinds := map[string]bool{}
+	for _, m := range col.All() {
+		if strings.HasPrefix(m.Topic, "homeassistant/") && len(m.Payload) > 0 {
+			kinds[strings.Split(m.Topic, "/")[1]] = true
+			var d map[string]any
+			json.Unmarshal(m.Payload, &d)
+			if ct, ok := d["command_topic"].(string); ok && !strings.HasPrefix(ct, "posed/test/set/") {
+				t.Errorf("%s: command_topic %s", m.Topic, ct)
+			}
+		}
+	}
+	for _, k := range []string{"sensor", "switch", "button", "image"} {
+		if !kinds[k] {
+			t.Errorf("no Home Assistant %s announced (%v)", k, kinds)
+		}
+	}
+}
+
+func jsonschemaUnmarshal(b []byte) (any, error) { return jsonschema.UnmarshalJSON(bytes.NewReader(b)) }

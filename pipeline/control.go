@@ -1,0 +1,151 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/publish"
+)
+
+// ErrDetectOff: detection is switched off (the privacy switch): no frame
+// is processed, published or shown.
+var ErrDetectOff = errors.New("detection is off (privacy switch)")
+
+// Commander is what the control publishes besides the loop's messages.
+type Commander interface {
+	SetDetect(on bool)
+	Snapshot(jpeg []byte)
+}
+
+// Control holds what commands change and carries them out: the detection
+// switch (kept in the state directory across restarts), snapshots, and
+// reloading the configuration.
+type Control struct {
+	StateDir string
+	View     *View
+	Pub      Commander
+	// Reload loads the configuration again and, if it is valid, has posed
+	// restart with it; its error says why not. nil: reload refused.
+	Reload func() error
+	Log    *slog.Logger
+
+	detect  atomic.Bool
+	changed chan struct{}
+}
+
+// detectFile is the file, in the state directory, holding ON or OFF.
+const detectFile = "detect"
+
+// NewControl returns a control with the detection switch as the state
+// directory last recorded it (on if nothing was recorded).
+func NewControl(stateDir string, view *View, pub Commander, log *slog.Logger) *Control {
+	c := &Control{StateDir: stateDir, View: view, Pub: pub, Log: log, changed: make(chan struct{}, 1)}
+	on := true
+	if stateDir != "" {
+		if b, err := config.ReadFileLimited(filepath.Join(stateDir, detectFile)); err == nil {
+			if v, err := publish.ParseSwitch(b); err == nil {
+				on = v
+			} else {
+				log.Warn("ignoring a damaged detection state", "file", filepath.Join(stateDir, detectFile), "err", err)
+			}
+		}
+	}
+	c.detect.Store(on)
+	c.apply(on)
+	return c
+}
+
+// Attach sets the publisher of the switch and publishes its state.
+func (c *Control) Attach(pub Commander) {
+	c.Pub = pub
+	pub.SetDetect(c.Detecting())
+}
+
+// Detecting reports whether frames are to be processed.
+func (c *Control) Detecting() bool { return c == nil || c.detect.Load() }
+
+// Changed is signalled when the detection switch changes.
+func (c *Control) Changed() <-chan struct{} {
+	if c == nil {
+		return nil
+	}
+	return c.changed
+}
+
+// apply makes the view and the published switch follow on.
+func (c *Control) apply(on bool) {
+	if on {
+		c.View.Off(nil)
+	} else {
+		c.View.Off(ErrDetectOff)
+	}
+	if c.Pub != nil {
+		c.Pub.SetDetect(on)
+	}
+}
+
+// SetDetect switches detection, records it and publishes it.
+func (c *Control) SetDetect(on bool) error {
+	if c.StateDir != "" {
+		f := filepath.Join(c.StateDir, detectFile)
+		v := "OFF\n"
+		if on {
+			v = "ON\n"
+		}
+		if err := os.WriteFile(f+".tmp", []byte(v), 0o640); err != nil {
+			return fmt.Errorf("recording the switch: %w", err)
+		}
+		if err := os.Rename(f+".tmp", f); err != nil {
+			return fmt.Errorf("recording the switch: %w", err)
+		}
+	}
+	if c.detect.Swap(on) != on {
+		c.Log.Info("detection switched", "on", on)
+	}
+	c.apply(on)
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Handle carries out one command (publish.CommandHandler). An error means
+// nothing was changed.
+func (c *Control) Handle(name string, payload []byte) error {
+	switch name {
+	case publish.CommandDetect:
+		on, err := publish.ParseSwitch(payload)
+		if err != nil {
+			return err
+		}
+		return c.SetDetect(on)
+	case publish.CommandSnapshot:
+		if !c.Detecting() {
+			return ErrDetectOff
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		j, err := c.View.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		c.Pub.Snapshot(j)
+		return nil
+	case publish.CommandReload:
+		if c.Reload == nil {
+			return errors.New("reload is not available here")
+		}
+		return c.Reload()
+	}
+	known := []string{publish.CommandDetect, publish.CommandSnapshot, publish.CommandReload}
+	return fmt.Errorf("unknown command %q (known: %s)", name, strings.Join(known, ", "))
+}

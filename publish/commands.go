@@ -1,0 +1,121 @@
+package publish
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+)
+
+// CommandHandler carries out a command (name is what follows set/ in the
+// topic). It runs in the publisher's command goroutine, one command at a
+// time; an error is published on the error topic and logged, and must
+// mean that nothing was changed.
+type CommandHandler func(name string, payload []byte) error
+
+// WithCommands makes the publisher take commands from
+// <prefix>/<device>/set/+ (subscribed on every connection) and announce
+// them to Home Assistant (a switch for detection, buttons, the snapshot
+// image).
+func WithCommands(h CommandHandler) Option { return func(p *Publisher) { p.commands = h } }
+
+// maxCommandPayload bounds a command's payload: commands are words.
+const maxCommandPayload = 1024
+
+type command struct {
+	name    string
+	payload []byte
+}
+
+// subscribeCommands subscribes to the command topics (on connect).
+func (p *Publisher) subscribeCommands(c mqtt.Client) {
+	t := c.Subscribe(p.base+TopicSet+"+", 1, func(_ mqtt.Client, m mqtt.Message) {
+		name := strings.TrimPrefix(m.Topic(), p.base+TopicSet)
+		cmd := command{name: name, payload: append([]byte(nil), m.Payload()...)}
+		select {
+		case p.cmdQueue <- cmd:
+		default:
+			p.CommandError(name, errors.New("too many commands at once: refused"))
+		}
+	})
+	go func() {
+		if !t.WaitTimeout(tokenWait) || t.Error() != nil {
+			p.log.Warn("mqtt: cannot subscribe to the command topics", "topic", p.base+TopicSet+"+", "err", t.Error())
+		}
+	}()
+}
+
+// runCommands carries out commands one at a time.
+func (p *Publisher) runCommands() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.done:
+			return
+		case c := <-p.cmdQueue:
+			var err error
+			if len(c.payload) > maxCommandPayload {
+				err = errors.New("payload of more than 1024 bytes")
+			} else {
+				err = p.commands(c.name, c.payload)
+			}
+			if err != nil {
+				p.CommandError(c.name, err)
+			} else {
+				p.log.Info("command carried out", "command", c.name)
+			}
+		}
+	}
+}
+
+// CommandError reports a refused command on the error topic and in the log.
+func (p *Publisher) CommandError(name string, err error) {
+	p.log.Warn("command refused", "command", name, "err", err)
+	b, _ := json.Marshal(ErrorMsg{Schema: SchemaVersion, Device: p.device, Command: name, Error: err.Error(), Time: time.Now().UTC()})
+	if p.connected.Load() {
+		p.enqueue(outMsg{topic: p.base + TopicError, qos: 1, payload: b})
+	}
+}
+
+// Snapshot publishes an annotated JPEG on the snapshot topic (not
+// retained: a picture of the past is no state).
+func (p *Publisher) Snapshot(jpeg []byte) {
+	if !p.connected.Load() {
+		p.drop(false)
+		return
+	}
+	p.enqueue(outMsg{topic: p.base + TopicSnapshot, qos: 1, payload: jpeg})
+}
+
+// SetDetect publishes (retained) whether detection is on.
+func (p *Publisher) SetDetect(on bool) {
+	v := "OFF"
+	if on {
+		v = "ON"
+	}
+	p.mu.Lock()
+	p.retained[p.base+TopicDetect] = []byte(v)
+	p.mu.Unlock()
+	if p.connected.Load() {
+		p.enqueue(outMsg{topic: p.base + TopicDetect, qos: 1, retained: true, payload: []byte(v)})
+	}
+}
+
+// ParseSwitch reads a switch command's payload: ON/OFF (Home Assistant's),
+// true/false, 1/0, or a JSON boolean; anything else is an error naming it.
+func ParseSwitch(payload []byte) (bool, error) {
+	s := strings.TrimSpace(string(payload))
+	switch strings.ToLower(s) {
+	case "on", "true", "1":
+		return true, nil
+	case "off", "false", "0":
+		return false, nil
+	}
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return false, errors.New("payload " + strconv.Quote(s) + " is not ON or OFF")
+}
