@@ -67,6 +67,11 @@ type Loop struct {
 	// read and dropped unprocessed, and the state says "paused".
 	Control *Control
 
+	// The last processed frame's number and size, for the message that
+	// says the faces went when detection is switched off.
+	lastSeq      uint64
+	lastW, lastH int
+
 	mu      sync.Mutex
 	pending *device.Frame
 	free    []*device.Frame
@@ -255,7 +260,7 @@ func (l *Loop) status() string {
 // pause says that no face is seen any more (once) as detection is off.
 func (l *Loop) pause(prevFaces int) int {
 	if prevFaces > 0 {
-		l.Publisher.Pose(publish.PoseMsg{Camera: l.State.Camera, Captured: time.Now(), Faces: []publish.FaceMsg{}})
+		l.Publisher.Pose(publish.PoseMsg{Camera: l.State.Camera, Seq: l.lastSeq, Captured: time.Now(), Width: l.lastW, Height: l.lastH, Faces: []publish.FaceMsg{}})
 		l.Publisher.NoFaces()
 	}
 	if l.State.Faces != 0 {
@@ -296,6 +301,7 @@ func (l *Loop) process(f *device.Frame, prevFaces int) int {
 	met.FramesProcessed.Add(1)
 	met.Faces.Add(uint64(len(faces)))
 	met.LastFrame.Store(time.Now().UnixNano())
+	l.lastSeq, l.lastW, l.lastH = f.Seq, f.Gray.Rect.Dx(), f.Gray.Rect.Dy()
 	l.View.Offer(f.Gray, faces)
 	if len(faces) > 0 || prevFaces > 0 {
 		msg := publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(), Faces: make([]publish.FaceMsg, 0, len(faces))}

@@ -86,6 +86,12 @@ func TestCommands(t *testing.T) {
 	col.WaitFor(t, "three errors", 5*time.Second, func([]mqtttest.Msg) bool { return count("posed/test/error") >= 3 })
 	errs := ""
 	sch := mqtttest.Schemas(t)
+	for _, m := range col.On("posed/test/pose") {
+		v, _ := jsonschemaUnmarshal(m.Payload)
+		if err := sch["pose"].Validate(v); err != nil {
+			t.Errorf("pose message does not match its schema: %v\n%s", err, m.Payload)
+		}
+	}
 	for _, m := range col.On("posed/test/error") {
 		errs += string(m.Payload) + "\n"
 		v, _ := jsonschemaUnmarshal(m.Payload)
