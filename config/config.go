@@ -35,6 +35,9 @@ type Config struct {
 	Model    Model   `yaml:"model"`
 	Detect   Detect  `yaml:"detect"`
 	Track    Track   `yaml:"track"`
+	Zones    Zones   `yaml:"zones"`
+	Primary  Primary `yaml:"primary"`
+	Zero     Zero    `yaml:"zero"`
 	MQTT     MQTT    `yaml:"mqtt"`
 	Metrics  Metrics `yaml:"metrics"`
 	Log      Log     `yaml:"log"`
@@ -107,6 +110,36 @@ type Track struct {
 	// two-member ensemble: faces median 7°, 99th percentile 33°; background
 	// median 28°, 90th percentile 82°.)
 	MaxStd float64 `yaml:"max_std"`
+}
+
+// Zones say where posed looks and name parts of the frame. Rectangles are
+// [x1, y1, x2, y2] in pixels of the turned frame (after source.rotate and
+// source.flip).
+type Zones struct {
+	// Detect, if set, is where faces are detected (faster; a tracked face
+	// that moves out of it is still followed).
+	Detect []float64 `yaml:"detect"`
+	// Named zones: each face message lists those its box centre is in.
+	Named map[string][]float64 `yaml:"named"`
+}
+
+// Primary chooses the face that matters (published on …/primary and fed
+// to Home Assistant and the zero).
+type Primary struct {
+	Mode  string    `yaml:"mode"`  // largest (default), nearest (to point), zone (the largest in zone)
+	Point []float64 `yaml:"point"` // nearest: [x, y] in pixels
+	Zone  string    `yaml:"zone"`  // zone: a named zone
+}
+
+// Zero is the neutral pose ("straight ahead" for this installation):
+// angles are published relative to it, with the camera-relative ones
+// beside them. The set/zero command measures one and keeps it in the
+// state directory, where it wins over this.
+type Zero struct {
+	Yaw     float64 `yaml:"yaw"`
+	Pitch   float64 `yaml:"pitch"`
+	Roll    float64 `yaml:"roll"`
+	Seconds float64 `yaml:"seconds"` // how long set/zero averages the primary face
 }
 
 // MQTT configures publishing.
@@ -281,6 +314,8 @@ func Default() Config {
 		Model:   modelDefaults(),
 		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Every: 10},
 		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
+		Primary: Primary{Mode: "largest"},
+		Zero:    Zero{Seconds: 3},
 		MQTT:    MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", EmbeddedAnonymous: true, Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant", HAInterval: 5 * time.Second, HADeadband: 1},
 		Metrics: Metrics{Listen: "127.0.0.1:9464"},
 		Log:     Log{Level: "info", Format: "text"},
@@ -499,6 +534,45 @@ func (c Config) Validate() error {
 	}
 	if m.Password != "" && m.PasswordFile != "" {
 		bad("mqtt.password_file", "give password or password_file, not both")
+	}
+	rect := func(field string, r []float64) {
+		// Written so that NaN fails.
+		if len(r) != 4 || !(r[0] >= 0 && r[1] >= 0 && r[2] > r[0] && r[3] > r[1] && r[2] < 1e6 && r[3] < 1e6) {
+			bad(field, "%v: want [x1, y1, x2, y2] with 0 ≤ x1 < x2 and 0 ≤ y1 < y2 (pixels)", r)
+		}
+	}
+	if c.Zones.Detect != nil {
+		rect("zones.detect", c.Zones.Detect)
+	}
+	for name, r := range c.Zones.Named {
+		if !deviceID.MatchString(name) {
+			bad("zones.named", "%q: a zone name is 1–64 of [A-Za-z0-9_-]", name)
+		}
+		rect("zones.named."+name, r)
+	}
+	switch c.Primary.Mode {
+	case "largest":
+	case "nearest":
+		if p := c.Primary.Point; len(p) != 2 || !(p[0] >= 0 && p[1] >= 0 && p[0] < 1e6 && p[1] < 1e6) {
+			bad("primary.point", "%v: want [x, y] in pixels for mode nearest", c.Primary.Point)
+		}
+	case "zone":
+		if _, ok := c.Zones.Named[c.Primary.Zone]; !ok {
+			bad("primary.zone", "%q is not a named zone (zones.named)", c.Primary.Zone)
+		}
+	default:
+		bad("primary.mode", "%q is not largest, nearest or zone", c.Primary.Mode)
+	}
+	for _, a := range []struct {
+		f string
+		v float64
+	}{{"zero.yaw", c.Zero.Yaw}, {"zero.pitch", c.Zero.Pitch}, {"zero.roll", c.Zero.Roll}} {
+		if !(a.v >= -180 && a.v <= 180) {
+			bad(a.f, "%g is not an angle in [−180, 180]", a.v)
+		}
+	}
+	if !(c.Zero.Seconds > 0 && c.Zero.Seconds <= 60) {
+		bad("zero.seconds", "%g: want more than 0 and at most 60", c.Zero.Seconds)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

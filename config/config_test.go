@@ -215,3 +215,31 @@ func TestFindModel(t *testing.T) {
 		t.Errorf("ModelPlaces = %v", places)
 	}
 }
+
+// Zones, the primary face and the zero are checked: rectangles, names,
+// modes that need a point or a zone, angles; NaN fails everywhere.
+func TestZonesPrimaryZero(t *testing.T) {
+	good := "zones: {detect: [0, 0, 640, 400], named: {driver: [0, 0, 320, 480], passenger: [320, 0, 640, 480]}}\nprimary: {mode: zone, zone: driver}\nzero: {yaw: -35, seconds: 2}\n"
+	c, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Zones.Named) != 2 || c.Primary.Zone != "driver" || c.Zero.Yaw != -35 {
+		t.Errorf("parsed %+v %+v %+v", c.Zones, c.Primary, c.Zero)
+	}
+	for _, bad := range []struct{ yaml, field string }{
+		{"zones: {detect: [10, 0, 5, 100]}\n", "zones.detect"},
+		{"zones: {detect: [0, 0, .nan, 100]}\n", "zones.detect"},
+		{"zones: {named: {\"a b\": [0, 0, 1, 1]}}\n", "zones.named"},
+		{"zones: {named: {a: [0, 0, 1]}}\n", "zones.named.a"},
+		{"primary: {mode: zone, zone: nowhere}\n", "primary.zone"},
+		{"primary: {mode: nearest}\n", "primary.point"},
+		{"primary: {mode: loudest}\n", "primary.mode"},
+		{"zero: {pitch: 200}\n", "zero.pitch"},
+		{"zero: {seconds: 0}\n", "zero.seconds"},
+	} {
+		if _, err := Parse([]byte(bad.yaml)); err == nil || !strings.Contains(err.Error(), bad.field) {
+			t.Errorf("%q: %v, want an error naming %s", bad.yaml, err, bad.field)
+		}
+	}
+}

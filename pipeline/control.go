@@ -23,6 +23,7 @@ var ErrDetectOff = errors.New("detection is off (privacy switch)")
 type Commander interface {
 	SetDetect(on bool)
 	Snapshot(jpeg []byte)
+	CommandError(name string, err error)
 }
 
 // Control holds what commands change and carries them out: the detection
@@ -39,14 +40,16 @@ type Control struct {
 
 	detect  atomic.Bool
 	changed chan struct{}
+	zero    zero
 }
 
 // detectFile is the file, in the state directory, holding ON or OFF.
 const detectFile = "detect"
 
 // NewControl returns a control with the detection switch as the state
-// directory last recorded it (on if nothing was recorded).
-func NewControl(stateDir string, view *View, pub Commander, log *slog.Logger) *Control {
+// directory last recorded it (on if nothing was recorded), and the
+// neutral pose measured last, else zero's.
+func NewControl(stateDir string, view *View, pub Commander, log *slog.Logger, zero config.Zero) *Control {
 	c := &Control{StateDir: stateDir, View: view, Pub: pub, Log: log, changed: make(chan struct{}, 1)}
 	on := true
 	if stateDir != "" {
@@ -60,7 +63,25 @@ func NewControl(stateDir string, view *View, pub Commander, log *slog.Logger) *C
 	}
 	c.detect.Store(on)
 	c.apply(on)
+	c.loadZero(zero)
 	return c
+}
+
+// signal tells the loop that the state changed.
+func (c *Control) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// fail reports an error of a command that finished later.
+func (c *Control) fail(name string, err error) {
+	if c.Pub != nil {
+		c.Pub.CommandError(name, err)
+	} else {
+		c.Log.Warn("command failed", "command", name, "err", err)
+	}
 }
 
 // Attach sets the publisher of the switch and publishes its state.
@@ -111,10 +132,7 @@ func (c *Control) SetDetect(on bool) error {
 		c.Log.Info("detection switched", "on", on)
 	}
 	c.apply(on)
-	select {
-	case c.changed <- struct{}{}:
-	default:
-	}
+	c.signal()
 	return nil
 }
 
@@ -140,12 +158,14 @@ func (c *Control) Handle(name string, payload []byte) error {
 		}
 		c.Pub.Snapshot(j)
 		return nil
+	case publish.CommandZero:
+		return c.zeroCommand(payload)
 	case publish.CommandReload:
 		if c.Reload == nil {
 			return errors.New("reload is not available here")
 		}
 		return c.Reload()
 	}
-	known := []string{publish.CommandDetect, publish.CommandSnapshot, publish.CommandReload}
+	known := []string{publish.CommandDetect, publish.CommandSnapshot, publish.CommandZero, publish.CommandReload}
 	return fmt.Errorf("unknown command %q (known: %s)", name, strings.Join(known, ", "))
 }

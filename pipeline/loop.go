@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/device"
+	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/publish"
 )
@@ -64,8 +65,12 @@ type Loop struct {
 	// snapshots; it costs nothing while nobody watches).
 	View *View
 	// Control, if not nil, can switch detection off: frames are then
-	// read and dropped unprocessed, and the state says "paused".
+	// read and dropped unprocessed, and the state says "paused". Its
+	// neutral pose, if set, makes the published angles relative to it.
 	Control *Control
+	// Zoning, if not nil, names the zones of each face and chooses the
+	// primary face (else the largest).
+	Zoning *Zoning
 
 	// The last processed frame's number and size, for the message that
 	// says the faces went when detection is switched off.
@@ -101,6 +106,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		notify = func(string) {}
 	}
 	l.State.Schema, l.State.Status, l.State.Faces = publish.SchemaVersion, l.status(), 0
+	l.State.Zero = l.Control.ZeroState()
 	l.Publisher.Retain(publish.TopicState, l.State)
 	defer func() {
 		// What stays retained after posed stops must agree with
@@ -167,8 +173,8 @@ func (l *Loop) Run(ctx context.Context) error {
 			if !l.Control.Detecting() {
 				prevFaces = l.pause(prevFaces)
 			}
-			if s := l.status(); s != l.State.Status {
-				l.State.Status = s
+			if s, z := l.status(), l.Control.ZeroState(); s != l.State.Status || z != l.State.Zero {
+				l.State.Status, l.State.Zero = s, z
 				l.Publisher.Retain(publish.TopicState, l.State)
 			}
 		case <-dog:
@@ -303,10 +309,26 @@ func (l *Loop) process(f *device.Frame, prevFaces int) int {
 	met.LastFrame.Store(time.Now().UnixNano())
 	l.lastSeq, l.lastW, l.lastH = f.Seq, f.Gray.Rect.Dx(), f.Gray.Rect.Dy()
 	l.View.Offer(f.Gray, faces)
+	prim := l.Zoning.Primary(faces)
+	if prim >= 0 {
+		l.Control.Sample(faces[prim])
+	}
 	if len(faces) > 0 || prevFaces > 0 {
-		msg := publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(), Faces: make([]publish.FaceMsg, 0, len(faces))}
+		msg := publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
+			Faces: make([]publish.FaceMsg, 0, len(faces)), Primary: prim}
+		neutral := l.Control.Neutral()
 		for _, fc := range faces {
-			msg.Faces = append(msg.Faces, faceMsg(fc))
+			fm := faceMsg(fc)
+			cx, cy := fc.Box.Centre()
+			fm.Zones = l.Zoning.In(cx, cy)
+			if neutral != nil && fc.Has[0] && fc.Has[1] && fc.Has[2] {
+				// Relative to the neutral pose, composed as rotations
+				// (infer/rotation.Relative); the camera's angles beside.
+				fm.RawYaw, fm.RawPitch, fm.RawRoll = fm.Yaw, fm.Pitch, fm.Roll
+				y, p, r := rotation.Relative(*neutral, rotation.Head(fc.Angles[0], fc.Angles[1], fc.Angles[2]))
+				fm.Yaw, fm.Pitch, fm.Roll = ptr2(y), ptr2(p), ptr2(r)
+			}
+			msg.Faces = append(msg.Faces, fm)
 		}
 		l.Publisher.Pose(msg)
 		met.Stages["latency"].Observe(time.Since(f.Time))
@@ -333,6 +355,8 @@ func faceMsg(f track.Face) publish.FaceMsg {
 	}
 	return m
 }
+
+func ptr2(v float64) *float64 { v = r2(v); return &v }
 
 // r2 rounds to two decimals, half away from zero.
 func r2(v float64) float64 { return float64(int64(v*100+0.5*sign(v))) / 100 }

@@ -47,6 +47,7 @@ var haSensors = []haSensor{
 	{"sensor", "faces", "Faces", "faces", "", "mdi:account-multiple", false},
 	{"switch", "detect", "Detection", CommandDetect, "", "mdi:face-recognition", true},
 	{"button", "snapshot", "Snapshot", CommandSnapshot, "", "mdi:camera", true},
+	{"button", "zero", "Set neutral pose", CommandZero, "", "mdi:crosshairs-gps", true},
 	{"button", "reload", "Reload configuration", CommandReload, "", "mdi:reload", true},
 	{"image", "snapshot_image", "Snapshot", TopicSnapshot, "", "mdi:image", true},
 }
@@ -193,8 +194,8 @@ func (p *Publisher) saveDiscovery() {
 }
 
 // HAMsg is the retained message on <prefix>/<device>/ha that Home
-// Assistant's sensors read: the largest face's angles (null without a
-// face) and the number of faces.
+// Assistant's sensors read: the primary face's angles (null without one)
+// and the number of faces.
 type HAMsg struct {
 	Schema int      `json:"schema"`
 	Device string   `json:"device"`
@@ -210,8 +211,8 @@ type HAMsg struct {
 // moved by ha_deadband or more.
 func (p *Publisher) haUpdate(m PoseMsg, now time.Time) {
 	h := HAMsg{Schema: SchemaVersion, Device: p.device, Faces: len(m.Faces)}
-	if len(m.Faces) > 0 {
-		f := m.Faces[0]
+	if m.Primary >= 0 && m.Primary < len(m.Faces) {
+		f := m.Faces[m.Primary]
 		tr := f.Track
 		h.Track, h.Yaw, h.Pitch, h.Roll = &tr, round1(f.Yaw), round1(f.Pitch), round1(f.Roll)
 	}

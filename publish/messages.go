@@ -22,6 +22,7 @@ const (
 	TopicDetect    = "detect"    // "ON" / "OFF", retained: whether frames are processed (the privacy switch)
 	TopicSnapshot  = "snapshot"  // an annotated JPEG, on the snapshot command
 	TopicError     = "error"     // ErrorMsg: a command that was refused, and why
+	TopicPrimary   = "primary"   // PrimaryMsg, with every pose message
 	TopicSet       = "set/"      // commands arrive on set/<command>
 )
 
@@ -30,11 +31,12 @@ const (
 	CommandDetect   = "detect"   // ON / OFF (or true / false)
 	CommandSnapshot = "snapshot" // any payload: publish an annotated JPEG on the snapshot topic
 	CommandReload   = "reload"   // any payload: reload the configuration file, as SIGHUP does
+	CommandZero     = "zero"     // empty, PRESS or seconds: measure the neutral pose; "clear": forget it
 )
 
 // ownSubtopics are the topics under <prefix>/<device>/ that posed alone
 // writes (the embedded broker refuses them to other clients).
-var ownSubtopics = []string{TopicAvailable, TopicPose, TopicState, TopicStats, TopicCamera, TopicHA, TopicDetect, TopicSnapshot, TopicError}
+var ownSubtopics = []string{TopicAvailable, TopicPose, TopicState, TopicStats, TopicCamera, TopicHA, TopicDetect, TopicSnapshot, TopicError, TopicPrimary}
 
 // ErrorMsg is published on <prefix>/<device>/error when a command is
 // refused; nothing was changed.
@@ -60,6 +62,12 @@ type FaceMsg struct {
 	YawStd   *float64   `json:"yaw_std,omitempty"`
 	PitchStd *float64   `json:"pitch_std,omitempty"`
 	RollStd  *float64   `json:"roll_std,omitempty"`
+	// With a neutral pose (zero) set, Yaw, Pitch and Roll are relative to
+	// it and these are the camera-relative angles.
+	RawYaw   *float64 `json:"raw_yaw,omitempty"`
+	RawPitch *float64 `json:"raw_pitch,omitempty"`
+	RawRoll  *float64 `json:"raw_roll,omitempty"`
+	Zones    []string `json:"zones,omitempty"` // named zones the box centre is in
 }
 
 // PoseMsg is published on <prefix>/<device>/pose.
@@ -73,6 +81,29 @@ type PoseMsg struct {
 	Width     int       `json:"width"`
 	Height    int       `json:"height"`
 	Faces     []FaceMsg `json:"faces"` // empty when the faces have gone
+	// Primary is the index in Faces of the face that matters (primary.mode),
+	// -1 for none; it is published on its own topic.
+	Primary int `json:"-"`
+}
+
+// PrimaryMsg is published on <prefix>/<device>/primary with every pose
+// message: the one face that matters, or null.
+type PrimaryMsg struct {
+	Schema   int       `json:"schema"`
+	Device   string    `json:"device"`
+	Seq      uint64    `json:"seq"`
+	Captured time.Time `json:"captured"`
+	Face     *FaceMsg  `json:"face"`
+}
+
+// ZeroMsg is the neutral pose in the state message.
+type ZeroMsg struct {
+	Yaw    float64   `json:"yaw"`
+	Pitch  float64   `json:"pitch"`
+	Roll   float64   `json:"roll"`
+	Source string    `json:"source"` // config, or measured (set/zero)
+	Frames int       `json:"frames,omitempty"`
+	Set    time.Time `json:"set,omitempty"`
 }
 
 // StateMsg is the retained summary on <prefix>/<device>/state.
@@ -85,6 +116,7 @@ type StateMsg struct {
 	Status  string    `json:"status"` // running, paused (detection switched off), stopped
 	Started time.Time `json:"started"`
 	Faces   int       `json:"faces"` // faces in the last processed frame
+	Zero    *ZeroMsg  `json:"zero,omitempty"`
 }
 
 // CameraMsg is the retained camera status on <prefix>/<device>/camera.

@@ -389,7 +389,17 @@ func (p *Publisher) Pose(m PoseMsg) {
 		p.log.Error("publish: encoding pose", "err", err)
 		return
 	}
-	p.enqueue(outMsg{topic: p.base + TopicPose, qos: byte(p.cfg.QoS), pose: true, payload: b})
+	if !p.enqueue(outMsg{topic: p.base + TopicPose, qos: byte(p.cfg.QoS), pose: true, payload: b}) {
+		return
+	}
+	pm := PrimaryMsg{Schema: SchemaVersion, Device: p.device, Seq: m.Seq, Captured: m.Captured}
+	if m.Primary >= 0 && m.Primary < len(m.Faces) {
+		f := m.Faces[m.Primary]
+		pm.Face = &f
+	}
+	if b, err = json.Marshal(pm); err == nil {
+		p.enqueue(outMsg{topic: p.base + TopicPrimary, qos: byte(p.cfg.QoS), payload: b})
+	}
 }
 
 // NoFaces tells Home Assistant's topic that no face is seen (as posed

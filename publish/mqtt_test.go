@@ -100,9 +100,10 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	p.Pose(PoseMsg{Camera: "test", Seq: calls + 1, Captured: time.Now(), Width: 640, Height: 480})
-	col.WaitFor(t, "faces gone", 5*time.Second, func(ms []mqtttest.Msg) bool {
-		last := ms[len(ms)-1]
-		return strings.Contains(string(last.Payload), `"faces":[]`)
+	col.WaitFor(t, "faces gone", 5*time.Second, func([]mqtttest.Msg) bool {
+		ms := col.On("posed/cam/primary")
+		return strings.Contains(string(col.On("posed/cam/pose")[len(col.On("posed/cam/pose"))-1].Payload), `"faces":[]`) &&
+			len(ms) > 0 && strings.Contains(string(ms[len(ms)-1].Payload), `"face":null`)
 	})
 	p.Stats(StatsMsg{})
 
@@ -117,6 +118,14 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 	sch := mqtttest.Schemas(t)
 	var withFaces []PoseMsg
 	var gone int
+	// The primary face goes with every pose message: the first face here.
+	prim := col.On("posed/cam/primary")
+	if len(prim) != len(col.On("posed/cam/pose")) {
+		t.Errorf("%d primary messages for %d pose messages", len(prim), len(col.On("posed/cam/pose")))
+	}
+	for _, m := range prim {
+		validate(t, sch["primary"], m)
+	}
 	for _, m := range col.On("posed/cam/pose") {
 		validate(t, sch["pose"], m)
 		var pm PoseMsg

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"image"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -51,7 +53,11 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	}
 	calib := detect.CalibrationOf(m.Calibration)
 	t := cfg.Track
-	tracker := track.New(track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd}, det, calib, est.NewWorker())
+	tc := track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd}
+	if r := cfg.Zones.Detect; r != nil {
+		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
+	}
+	tracker := track.New(tc, det, calib, est.NewWorker())
 	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
 		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "temperature", max(m.Temperature, 1),
 		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "broker", config.RedactURL(cfg.MQTT.Broker))
@@ -80,7 +86,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	vctx, stopView := context.WithCancel(context.Background())
 	defer stopView()
 	view := pipeline.NewView(vctx)
-	ctl := pipeline.NewControl(cfg.StateDir, view, nil, log)
+	ctl := pipeline.NewControl(cfg.StateDir, view, nil, log, cfg.Zero)
 	ctl.Reload = reload
 	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
 		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)),
@@ -122,6 +128,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		Source: &pipeline.Oriented{Source: src, Rotate: cfg.Source.Rotate, Flip: cfg.Source.Flip}, Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      publish.StateMsg{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
 		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: notify.watchdog, Notify: func(s string) { notify.send(s) }, View: view, Control: ctl,
+		Zoning: pipeline.NewZoning(cfg.Zones, cfg.Primary),
 	}
 	err = loop.Run(ctx)
 	log.Info("posed stopping", "frames", met.FramesProcessed.Load(), "dropped", met.FramesDropped.Load())

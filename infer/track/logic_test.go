@@ -121,3 +121,21 @@ func TestTrackSmoothingUncertaintyDuplicates(t *testing.T) {
 		t.Errorf("a face with yaw std 31 > MaxStd 30 is reported: %+v", faces)
 	}
 }
+
+// The detector looks only in Region (within the frame).
+func TestTrackRegion(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, Region: image.Rect(100, 50, 400, 900)}
+	rec := &regionDetector{}
+	tr := New(cfg, rec, detect.Identity, &scriptEstimator{yaw: func(feature.Box) float64 { return 0 }, std: 5})
+	tr.Process(image.NewGray(image.Rect(0, 0, 640, 480)))
+	if rec.r != image.Rect(100, 50, 400, 480) {
+		t.Errorf("detector asked for %v, want the region within the frame", rec.r)
+	}
+}
+
+type regionDetector struct{ r image.Rectangle }
+
+func (d *regionDetector) DetectInto(_ *detect.Buffers, _ *image.Gray, r image.Rectangle) []detect.Face {
+	d.r = r
+	return nil
+}

@@ -23,6 +23,9 @@ type Config struct {
 	MinIoU    float64 // a detection continues a track above this overlap
 	Smoothing float64 // exponential smoothing weight of the past, [0, 1)
 	MaxStd    float64 // a face whose yaw std (degrees) exceeds this is dropped
+	// Region, if not empty, is where the detector looks (a tracked face
+	// that moves out of it is still followed).
+	Region image.Rectangle
 }
 
 // Face is a tracked face in one frame.
@@ -121,7 +124,11 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	// detections with the tracks, which may re-anchor or start some.
 	if len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 {
 		d0 := time.Now()
-		faces := t.det.DetectInto(&t.dbuf, img, img.Rect)
+		r := img.Rect
+		if !t.cfg.Region.Empty() {
+			r = r.Intersect(t.cfg.Region)
+		}
+		faces := t.det.DetectInto(&t.dbuf, img, r)
 		t.last.Detect = time.Since(d0)
 		t.last.Detected = true
 		t.match(faces)

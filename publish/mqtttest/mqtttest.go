@@ -201,7 +201,7 @@ func Schemas(t testing.TB) map[string]*jsonschema.Schema {
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
 	out := map[string]*jsonschema.Schema{}
-	for _, name := range []string{"pose", "state", "camera", "stats", "ha", "error"} {
+	for _, name := range []string{"pose", "state", "camera", "stats", "ha", "error", "primary"} {
 		b, err := schema.Files.ReadFile(name + ".json")
 		if err != nil {
 			t.Fatal(err)

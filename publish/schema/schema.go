@@ -3,7 +3,7 @@ package schema
 
 import "embed"
 
-// Files holds pose.json, state.json, camera.json, stats.json, ha.json and error.json.
+// Files holds the schema of each JSON topic: pose, state, camera, stats, ha, error, primary.
 //
 //go:embed *.json
 var Files embed.FS

@@ -1,0 +1,80 @@
+package pipeline
+
+import (
+	"sort"
+
+	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/infer/track"
+)
+
+// Zoning names the zones a face is in and chooses the primary face.
+type Zoning struct {
+	names []string // sorted
+	rects map[string][4]float64
+	mode  string
+	point [2]float64
+	zone  string
+}
+
+// NewZoning makes the zoning of a (validated) configuration.
+func NewZoning(z config.Zones, p config.Primary) *Zoning {
+	out := &Zoning{rects: map[string][4]float64{}, mode: p.Mode, zone: p.Zone}
+	for name, r := range z.Named {
+		out.names = append(out.names, name)
+		out.rects[name] = [4]float64{r[0], r[1], r[2], r[3]}
+	}
+	sort.Strings(out.names)
+	if len(p.Point) == 2 {
+		out.point = [2]float64{p.Point[0], p.Point[1]}
+	}
+	return out
+}
+
+// In returns the names of the zones (x, y) is in, sorted; nil if none.
+func (z *Zoning) In(x, y float64) []string {
+	if z == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range z.names {
+		r := z.rects[n]
+		if x >= r[0] && x < r[2] && y >= r[1] && y < r[3] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Primary returns the index of the face that matters, or -1: the largest
+// (faces come largest first), the one whose centre is nearest the point,
+// or the largest whose centre is in the zone.
+func (z *Zoning) Primary(faces []track.Face) int {
+	if len(faces) == 0 {
+		return -1
+	}
+	if z == nil {
+		return 0
+	}
+	switch z.mode {
+	case "nearest":
+		best, bestD := -1, 0.0
+		for i, f := range faces {
+			cx, cy := f.Box.Centre()
+			d := (cx-z.point[0])*(cx-z.point[0]) + (cy-z.point[1])*(cy-z.point[1])
+			if best < 0 || d < bestD {
+				best, bestD = i, d
+			}
+		}
+		return best
+	case "zone":
+		r := z.rects[z.zone]
+		for i, f := range faces {
+			cx, cy := f.Box.Centre()
+			if cx >= r[0] && cx < r[2] && cy >= r[1] && cy < r[3] {
+				return i
+			}
+		}
+		return -1
+	}
+	return 0
+}
