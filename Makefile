@@ -28,7 +28,7 @@ DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) &
 # Debian architecture:GOARCH:GOARM
 DEB_ARCHES := amd64:amd64: arm64:arm64: armhf:arm:7
 
-.PHONY: all build test test-arm64 bench field fuzz lint cross run install deb deb-test model eval clean help
+.PHONY: all build test test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
 
 all: build
 
@@ -38,6 +38,7 @@ help:
 	@echo "test-arm64  run the pure packages' tests for linux/arm64 under qemu-aarch64"
 	@echo "run         the daemon on a replayed face sequence with the embedded broker, printing what it publishes"
 	@echo "bench       benchmarks (forward pass, features, EM iteration, per-frame pipeline)"
+	@echo "screenshot  a headless chromium's picture of posed's page with the live view, into docs/live.png"
 	@echo "field       field measurements: broker restarts survived, RSS under a hostile replay (minutes)"
 	@echo "fuzz        fuzz the parsers (model file, MAT, config, JPEG/MJPEG/Y4M frame headers, broker users) for a minute each"
 	@echo "lint        gofmt, go vet, and the daemon's import-graph check"
@@ -62,6 +63,21 @@ test-arm64:
 bench:
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 2s -cpu 1 ./infer/...
 	$(GO) test -run '^$$' -bench EMIteration -benchtime 3x ./train/
+
+# A headless browser's picture of posed's page (/, with the live view) while
+# it replays the `make run` sequence: docs/live.png. Needs Debian's chromium.
+screenshot: build
+	@command -v chromium >/dev/null || { echo 'screenshot: apt-get install chromium'; exit 1; }
+	@$(GO) mod download $(PIGO)
+	bin/posectl sequence -o build/run-sequence -data $(DATA) \
+		-fallback "$$($(GO) env GOMODCACHE)/$(PIGO)/testdata/sample.jpg"
+	@mkdir -p docs
+	@bin/posed -config config/run.yaml > build/screenshot.log 2>&1 & pid=$$!; \
+	for i in $$(seq 50); do curl -sf http://127.0.0.1:9464/healthz >/dev/null && break; sleep 0.2; done; \
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=760,660 \
+		--virtual-time-budget=4000 --screenshot=docs/live.png http://127.0.0.1:9464/ 2>/dev/null; \
+	rc=$$?; kill $$pid; wait $$pid 2>/dev/null; exit $$rc
+	@echo "docs/live.png"
 
 # Field measurements (about 3 minutes): ten broker restarts, and RSS under
 # a replay with hostile images; the figures are in the README.
