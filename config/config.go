@@ -198,6 +198,19 @@ func modelDefaults() Model {
 // Assistant's unique ids and discovery node ids.
 var deviceID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// ReadPassword returns the broker password: password, or the trimmed
+// content of password_file.
+func (m MQTT) ReadPassword() (string, error) {
+	if m.PasswordFile == "" {
+		return m.Password, nil
+	}
+	b, err := ReadFileLimited(m.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("mqtt.password_file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // ModelPlaces are where posed looks for default.gllim when model.path is
 // not set, in order: next to the executable, in models/ of the working
 // directory (a source tree), then the installed places (../share/posed

@@ -144,13 +144,9 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	if cfg.Username != "" {
 		o.SetUsername(cfg.Username)
 	}
-	pw := cfg.Password
-	if cfg.PasswordFile != "" {
-		b, err := config.ReadFileLimited(cfg.PasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("publish: mqtt.password_file: %w", err)
-		}
-		pw = strings.TrimSpace(string(b))
+	pw, err := cfg.ReadPassword()
+	if err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
 	}
 	if pw != "" {
 		o.SetPassword(pw)

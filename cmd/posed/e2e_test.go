@@ -464,15 +464,8 @@ func TestWatchdogWhileCameraOffline(t *testing.T) {
 	t.Setenv("WATCHDOG_USEC", "200000") // 200 ms: a ping expected every 100 ms
 	cfg := testConfig(t, filepath.Join(t.TempDir(), "unplugged"), "tcp://"+broker.Addr())
 	cfg.Source.Reopen, cfg.Source.ReopenMax = 500*time.Millisecond, time.Second
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Metrics.Listen = ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
+	cfg.Metrics.Listen = freeAddr(t)
+	stop := background(cfg)
 	pings := 0
 	buf := make([]byte, 256)
 	deadline := time.Now().Add(2 * time.Second)
@@ -492,8 +485,7 @@ func TestWatchdogWhileCameraOffline(t *testing.T) {
 		body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 	}
-	cancel()
-	<-done
+	stop()
 	if pings < 5 {
 		t.Errorf("%d watchdog pings in 2 s with the camera offline, want one every 100 ms", pings)
 	}
@@ -560,4 +552,22 @@ func TestOrientedCamera(t *testing.T) {
 	if len(errs) < len(yaws)*2/3 || mae > 15 {
 		t.Errorf("turned camera: yaw MAE %.1f° over %d of %d frames", mae, len(errs), len(yaws))
 	}
+}
+
+// freeAddr is a free local host:port.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// background runs posed with cfg until the returned function stops it.
+func background(cfg config.Config) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
+	return func() error { cancel(); return <-done }
 }

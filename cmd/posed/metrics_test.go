@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -44,16 +42,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	seq, _ := yawSequence(t)
 	cfg := testConfig(t, seq, "tcp://"+broker.Addr())
 	cfg.Source.Loop = true
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Metrics.Listen = ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
-	defer func() { cancel(); <-done }()
+	cfg.Metrics.Listen = freeAddr(t)
+	defer background(cfg)()
 	base := "http://" + cfg.Metrics.Listen
 	var text string
 	for deadline := time.Now().Add(20 * time.Second); ; {

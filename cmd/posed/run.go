@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/edgepose/posed/config"
@@ -167,13 +166,9 @@ func haURL(cfg config.Config) string {
 // anonymous readers if mqtt.embedded_anonymous.
 func embeddedAuth(m *config.MQTT, device string) (publish.BrokerAuth, error) {
 	a := publish.BrokerAuth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)}}
-	pw := m.Password
-	if m.PasswordFile != "" {
-		b, err := config.ReadFileLimited(m.PasswordFile)
-		if err != nil {
-			return a, fmt.Errorf("mqtt.password_file: %w", err)
-		}
-		pw = strings.TrimSpace(string(b))
+	pw, err := m.ReadPassword()
+	if err != nil {
+		return a, err
 	}
 	if m.Username == "" || pw == "" {
 		var b [16]byte
