@@ -1,9 +1,15 @@
 package gllim
 
-// float32 kernels of the forward pass. Go does not vectorise, so the speed
-// comes from independent accumulators (no loop-carried dependency on one
-// register), from sharing each load of y between several rows, and from
-// re-slicing to one length so the compiler drops the bounds checks.
+// float32 kernels of the forward pass: the Σ⁻¹-weighted distance
+// (y − c*_k)ᵀ Σ_k⁻¹ (y − c*_k) and the products B_k (y − c*_k) of each
+// component (the terms of direct3–direct5 that cost O(D)). Each has a
+// vector version (kernel_amd64.s: AVX2 + FMA; kernel_arm64.s: NEON),
+// chosen at start where the CPU has it (simd), and the Go version here,
+// which runs elsewhere, under -tags purego, and is the vectors' reference
+// in the tests. Go does not vectorise, so the Go kernels' speed comes from
+// independent accumulators (no loop-carried dependency on one register),
+// from sharing each load of y between several rows, and from re-slicing to
+// one length so the compiler drops the bounds checks.
 //
 // Rounding: every product and sum is a float32 operation; the error of a
 // D-term dot product grows like √D·ε₃₂·Σ|w_d y_d| (ε₃₂ = 2⁻²⁴ ≈ 6e-8) with
@@ -25,9 +31,38 @@ func matVec(dst []float32, w []float32, x []float32, n int) {
 	}
 }
 
-// dot4 returns the dot products of four rows with x: each x_d is loaded once
-// for the four rows, two accumulators per row.
+// dot4 returns the dot products of four rows with x.
 func dot4(a, b, c, e, x []float32) (float32, float32, float32, float32) {
+	if simd {
+		n := len(x)
+		return dot4SIMD(a[:n], b[:n], c[:n], e[:n], x)
+	}
+	return dot4Go(a, b, c, e, x)
+}
+
+// dot returns Σ_d a_d x_d.
+func dot(a, x []float32) float32 {
+	if simd {
+		return dotSIMD(a[:len(x)], x)
+	}
+	return dotGo(a, x)
+}
+
+// diffSqDist writes r = x − c and returns q = Σ_d r_d² s_d, the
+// Σ⁻¹-weighted squared distance with s = 1/σ (direct3's exponent). The
+// difference is taken before squaring so that no large terms cancel (the
+// expanded form x²s − 2xcs + c²s loses digits in float32).
+func diffSqDist(r, x, c, s []float32) float32 {
+	if simd {
+		n := len(x)
+		return diffSqDistSIMD(r[:n], x, c[:n], s[:n])
+	}
+	return diffSqDistGo(r, x, c, s)
+}
+
+// dot4Go returns the dot products of four rows with x: each x_d is loaded
+// once for the four rows, two accumulators per row.
+func dot4Go(a, b, c, e, x []float32) (float32, float32, float32, float32) {
 	n := len(x)
 	a, b, c, e = a[:n], b[:n], c[:n], e[:n]
 	var a0, a1, b0, b1, c0, c1, e0, e1 float32
@@ -52,8 +87,8 @@ func dot4(a, b, c, e, x []float32) (float32, float32, float32, float32) {
 	return a0 + a1, b0 + b1, c0 + c1, e0 + e1
 }
 
-// dot returns Σ_d a_d x_d with four accumulators.
-func dot(a, x []float32) float32 {
+// dotGo returns Σ_d a_d x_d with four accumulators.
+func dotGo(a, x []float32) float32 {
 	n := len(x)
 	a = a[:n]
 	var s0, s1, s2, s3 float32
@@ -70,11 +105,8 @@ func dot(a, x []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// diffSqDist writes r = x − c and returns q = Σ_d r_d² s_d, the
-// Σ⁻¹-weighted squared distance with s = 1/σ. The difference is taken before
-// squaring so that no large terms cancel (the expanded form x²s − 2xcs + c²s
-// loses digits in float32).
-func diffSqDist(r, x, c, s []float32) float32 {
+// diffSqDistGo is diffSqDist in Go.
+func diffSqDistGo(r, x, c, s []float32) float32 {
 	n := len(x)
 	r, c, s = r[:n], c[:n], s[:n]
 	var q0, q1, q2, q3 float32

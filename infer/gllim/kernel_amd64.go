@@ -1,0 +1,98 @@
+//go:build !purego
+
+package gllim
+
+import "golang.org/x/sys/cpu"
+
+// simd says whether the AVX2 + FMA kernels run (chosen at start from the
+// CPU; tests switch it to compare them with the Go kernels).
+var simd = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// simdName names the kernels in use, for benchmarks and logs.
+func simdName() string {
+	if simd {
+		return "avx2+fma"
+	}
+	return "go"
+}
+
+//go:noescape
+func dot4AVX(a, b, c, e, x *float32, n int, out *[4]float32)
+
+//go:noescape
+func dot1AVX(a, x *float32, n int) float32
+
+//go:noescape
+func diffSqDistAVX(r, x, c, s *float32, n int) float32
+
+// dot4SIMD is dot4 on the vector unit for the first n&^15 values, in Go
+// for the rest.
+func dot4SIMD(a, b, c, e, x []float32) (float32, float32, float32, float32) {
+	n := len(x)
+	m := n &^ 15
+	var out [4]float32
+	if m > 0 {
+		dot4AVX(&a[0], &b[0], &c[0], &e[0], &x[0], m, &out)
+	}
+	for d := m; d < n; d++ {
+		out[0] += a[d] * x[d]
+		out[1] += b[d] * x[d]
+		out[2] += c[d] * x[d]
+		out[3] += e[d] * x[d]
+	}
+	return out[0], out[1], out[2], out[3]
+}
+
+// dotSIMD is dot on the vector unit, the tail in Go.
+func dotSIMD(a, x []float32) float32 {
+	n := len(x)
+	m := n &^ 15
+	var s float32
+	if m > 0 {
+		s = dot1AVX(&a[0], &x[0], m)
+	}
+	for d := m; d < n; d++ {
+		s += a[d] * x[d]
+	}
+	return s
+}
+
+// diffSqDistSIMD is diffSqDist on the vector unit, the tail in Go.
+func diffSqDistSIMD(r, x, c, s []float32) float32 {
+	n := len(x)
+	m := n &^ 7
+	var q float32
+	if m > 0 {
+		q = diffSqDistAVX(&r[0], &x[0], &c[0], &s[0], m)
+	}
+	for d := m; d < n; d++ {
+		v := x[d] - c[d]
+		r[d] = v
+		q += v * v * s[d]
+	}
+	return q
+}
+
+//go:noescape
+func distDot4AVX(r, x, c, s, a, b, cc, e *float32, n int, out *[5]float32)
+
+// distDot4SIMD is one pass of a component on the vector unit: r = x − c,
+// q = Σ r²s and the dot products of the four rows with r (the tail in Go).
+func distDot4SIMD(r, x, c, s, a, b, cc, e []float32) (q float32, v [4]float32) {
+	n := len(x)
+	m := n &^ 15
+	var out [5]float32
+	if m > 0 {
+		distDot4AVX(&r[0], &x[0], &c[0], &s[0], &a[0], &b[0], &cc[0], &e[0], m, &out)
+	}
+	for d := m; d < n; d++ {
+		rd := x[d] - c[d]
+		r[d] = rd
+		out[4] += rd * rd * s[d]
+		out[0] += a[d] * rd
+		out[1] += b[d] * rd
+		out[2] += cc[d] * rd
+		out[3] += e[d] * rd
+	}
+	return out[4], [4]float32{out[0], out[1], out[2], out[3]}
+}

@@ -1,0 +1,234 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX2 + FMA kernels of the forward pass (kernel.go says what each
+// computes; the Go kernels there are their reference). n is a multiple of
+// 16 (dot4, dot1) or 8 (diffSqDist); the callers do the tail in Go.
+
+// func dot4AVX(a, b, c, e, x *float32, n int, out *[4]float32)
+//
+// out[i] = Σ_d row_i[d]·x[d] for the four rows a, b, c, e: each 8-float
+// block of x is loaded once for the four rows; two accumulators per row
+// (Y0…Y7) hide the fused multiply-add's latency.
+TEXT ·dot4AVX(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), R8
+	MOVQ b+8(FP), R9
+	MOVQ c+16(FP), R10
+	MOVQ e+24(FP), R11
+	MOVQ x+32(FP), SI
+	MOVQ n+40(FP), CX
+	MOVQ out+48(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+	TESTQ  CX, CX
+	JEQ    dot4sum
+
+dot4loop:
+	VMOVUPS     (SI)(AX*4), Y8
+	VMOVUPS     32(SI)(AX*4), Y9
+	VFMADD231PS (R8)(AX*4), Y8, Y0
+	VFMADD231PS 32(R8)(AX*4), Y9, Y1
+	VFMADD231PS (R9)(AX*4), Y8, Y2
+	VFMADD231PS 32(R9)(AX*4), Y9, Y3
+	VFMADD231PS (R10)(AX*4), Y8, Y4
+	VFMADD231PS 32(R10)(AX*4), Y9, Y5
+	VFMADD231PS (R11)(AX*4), Y8, Y6
+	VFMADD231PS 32(R11)(AX*4), Y9, Y7
+	ADDQ        $16, AX
+	CMPQ        AX, CX
+	JLT         dot4loop
+
+dot4sum:
+	// Row i: Y(2i) + Y(2i+1), then the 8 lanes to one.
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS       X3, X2, X2
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS       X5, X4, X4
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS       X7, X6, X6
+	// X0 = a0 a1 a2 a3, X2 = b…, X4 = c…, X6 = e…: two horizontal adds
+	// leave (Σa, Σb, Σc, Σe).
+	VHADDPS X2, X0, X0
+	VHADDPS X6, X4, X4
+	VHADDPS X4, X0, X0
+	VMOVUPS X0, (DI)
+	VZEROUPPER
+	RET
+
+// func dot1AVX(a, x *float32, n int) float32
+TEXT ·dot1AVX(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), R8
+	MOVQ   x+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   AX, AX
+	TESTQ  CX, CX
+	JEQ    dot1sum
+
+dot1loop:
+	VMOVUPS     (SI)(AX*4), Y8
+	VMOVUPS     32(SI)(AX*4), Y9
+	VFMADD231PS (R8)(AX*4), Y8, Y0
+	VFMADD231PS 32(R8)(AX*4), Y9, Y1
+	ADDQ        $16, AX
+	CMPQ        AX, CX
+	JLT         dot1loop
+
+dot1sum:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func diffSqDistAVX(r, x, c, s *float32, n int) float32
+//
+// r = x − c, returns Σ r²·s: the difference first (no cancellation), two
+// accumulators, r·r then a fused multiply-add with s.
+TEXT ·diffSqDistAVX(SB), NOSPLIT, $0-44
+	MOVQ   r+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   c+16(FP), R8
+	MOVQ   s+24(FP), R9
+	MOVQ   n+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   AX, AX
+	MOVQ   CX, DX
+	ANDQ   $-16, DX // the part done 16 at a time
+	TESTQ  DX, DX
+	JEQ    dsd8
+
+dsd16:
+	VMOVUPS     (SI)(AX*4), Y2
+	VMOVUPS     32(SI)(AX*4), Y3
+	VSUBPS      (R8)(AX*4), Y2, Y2
+	VSUBPS      32(R8)(AX*4), Y3, Y3
+	VMOVUPS     Y2, (DI)(AX*4)
+	VMOVUPS     Y3, 32(DI)(AX*4)
+	VMULPS      Y2, Y2, Y2
+	VMULPS      Y3, Y3, Y3
+	VFMADD231PS (R9)(AX*4), Y2, Y0
+	VFMADD231PS 32(R9)(AX*4), Y3, Y1
+	ADDQ        $16, AX
+	CMPQ        AX, DX
+	JLT         dsd16
+
+dsd8:
+	CMPQ        AX, CX
+	JGE         dsdsum
+	VMOVUPS     (SI)(AX*4), Y2
+	VSUBPS      (R8)(AX*4), Y2, Y2
+	VMOVUPS     Y2, (DI)(AX*4)
+	VMULPS      Y2, Y2, Y2
+	VFMADD231PS (R9)(AX*4), Y2, Y0
+	ADDQ        $8, AX
+	JMP         dsd8
+
+dsdsum:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func distDot4AVX(r, x, c, s, a, b, cc, e *float32, n int, out *[5]float32)
+//
+// One pass of a component: r = x − c (stored), out[4] = Σ r²·s, and
+// out[0…3] = the dot products of the rows a, b, cc, e with r. n is a
+// multiple of 16. Accumulators: Y0…Y7 the rows (two each), Y8, Y9 the
+// distance.
+TEXT ·distDot4AVX(SB), NOSPLIT, $0-80
+	MOVQ   r+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   c+16(FP), BX
+	MOVQ   s+24(FP), DX
+	MOVQ   a+32(FP), R8
+	MOVQ   b+40(FP), R9
+	MOVQ   cc+48(FP), R10
+	MOVQ   e+56(FP), R11
+	MOVQ   n+64(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	XORQ   AX, AX
+	TESTQ  CX, CX
+	JEQ    dd4sum
+
+dd4loop:
+	VMOVUPS     (SI)(AX*4), Y10
+	VMOVUPS     32(SI)(AX*4), Y11
+	VSUBPS      (BX)(AX*4), Y10, Y10
+	VSUBPS      32(BX)(AX*4), Y11, Y11
+	VMOVUPS     Y10, (DI)(AX*4)
+	VMOVUPS     Y11, 32(DI)(AX*4)
+	VFMADD231PS (R8)(AX*4), Y10, Y0
+	VFMADD231PS 32(R8)(AX*4), Y11, Y1
+	VFMADD231PS (R9)(AX*4), Y10, Y2
+	VFMADD231PS 32(R9)(AX*4), Y11, Y3
+	VFMADD231PS (R10)(AX*4), Y10, Y4
+	VFMADD231PS 32(R10)(AX*4), Y11, Y5
+	VFMADD231PS (R11)(AX*4), Y10, Y6
+	VFMADD231PS 32(R11)(AX*4), Y11, Y7
+	VMULPS      Y10, Y10, Y12
+	VMULPS      Y11, Y11, Y13
+	VFMADD231PS (DX)(AX*4), Y12, Y8
+	VFMADD231PS 32(DX)(AX*4), Y13, Y9
+	ADDQ        $16, AX
+	CMPQ        AX, CX
+	JLT         dd4loop
+
+dd4sum:
+	MOVQ         out+72(FP), DI
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y9, Y8, Y8
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS       X3, X2, X2
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS       X5, X4, X4
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS       X7, X6, X6
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS       X9, X8, X8
+	VHADDPS      X2, X0, X0
+	VHADDPS      X6, X4, X4
+	VHADDPS      X4, X0, X0
+	VMOVUPS      X0, (DI)
+	VHADDPS      X8, X8, X8
+	VHADDPS      X8, X8, X8
+	VMOVSS       X8, 16(DI)
+	VZEROUPPER
+	RET

@@ -1,0 +1,18 @@
+//go:build purego || !amd64
+
+package gllim
+
+// No vector kernels here: the Go ones run.
+const simd = false
+
+func simdName() string { return "go" }
+
+func dot4SIMD(a, b, c, e, x []float32) (float32, float32, float32, float32) {
+	panic("gllim: no vector kernels")
+}
+func dotSIMD(a, x []float32) float32              { panic("gllim: no vector kernels") }
+func diffSqDistSIMD(r, x, c, s []float32) float32 { panic("gllim: no vector kernels") }
+
+func distDot4SIMD(r, x, c, s, a, b, cc, e []float32) (float32, [4]float32) {
+	panic("gllim: no vector kernels")
+}
