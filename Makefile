@@ -56,13 +56,23 @@ build:
 test:
 	$(GO) vet ./...
 	POSED_DATA=$(DATA) $(GO) test -count=1 -timeout 20m ./...
+	# The pure-Go kernels, as on CPUs without AVX2/FMA and other targets.
+	$(GO) test -count=1 -tags purego ./infer/...
 
+# The pure packages for linux/arm64 under qemu-aarch64 (the NEON kernels
+# among them), then the daemon built for 32-bit ARM (GOARM=7, the pure-Go
+# kernels), static.
 test-arm64:
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 ./infer/... ./device/... ./config/... ./pipeline/...
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build -o /dev/null ./cmd/posed
 
 bench:
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 2s -cpu 1 ./infer/...
 	$(GO) test -run '^$$' -bench EMIteration -benchtime 3x ./train/
+	@# The machine's floor for the forward pass: OpenBLAS sgemv of the same
+	@# 450×1888 float32 product, one thread (Debian's python3-numpy).
+	@if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then OPENBLAS_NUM_THREADS=1 /usr/bin/python3 infer/gllim/testdata/sgemv.py; \
+	else echo 'sgemv floor: apt-get install python3-numpy to measure it'; fi
 
 # A headless browser's picture of posed's page (/, with the live view) while
 # it replays the `make run` sequence: docs/live.png. Needs Debian's chromium.

@@ -129,3 +129,7 @@ func diffSqDistGo(r, x, c, s []float32) float32 {
 	}
 	return (q0 + q1) + (q2 + q3)
 }
+
+// VectorKernels reports which kernels the forward pass uses ("avx2+fma",
+// "neon" or "go").
+func VectorKernels() string { return simdName() }

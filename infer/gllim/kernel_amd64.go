@@ -96,3 +96,12 @@ func distDot4SIMD(r, x, c, s, a, b, cc, e []float32) (q float32, v [4]float32) {
 	}
 	return out[4], [4]float32{out[0], out[1], out[2], out[3]}
 }
+
+// UseVectorKernels switches the vector kernels on or off where the CPU has
+// them (for tests that compare them with the Go kernels) and returns the
+// previous setting.
+func UseVectorKernels(on bool) bool {
+	prev := simd
+	simd = on && cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	return prev
+}

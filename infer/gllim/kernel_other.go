@@ -1,4 +1,4 @@
-//go:build purego || !amd64
+//go:build purego || !(amd64 || arm64)
 
 package gllim
 
@@ -16,3 +16,6 @@ func diffSqDistSIMD(r, x, c, s []float32) float32 { panic("gllim: no vector kern
 func distDot4SIMD(r, x, c, s, a, b, cc, e []float32) (float32, [4]float32) {
 	panic("gllim: no vector kernels")
 }
+
+// UseVectorKernels does nothing here: there are no vector kernels.
+func UseVectorKernels(on bool) bool { return false }

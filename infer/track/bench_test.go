@@ -63,7 +63,7 @@ func trackerWith(tb testing.TB, cfg Config, minSize int) (*Tracker, *pose.Estima
 //   - tracked-frame: a frame between detections (the face followed by the
 //     pose model's refinement);
 //   - pose-step: crop, p-HOG and one forward prediction (per face and
-//     iteration).
+//     iteration); pose-step-ensemble4 the same with four members.
 func BenchmarkFrame(b *testing.B) {
 	img := frame640(b)
 	det, err := detect.New(detect.DefaultParams())
@@ -110,6 +110,24 @@ func BenchmarkFrame(b *testing.B) {
 		w = one.NewWorker()
 		b.ReportAllocs()
 		loopMedian(b, func() { w.Estimate(img, box) })
+	})
+	// pose-step-ensemble4: the same with an ensemble of four members (the
+	// shipped two, twice: the cost does not depend on the values).
+	b.Run("pose-step-ensemble4", func(b *testing.B) {
+		m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.Members = append(m.Members, m.Params, m.Members[0])
+		four, err := pose.New(m, pose.Settings{MaxIter: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := four.NewWorker()
+		box := feature.Box{X: 128 + 70, Y: 96 + 74, W: 107, H: 107}
+		b.ReportAllocs()
+		loopMedian(b, func() { w.Estimate(img, box) })
+		b.ReportMetric(float64(len(m.Members)+1), "members")
 	})
 }
 

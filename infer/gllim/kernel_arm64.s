@@ -1,0 +1,194 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// NEON kernels of the forward pass (kernel.go says what each computes; the
+// Go kernels there are their reference). n is a multiple of 8; the callers
+// do the tail in Go and sum the lanes left in out. Go's assembler has no
+// vector float add, subtract or multiply, only the fused VFMLA (d += n·m)
+// and VFMLS (d −= n·m): with a vector of ones, x − c is VFMLS into a copy
+// of x and a + b is VFMLA, each exactly one rounding as the plain
+// operations; r² is VFMLA into zero. V30 holds the ones, V31 zero.
+
+#define ONES(reg) \
+	MOVW $0x3f800000, R9; \
+	VDUP R9, V30.S4
+
+// func dot4NEON(a, b, c, e, x *float32, n int, out *[16]float32)
+//
+// out[4i…4i+3] are the four lanes of row i's dot product with x; each
+// 8-float block of x is loaded once for the four rows, two accumulators
+// per row.
+TEXT ·dot4NEON(SB), NOSPLIT, $0-56
+	MOVD a+0(FP), R0
+	MOVD b+8(FP), R1
+	MOVD c+16(FP), R2
+	MOVD e+24(FP), R3
+	MOVD x+32(FP), R4
+	MOVD n+40(FP), R5
+	MOVD out+48(FP), R6
+	ONES(R9)
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	CBZ  R5, dot4done
+
+dot4loop:
+	VLD1.P 32(R4), [V16.S4, V17.S4]
+	VLD1.P 32(R0), [V18.S4, V19.S4]
+	VLD1.P 32(R1), [V20.S4, V21.S4]
+	VLD1.P 32(R2), [V22.S4, V23.S4]
+	VLD1.P 32(R3), [V24.S4, V25.S4]
+	VFMLA  V16.S4, V18.S4, V0.S4
+	VFMLA  V17.S4, V19.S4, V1.S4
+	VFMLA  V16.S4, V20.S4, V2.S4
+	VFMLA  V17.S4, V21.S4, V3.S4
+	VFMLA  V16.S4, V22.S4, V4.S4
+	VFMLA  V17.S4, V23.S4, V5.S4
+	VFMLA  V16.S4, V24.S4, V6.S4
+	VFMLA  V17.S4, V25.S4, V7.S4
+	SUBS   $8, R5, R5
+	BNE    dot4loop
+
+dot4done:
+	VFMLA V30.S4, V1.S4, V0.S4 // V0 += V1·1
+	VFMLA V30.S4, V3.S4, V2.S4
+	VFMLA V30.S4, V5.S4, V4.S4
+	VFMLA V30.S4, V7.S4, V6.S4
+	VST1.P [V0.S4], 16(R6)
+	VST1.P [V2.S4], 16(R6)
+	VST1.P [V4.S4], 16(R6)
+	VST1   [V6.S4], (R6)
+	RET
+
+// func dot1NEON(a, x *float32, n int, out *[4]float32)
+TEXT ·dot1NEON(SB), NOSPLIT, $0-32
+	MOVD a+0(FP), R0
+	MOVD x+8(FP), R4
+	MOVD n+16(FP), R5
+	MOVD out+24(FP), R6
+	ONES(R9)
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	CBZ  R5, dot1done
+
+dot1loop:
+	VLD1.P 32(R4), [V16.S4, V17.S4]
+	VLD1.P 32(R0), [V18.S4, V19.S4]
+	VFMLA  V16.S4, V18.S4, V0.S4
+	VFMLA  V17.S4, V19.S4, V1.S4
+	SUBS   $8, R5, R5
+	BNE    dot1loop
+
+dot1done:
+	VFMLA V30.S4, V1.S4, V0.S4
+	VST1  [V0.S4], (R6)
+	RET
+
+// func distDot4NEON(r, x, c, s, a, b, cc, e *float32, n int, out *[20]float32)
+//
+// r = x − c (stored); out[16…19] the lanes of Σ r²·s; out[4i…4i+3] the
+// lanes of row i's dot product with r.
+TEXT ·distDot4NEON(SB), NOSPLIT, $0-80
+	MOVD r+0(FP), R7
+	MOVD x+8(FP), R4
+	MOVD c+16(FP), R8
+	MOVD s+24(FP), R10
+	MOVD a+32(FP), R0
+	MOVD b+40(FP), R1
+	MOVD cc+48(FP), R2
+	MOVD e+56(FP), R3
+	MOVD n+64(FP), R5
+	MOVD out+72(FP), R6
+	ONES(R9)
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	CBZ  R5, dd4done
+
+dd4loop:
+	VLD1.P 32(R4), [V16.S4, V17.S4]  // x
+	VLD1.P 32(R8), [V26.S4, V27.S4]  // c
+	VFMLS  V30.S4, V26.S4, V16.S4    // r = x − c·1
+	VFMLS  V30.S4, V27.S4, V17.S4
+	VST1.P [V16.S4, V17.S4], 32(R7)
+	VLD1.P 32(R0), [V18.S4, V19.S4]
+	VLD1.P 32(R1), [V20.S4, V21.S4]
+	VLD1.P 32(R2), [V22.S4, V23.S4]
+	VLD1.P 32(R3), [V24.S4, V25.S4]
+	VFMLA  V16.S4, V18.S4, V0.S4
+	VFMLA  V17.S4, V19.S4, V1.S4
+	VFMLA  V16.S4, V20.S4, V2.S4
+	VFMLA  V17.S4, V21.S4, V3.S4
+	VFMLA  V16.S4, V22.S4, V4.S4
+	VFMLA  V17.S4, V23.S4, V5.S4
+	VFMLA  V16.S4, V24.S4, V6.S4
+	VFMLA  V17.S4, V25.S4, V7.S4
+	VEOR   V28.B16, V28.B16, V28.B16
+	VEOR   V29.B16, V29.B16, V29.B16
+	VFMLA  V16.S4, V16.S4, V28.S4    // r²
+	VFMLA  V17.S4, V17.S4, V29.S4
+	VLD1.P 32(R10), [V26.S4, V27.S4] // s
+	VFMLA  V26.S4, V28.S4, V8.S4     // += r²·s
+	VFMLA  V27.S4, V29.S4, V9.S4
+	SUBS   $8, R5, R5
+	BNE    dd4loop
+
+dd4done:
+	VFMLA V30.S4, V1.S4, V0.S4
+	VFMLA V30.S4, V3.S4, V2.S4
+	VFMLA V30.S4, V5.S4, V4.S4
+	VFMLA V30.S4, V7.S4, V6.S4
+	VFMLA V30.S4, V9.S4, V8.S4
+	VST1.P [V0.S4], 16(R6)
+	VST1.P [V2.S4], 16(R6)
+	VST1.P [V4.S4], 16(R6)
+	VST1.P [V6.S4], 16(R6)
+	VST1   [V8.S4], (R6)
+	RET
+
+// func diffSqDistNEON(r, x, c, s *float32, n int, out *[4]float32)
+TEXT ·diffSqDistNEON(SB), NOSPLIT, $0-48
+	MOVD r+0(FP), R7
+	MOVD x+8(FP), R4
+	MOVD c+16(FP), R8
+	MOVD s+24(FP), R10
+	MOVD n+32(FP), R5
+	MOVD out+40(FP), R6
+	ONES(R9)
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	CBZ  R5, dsddone
+
+dsdloop:
+	VLD1.P 32(R4), [V16.S4, V17.S4]
+	VLD1.P 32(R8), [V26.S4, V27.S4]
+	VFMLS  V30.S4, V26.S4, V16.S4
+	VFMLS  V30.S4, V27.S4, V17.S4
+	VST1.P [V16.S4, V17.S4], 32(R7)
+	VEOR   V28.B16, V28.B16, V28.B16
+	VEOR   V29.B16, V29.B16, V29.B16
+	VFMLA  V16.S4, V16.S4, V28.S4
+	VFMLA  V17.S4, V17.S4, V29.S4
+	VLD1.P 32(R10), [V26.S4, V27.S4]
+	VFMLA  V26.S4, V28.S4, V8.S4
+	VFMLA  V27.S4, V29.S4, V9.S4
+	SUBS   $8, R5, R5
+	BNE    dsdloop
+
+dsddone:
+	VFMLA V30.S4, V9.S4, V8.S4
+	VST1  [V8.S4], (R6)
+	RET
