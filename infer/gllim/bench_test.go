@@ -34,12 +34,16 @@ func benchModel(b *testing.B) (*Forward, []float32) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchParams = p
 	y := make([]float32, D)
 	for i := range y {
 		y[i] = float32(rng.Float64())
 	}
 	return f, y
 }
+
+// benchParams are the parameters of the last benchModel.
+var benchParams *Params
 
 // floorNaive is a plain float32 matrix–vector product: one row at a time,
 // one accumulator.
@@ -93,5 +97,35 @@ func BenchmarkForward(b *testing.B) {
 			b.ReportMetric(ns/plain, "x-plain")
 		}
 		b.ReportMetric(float64(f.K*(f.L+1)*f.D)/ns, "madd/ns")
+	})
+	// predict-half: the same model written with the half encoding and read
+	// back, its weights kept as halves where the CPU widens them (F16C).
+	b.Run("predict-half", func(b *testing.B) {
+		m := &Model{Params: benchParams, Outputs: f.outputs}
+		buf, err := MarshalWith(m, MarshalOptions{Encoding: Half})
+		if err != nil {
+			b.Fatal(err)
+		}
+		back, err := Parse(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fh, err := NewForward(back)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr := fh.NewPredictor()
+		out := fh.NewPrediction()
+		b.ReportAllocs()
+		for b.Loop() {
+			pr.Predict(&out, y)
+		}
+		ns := nsPerOp(b)
+		if tuned > 0 {
+			b.ReportMetric(ns/tuned, "x-floor")
+		}
+		if fh.HalfWeights() {
+			b.ReportMetric(1, "half")
+		}
 	})
 }

@@ -235,6 +235,24 @@ func centres(q *Params) []float64 {
 	return out
 }
 
+// halfScale is the power of two by which a block of values whose largest
+// magnitude is big is divided before it is stored as binary16.
+func halfScale(big float64) float64 {
+	if !(big > 0) {
+		return 1
+	}
+	_, e := math.Frexp(big) // big = f·2^e, f ∈ [0.5, 1)
+	scale := math.Ldexp(1, e-15)
+	// Where the largest value rounds up to 2¹⁵, the file would read back as
+	// a block whose largest is 2^e, which this rule scales one step coarser:
+	// take that step now, so that writing a loaded model again gives the
+	// same bytes.
+	if halfFloat(halfBits(float32(big/scale))) >= 1<<15 {
+		scale *= 2
+	}
+	return scale
+}
+
 // appendHalves appends v, cut into rows equal blocks (one per component),
 // as each block's float32 scale followed by its values divided by the
 // scale as binary16. The scale is the power of two that puts the block's
@@ -249,18 +267,7 @@ func appendHalves(buf []byte, v []float64, rows int) []byte {
 		for _, x := range v[r*n : (r+1)*n] {
 			big = math.Max(big, math.Abs(x))
 		}
-		scales[r] = 1
-		if big > 0 {
-			_, e := math.Frexp(big) // big = f·2^e, f ∈ [0.5, 1)
-			scales[r] = math.Ldexp(1, e-15)
-			// Where the largest value rounds up to 2¹⁵, the file would read
-			// back as a block whose largest is 2^e, which this rule scales
-			// one step coarser: take that step now, so that writing a
-			// loaded model again gives the same bytes.
-			if halfFloat(halfBits(float32(big/scales[r]))) >= 1<<15 {
-				scales[r] *= 2
-			}
-		}
+		scales[r] = halfScale(big)
 	}
 	buf = appendF32(buf, scales)
 	for r, s := range scales {

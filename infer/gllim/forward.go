@@ -18,9 +18,14 @@ type Forward struct {
 
 // member is one model's θ*.
 type member struct {
-	rows  []float32 // K·L × D: B_k = A_kᵀ Σ_k⁻¹, component after component
-	cstar []float32 // K × D: c*_k
-	s     []float32 // K × D: 1/σ_kd
+	rows []float32 // K·L × D: B_k = A_kᵀ Σ_k⁻¹, component after component (nil with half)
+	// half, where A is exactly binary16 × a power-of-two scale per
+	// component and the CPU widens halves (halfWeights): K·L × D, A_kᵀ as
+	// binary16, and ascale[k] its scale; B_k r = ascale_k · half · (r ⊙ s).
+	half   []uint16
+	ascale []float32
+	cstar  []float32 // K × D: c*_k
+	s      []float32 // K × D: 1/σ_kd
 
 	sstar []float64 // K × L × L: Σ*_k
 	m     []float64 // K × L: m_k = c_k = [c^t_k ; 0] = A*_k c*_k + b*_k
@@ -84,7 +89,6 @@ func newMember(p *Params) (member, error) {
 	K, D, Lt, Lw := p.K, p.D, p.Lt, p.Lw
 	L := Lt + Lw
 	f := member{
-		rows:  make([]float32, K*L*D),
 		cstar: make([]float32, K*D),
 		s:     make([]float32, K*D),
 		sstar: make([]float64, K*L*L),
@@ -93,6 +97,12 @@ func newMember(p *Params) (member, error) {
 		logPi: make([]float64, K),
 	}
 	r32 := func(x float64) float64 { return float64(float32(x)) }
+	if halfWeights && L >= 4 {
+		f.half, f.ascale = halfRows(p)
+	}
+	if f.half == nil {
+		f.rows = make([]float32, K*L*D)
+	}
 
 	sigma := make([]float64, D)
 	gam := make([]float64, Lt*Lt)
@@ -149,7 +159,9 @@ func newMember(p *Params) (member, error) {
 			row := A[d*L : (d+1)*L]
 			for i := 0; i < L; i++ {
 				ai := r32(row[i]) * inv
-				f.rows[(k*L+i)*D+d] = float32(ai)
+				if f.rows != nil {
+					f.rows[(k*L+i)*D+d] = float32(ai)
+				}
 				for j := 0; j <= i; j++ {
 					prec[i*L+j] += ai * r32(row[j])
 				}
@@ -312,8 +324,19 @@ func (p *Predictor) member(mb *member, y []float32, mean, cov []float64) float64
 	maxLog := math.Inf(-1)
 	for k := 0; k < f.K; k++ {
 		var q float64
-		rows := mb.rows[k*L*D : (k+1)*L*D]
-		if simd && L >= 4 {
+		if mb.half != nil {
+			// Half weights: u = r ⊙ s, the first four rows in the same
+			// pass, the others from u in cache; then the scale.
+			h := mb.half[k*L*D : (k+1)*L*D]
+			q32, v4 := distDot4Half(p.r, y, mb.cstar[k*D:(k+1)*D], mb.s[k*D:(k+1)*D], h[:D], h[D:2*D], h[2*D:3*D], h[3*D:4*D])
+			q = float64(q32)
+			copy(p.v[:4], v4[:])
+			matVecHalf(p.v[4:], h[4*D:], p.r, D)
+			sc := mb.ascale[k]
+			for i := range p.v {
+				p.v[i] *= sc
+			}
+		} else if rows := mb.rows[k*L*D : (k+1)*L*D]; simd && L >= 4 {
 			// One pass: the distance, r = y − c*_k and the first four
 			// rows of B_k r; the other rows read r from cache.
 			q32, v4 := distDot4SIMD(p.r, y, mb.cstar[k*D:(k+1)*D], mb.s[k*D:(k+1)*D], rows[:D], rows[D:2*D], rows[2*D:3*D], rows[3*D:4*D])
@@ -398,4 +421,44 @@ func (p *Predictor) PredictBatch(dst []Prediction, ys [][]float32) {
 	for i, y := range ys {
 		p.Predict(&dst[i], y)
 	}
+}
+
+// HalfWeights reports whether f keeps its weights as binary16 in memory
+// (a half-encoded model on a CPU whose kernels widen halves).
+func (f *Forward) HalfWeights() bool { return f.members[0].half != nil }
+
+// HalfWeightsSupported reports whether this CPU and build keep the
+// weights of half-encoded models as halves.
+func HalfWeightsSupported() bool { return halfWeights }
+
+// halfRows returns A_kᵀ as binary16 (K·L × D) with a power-of-two scale per
+// component, if every A_k is exactly such halves (as a file written with
+// the half encoding gives them), else nil.
+func halfRows(p *Params) ([]uint16, []float32) {
+	K, D, L := p.K, p.D, p.Lt+p.Lw
+	half := make([]uint16, K*L*D)
+	scales := make([]float32, K)
+	for k := 0; k < K; k++ {
+		A := p.Ak(k)
+		big := 0.0
+		for _, a := range A {
+			big = math.Max(big, math.Abs(float64(float32(a))))
+		}
+		sc := halfScale(big)
+		if float64(float32(sc)) != sc {
+			return nil, nil
+		}
+		scales[k] = float32(sc)
+		for d := 0; d < D; d++ {
+			for l := 0; l < L; l++ {
+				a := float64(float32(A[d*L+l]))
+				h := halfBits(float32(a / sc))
+				if float64(halfFloat(h))*sc != a {
+					return nil, nil
+				}
+				half[(k*L+l)*D+d] = h
+			}
+		}
+	}
+	return half, scales
 }

@@ -348,3 +348,63 @@ func TestTemperatureMatchesFloat64Reference(t *testing.T) {
 		t.Error("negative temperature validated")
 	}
 }
+
+// A model written with the half encoding (A exactly binary16 per
+// component) may keep its weights as halves in memory where the CPU
+// widens them (gllim.VectorKernels says which kernels run): its forward
+// pass still matches the float64 reference of the same (read-back)
+// parameters within the float32 tolerances, and the vector and Go kernels
+// agree on it.
+func TestHalfWeightsMatchFloat64Reference(t *testing.T) {
+	for _, c := range []struct {
+		k, d, lt, lw int
+		spread       float64
+	}{{5, 200, 3, 2, 1}, {10, 1888, 5, 4, 0.002}, {4, 67, 2, 2, 1}} {
+		m, rng := testModel(t, c.k, c.d, c.lt, c.lw, uint64(c.d)+7)
+		overlap(m.Params, c.spread)
+		b, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: gllim.Half})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := gllim.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := gllim.NewForward(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.HalfWeights() != (gllim.HalfWeightsSupported() && c.lt+c.lw >= 4) {
+			t.Errorf("K=%d D=%d: half weights %v where this CPU supports them: %v", c.k, c.d, f.HalfWeights(), gllim.HalfWeightsSupported())
+		}
+		ref, err := train.NewForward64(round32(back.Params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, ys, _ := train.Sample(back.Params, 100, rng)
+		pr, got, plain := f.NewPredictor(), f.NewPrediction(), f.NewPrediction()
+		y32 := make([]float32, c.d)
+		y64 := make([]float64, c.d)
+		worst, kernels := [3]float64{}, 0.0
+		for i := 0; i < 100; i++ {
+			for j, v := range ys.RawRowView(i) {
+				y32[j] = float32(v)
+				y64[j] = float64(y32[j])
+			}
+			pr.Predict(&got, y32)
+			x, v, logP, _ := refMoments(ref, y64, c.lt)
+			compare(&worst, back.Outputs, &got, x, v, logP)
+			prev := gllim.UseVectorKernels(false)
+			pr.Predict(&plain, y32)
+			gllim.UseVectorKernels(prev)
+			for a := range got.Mean {
+				kernels = math.Max(kernels, math.Abs(got.Mean[a]-plain.Mean[a])/back.Outputs[a].Scale)
+			}
+		}
+		t.Logf("K=%d D=%d half weights (%s): mean %.2g, std rel %.2g, log p rel %.2g; vector vs Go kernels %.2g",
+			c.k, c.d, gllim.VectorKernels(), worst[0], worst[1], worst[2], kernels)
+		if worst[0] > meanTol || worst[1] > stdRelTol || worst[2] > logPRelTol || kernels > meanTol {
+			t.Errorf("K=%d D=%d: half weights vs float64: mean %.2g, std %.2g, log p %.2g, kernels %.2g", c.k, c.d, worst[0], worst[1], worst[2], kernels)
+		}
+	}
+}

@@ -133,3 +133,96 @@ func diffSqDistGo(r, x, c, s []float32) float32 {
 // VectorKernels reports which kernels the forward pass uses ("avx2+fma",
 // "neon" or "go").
 func VectorKernels() string { return simdName() }
+
+// Half-precision weights. Where a model's A_k are exactly binary16 values
+// times a power-of-two scale per component (a file written with
+// -encoding half), the forward pass can keep them so in memory and widen
+// them as it reads (halving the bytes read, the pass being memory-bound):
+// with u = (y − c*_k)·Σ_k⁻¹ (elementwise), the distance is Σ r·u and
+// B_k r = A_kᵀ u. The kernels below are the Go reference of those in
+// kernel_amd64.s.
+
+// distDot4HalfGo writes u = (x − c)·s and returns Σ (x − c)·u and the
+// four rows' products with u.
+func distDot4HalfGo(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]float32) {
+	n := len(x)
+	u, c, s, a, b, cc, e = u[:n], c[:n], s[:n], a[:n], b[:n], cc[:n], e[:n]
+	var q float32
+	var v [4]float32
+	for d := 0; d < n; d++ {
+		r := x[d] - c[d]
+		ud := r * s[d]
+		u[d] = ud
+		q += r * ud
+		v[0] += halfFloat(a[d]) * ud
+		v[1] += halfFloat(b[d]) * ud
+		v[2] += halfFloat(cc[d]) * ud
+		v[3] += halfFloat(e[d]) * ud
+	}
+	return q, v
+}
+
+// dot4HalfGo returns the products of four half rows with x.
+func dot4HalfGo(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32) {
+	n := len(x)
+	a, b, c, e = a[:n], b[:n], c[:n], e[:n]
+	var s [4]float32
+	for d, xd := range x {
+		s[0] += halfFloat(a[d]) * xd
+		s[1] += halfFloat(b[d]) * xd
+		s[2] += halfFloat(c[d]) * xd
+		s[3] += halfFloat(e[d]) * xd
+	}
+	return s[0], s[1], s[2], s[3]
+}
+
+// dotHalfGo returns Σ a_d x_d for a half row a.
+func dotHalfGo(a []uint16, x []float32) float32 {
+	a = a[:len(x)]
+	var s float32
+	for d, xd := range x {
+		s += halfFloat(a[d]) * xd
+	}
+	return s
+}
+
+// Dispatchers of the half kernels.
+
+func distDot4Half(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]float32) {
+	if simd {
+		n := len(x)
+		return distDot4HalfSIMD(u[:n], x, c[:n], s[:n], a[:n], b[:n], cc[:n], e[:n])
+	}
+	return distDot4HalfGo(u, x, c, s, a, b, cc, e)
+}
+
+func dot4Half(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32) {
+	if simd {
+		n := len(x)
+		return dot4HalfSIMD(a[:n], b[:n], c[:n], e[:n], x)
+	}
+	return dot4HalfGo(a, b, c, e, x)
+}
+
+func dotHalf(a []uint16, x []float32) float32 {
+	if simd {
+		return dotHalfSIMD(a[:len(x)], x)
+	}
+	return dotHalfGo(a, x)
+}
+
+// matVecHalf computes dst[r] = Σ_d w[r·n+d]·x[d] for half rows w.
+func matVecHalf(dst []float32, w []uint16, x []float32, n int) {
+	rows := len(dst)
+	if len(w) < rows*n || len(x) < n {
+		panic("gllim: matVecHalf: size mismatch")
+	}
+	x = x[:n]
+	r := 0
+	for ; r+4 <= rows; r += 4 {
+		dst[r], dst[r+1], dst[r+2], dst[r+3] = dot4Half(w[r*n:(r+1)*n], w[(r+1)*n:(r+2)*n], w[(r+2)*n:(r+3)*n], w[(r+3)*n:(r+4)*n], x)
+	}
+	for ; r < rows; r++ {
+		dst[r] = dotHalf(w[r*n:(r+1)*n], x)
+	}
+}

@@ -105,3 +105,61 @@ func UseVectorKernels(on bool) bool {
 	simd = on && cpu.X86.HasAVX2 && cpu.X86.HasFMA
 	return prev
 }
+
+// halfWeights says whether models whose A is exactly half keep it so in
+// memory: the vector kernels widen it with F16C.
+var halfWeights = simd && cpu.X86.HasF16C
+
+//go:noescape
+func distDot4HAVX(u, x, c, s *float32, a, b, cc, e *uint16, n int, out *[5]float32)
+
+//go:noescape
+func dot4HAVX(a, b, c, e *uint16, x *float32, n int, out *[4]float32)
+
+//go:noescape
+func dot1HAVX(a *uint16, x *float32, n int) float32
+
+func distDot4HalfSIMD(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]float32) {
+	n := len(x)
+	m := n &^ 15
+	var out [5]float32
+	if m > 0 {
+		distDot4HAVX(&u[0], &x[0], &c[0], &s[0], &a[0], &b[0], &cc[0], &e[0], m, &out)
+	}
+	q, v := out[4], [4]float32{out[0], out[1], out[2], out[3]}
+	if m < n {
+		tq, tv := distDot4HalfGo(u[m:], x[m:], c[m:], s[m:], a[m:], b[m:], cc[m:], e[m:])
+		q += tq
+		for i := range v {
+			v[i] += tv[i]
+		}
+	}
+	return q, v
+}
+
+func dot4HalfSIMD(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32) {
+	n := len(x)
+	m := n &^ 15
+	var out [4]float32
+	if m > 0 {
+		dot4HAVX(&a[0], &b[0], &c[0], &e[0], &x[0], m, &out)
+	}
+	if m < n {
+		t0, t1, t2, t3 := dot4HalfGo(a[m:], b[m:], c[m:], e[m:], x[m:])
+		out[0], out[1], out[2], out[3] = out[0]+t0, out[1]+t1, out[2]+t2, out[3]+t3
+	}
+	return out[0], out[1], out[2], out[3]
+}
+
+func dotHalfSIMD(a []uint16, x []float32) float32 {
+	n := len(x)
+	m := n &^ 15
+	var s float32
+	if m > 0 {
+		s = dot1HAVX(&a[0], &x[0], m)
+	}
+	if m < n {
+		s += dotHalfGo(a[m:], x[m:])
+	}
+	return s
+}

@@ -232,3 +232,189 @@ dd4sum:
 	VMOVSS       X8, 16(DI)
 	VZEROUPPER
 	RET
+
+// Half-precision weights (F16C): rows of A_k stored as binary16, widened
+// in registers by VCVTPH2PS (8 halves → 8 floats), halving the bytes the
+// pass reads. u = (x − c)·s replaces r: v = A_kᵀ u = A_kᵀ Σ⁻¹ r.
+
+// func distDot4HAVX(u, x, c, s *float32, a, b, cc, e *uint16, n int, out *[5]float32)
+//
+// u = (x − c)·s (stored), out[4] = Σ (x − c)·u, out[0…3] = Σ row_i·u. n is
+// a multiple of 16; two accumulators per sum.
+TEXT ·distDot4HAVX(SB), NOSPLIT, $0-80
+	MOVQ   u+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   c+16(FP), BX
+	MOVQ   s+24(FP), DX
+	MOVQ   a+32(FP), R8
+	MOVQ   b+40(FP), R9
+	MOVQ   cc+48(FP), R10
+	MOVQ   e+56(FP), R11
+	MOVQ   n+64(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	XORQ   AX, AX
+	TESTQ  CX, CX
+	JEQ    hd4sum
+
+hd4loop:
+	VMOVUPS     (SI)(AX*4), Y10
+	VMOVUPS     32(SI)(AX*4), Y11
+	VSUBPS      (BX)(AX*4), Y10, Y10
+	VSUBPS      32(BX)(AX*4), Y11, Y11
+	VMULPS      (DX)(AX*4), Y10, Y12
+	VMULPS      32(DX)(AX*4), Y11, Y13
+	VMOVUPS     Y12, (DI)(AX*4)
+	VMOVUPS     Y13, 32(DI)(AX*4)
+	VFMADD231PS Y12, Y10, Y8
+	VFMADD231PS Y13, Y11, Y9
+	VCVTPH2PS   (R8)(AX*2), Y14
+	VCVTPH2PS   16(R8)(AX*2), Y15
+	VFMADD231PS Y14, Y12, Y0
+	VFMADD231PS Y15, Y13, Y1
+	VCVTPH2PS   (R9)(AX*2), Y14
+	VCVTPH2PS   16(R9)(AX*2), Y15
+	VFMADD231PS Y14, Y12, Y2
+	VFMADD231PS Y15, Y13, Y3
+	VCVTPH2PS   (R10)(AX*2), Y14
+	VCVTPH2PS   16(R10)(AX*2), Y15
+	VFMADD231PS Y14, Y12, Y4
+	VFMADD231PS Y15, Y13, Y5
+	VCVTPH2PS   (R11)(AX*2), Y14
+	VCVTPH2PS   16(R11)(AX*2), Y15
+	VFMADD231PS Y14, Y12, Y6
+	VFMADD231PS Y15, Y13, Y7
+	ADDQ        $16, AX
+	CMPQ        AX, CX
+	JLT         hd4loop
+
+hd4sum:
+	MOVQ         out+72(FP), DI
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y9, Y8, Y8
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS       X3, X2, X2
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS       X5, X4, X4
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS       X7, X6, X6
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS       X9, X8, X8
+	VHADDPS      X2, X0, X0
+	VHADDPS      X6, X4, X4
+	VHADDPS      X4, X0, X0
+	VMOVUPS      X0, (DI)
+	VHADDPS      X8, X8, X8
+	VHADDPS      X8, X8, X8
+	VMOVSS       X8, 16(DI)
+	VZEROUPPER
+	RET
+
+// func dot4HAVX(a, b, c, e *uint16, x *float32, n int, out *[4]float32)
+TEXT ·dot4HAVX(SB), NOSPLIT, $0-56
+	MOVQ   a+0(FP), R8
+	MOVQ   b+8(FP), R9
+	MOVQ   c+16(FP), R10
+	MOVQ   e+24(FP), R11
+	MOVQ   x+32(FP), SI
+	MOVQ   n+40(FP), CX
+	MOVQ   out+48(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+	TESTQ  CX, CX
+	JEQ    h4sum
+
+h4loop:
+	VMOVUPS     (SI)(AX*4), Y8
+	VMOVUPS     32(SI)(AX*4), Y9
+	VCVTPH2PS   (R8)(AX*2), Y10
+	VCVTPH2PS   16(R8)(AX*2), Y11
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y11, Y9, Y1
+	VCVTPH2PS   (R9)(AX*2), Y12
+	VCVTPH2PS   16(R9)(AX*2), Y13
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y13, Y9, Y3
+	VCVTPH2PS   (R10)(AX*2), Y10
+	VCVTPH2PS   16(R10)(AX*2), Y11
+	VFMADD231PS Y10, Y8, Y4
+	VFMADD231PS Y11, Y9, Y5
+	VCVTPH2PS   (R11)(AX*2), Y12
+	VCVTPH2PS   16(R11)(AX*2), Y13
+	VFMADD231PS Y12, Y8, Y6
+	VFMADD231PS Y13, Y9, Y7
+	ADDQ        $16, AX
+	CMPQ        AX, CX
+	JLT         h4loop
+
+h4sum:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS       X3, X2, X2
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS       X5, X4, X4
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS       X7, X6, X6
+	VHADDPS      X2, X0, X0
+	VHADDPS      X6, X4, X4
+	VHADDPS      X4, X0, X0
+	VMOVUPS      X0, (DI)
+	VZEROUPPER
+	RET
+
+// func dot1HAVX(a *uint16, x *float32, n int) float32
+TEXT ·dot1HAVX(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), R8
+	MOVQ   x+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   AX, AX
+	TESTQ  CX, CX
+	JEQ    h1sum
+
+h1loop:
+	VMOVUPS     (SI)(AX*4), Y8
+	VMOVUPS     32(SI)(AX*4), Y9
+	VCVTPH2PS   (R8)(AX*2), Y10
+	VCVTPH2PS   16(R8)(AX*2), Y11
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y11, Y9, Y1
+	ADDQ        $16, AX
+	CMPQ        AX, CX
+	JLT         h1loop
+
+h1sum:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -102,3 +102,15 @@ func UseVectorKernels(on bool) bool {
 	simd = on
 	return prev
 }
+
+// halfWeights: the NEON kernels read float32 weights (Go's assembler has
+// no half-to-single widening); models keep float32 rows here.
+const halfWeights = false
+
+func distDot4HalfSIMD(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]float32) {
+	return distDot4HalfGo(u, x, c, s, a, b, cc, e)
+}
+func dot4HalfSIMD(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32) {
+	return dot4HalfGo(a, b, c, e, x)
+}
+func dotHalfSIMD(a []uint16, x []float32) float32 { return dotHalfGo(a, x) }

@@ -19,3 +19,13 @@ func distDot4SIMD(r, x, c, s, a, b, cc, e []float32) (float32, [4]float32) {
 
 // UseVectorKernels does nothing here: there are no vector kernels.
 func UseVectorKernels(on bool) bool { return false }
+
+const halfWeights = false
+
+func distDot4HalfSIMD(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]float32) {
+	panic("gllim: no vector kernels")
+}
+func dot4HalfSIMD(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32) {
+	panic("gllim: no vector kernels")
+}
+func dotHalfSIMD(a []uint16, x []float32) float32 { panic("gllim: no vector kernels") }
