@@ -2,6 +2,46 @@
 
 #include "textflag.h"
 
+// Zero the accumulators Y0…Y7 (four rows, two each).
+#define ZERO_ROWS \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+// Reduce the row accumulators to X0 = (Σa, Σb, Σc, Σe): row i is
+// Y(2i) + Y(2i+1), its two 128-bit halves added, then two horizontal adds
+// over the four rows.
+#define SUM_ROWS \
+	VADDPS       Y1, Y0, Y0; \
+	VADDPS       Y3, Y2, Y2; \
+	VADDPS       Y5, Y4, Y4; \
+	VADDPS       Y7, Y6, Y6; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VEXTRACTF128 $1, Y2, X3; \
+	VADDPS       X3, X2, X2; \
+	VEXTRACTF128 $1, Y4, X5; \
+	VADDPS       X5, X4, X4; \
+	VEXTRACTF128 $1, Y6, X7; \
+	VADDPS       X7, X6, X6; \
+	VHADDPS      X2, X0, X0; \
+	VHADDPS      X6, X4, X4; \
+	VHADDPS      X4, X0, X0
+
+// Reduce two accumulators a, b (Y registers; xa, xb their X halves) to
+// the scalar in the low lane of xa.
+#define SUM_PAIR(a, b, xa, xb) \
+	VADDPS       b, a, a; \
+	VEXTRACTF128 $1, a, xb; \
+	VADDPS       xb, xa, xa; \
+	VHADDPS      xa, xa, xa; \
+	VHADDPS      xa, xa, xa
+
 // AVX2 + FMA kernels of the forward pass (kernel.go says what each
 // computes; the Go kernels there are their reference). n is a multiple of
 // 16 (dot4, dot1) or 8 (diffSqDist); the callers do the tail in Go.
@@ -19,14 +59,7 @@ TEXT ·dot4AVX(SB), NOSPLIT, $0-56
 	MOVQ x+32(FP), SI
 	MOVQ n+40(FP), CX
 	MOVQ out+48(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO_ROWS
 	XORQ   AX, AX
 	TESTQ  CX, CX
 	JEQ    dot4sum
@@ -48,23 +81,7 @@ dot4loop:
 
 dot4sum:
 	// Row i: Y(2i) + Y(2i+1), then the 8 lanes to one.
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y5, Y4, Y4
-	VADDPS       Y7, Y6, Y6
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS       X3, X2, X2
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS       X5, X4, X4
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS       X7, X6, X6
-	// X0 = a0 a1 a2 a3, X2 = b…, X4 = c…, X6 = e…: two horizontal adds
-	// leave (Σa, Σb, Σc, Σe).
-	VHADDPS X2, X0, X0
-	VHADDPS X6, X4, X4
-	VHADDPS X4, X0, X0
+	SUM_ROWS
 	VMOVUPS X0, (DI)
 	VZEROUPPER
 	RET
@@ -90,11 +107,7 @@ dot1loop:
 	JLT         dot1loop
 
 dot1sum:
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	SUM_PAIR(Y0, Y1, X0, X1)
 	VMOVSS       X0, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -144,11 +157,7 @@ dsd8:
 	JMP         dsd8
 
 dsdsum:
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	SUM_PAIR(Y0, Y1, X0, X1)
 	VMOVSS       X0, ret+40(FP)
 	VZEROUPPER
 	RET
@@ -169,14 +178,7 @@ TEXT ·distDot4AVX(SB), NOSPLIT, $0-80
 	MOVQ   cc+48(FP), R10
 	MOVQ   e+56(FP), R11
 	MOVQ   n+64(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO_ROWS
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
 	XORQ   AX, AX
@@ -208,27 +210,9 @@ dd4loop:
 
 dd4sum:
 	MOVQ         out+72(FP), DI
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y5, Y4, Y4
-	VADDPS       Y7, Y6, Y6
-	VADDPS       Y9, Y8, Y8
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS       X3, X2, X2
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS       X5, X4, X4
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS       X7, X6, X6
-	VEXTRACTF128 $1, Y8, X9
-	VADDPS       X9, X8, X8
-	VHADDPS      X2, X0, X0
-	VHADDPS      X6, X4, X4
-	VHADDPS      X4, X0, X0
+	SUM_ROWS
+	SUM_PAIR(Y8, Y9, X8, X9)
 	VMOVUPS      X0, (DI)
-	VHADDPS      X8, X8, X8
-	VHADDPS      X8, X8, X8
 	VMOVSS       X8, 16(DI)
 	VZEROUPPER
 	RET
@@ -251,14 +235,7 @@ TEXT ·distDot4HAVX(SB), NOSPLIT, $0-80
 	MOVQ   cc+48(FP), R10
 	MOVQ   e+56(FP), R11
 	MOVQ   n+64(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO_ROWS
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
 	XORQ   AX, AX
@@ -298,27 +275,9 @@ hd4loop:
 
 hd4sum:
 	MOVQ         out+72(FP), DI
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y5, Y4, Y4
-	VADDPS       Y7, Y6, Y6
-	VADDPS       Y9, Y8, Y8
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS       X3, X2, X2
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS       X5, X4, X4
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS       X7, X6, X6
-	VEXTRACTF128 $1, Y8, X9
-	VADDPS       X9, X8, X8
-	VHADDPS      X2, X0, X0
-	VHADDPS      X6, X4, X4
-	VHADDPS      X4, X0, X0
+	SUM_ROWS
+	SUM_PAIR(Y8, Y9, X8, X9)
 	VMOVUPS      X0, (DI)
-	VHADDPS      X8, X8, X8
-	VHADDPS      X8, X8, X8
 	VMOVSS       X8, 16(DI)
 	VZEROUPPER
 	RET
@@ -332,14 +291,7 @@ TEXT ·dot4HAVX(SB), NOSPLIT, $0-56
 	MOVQ   x+32(FP), SI
 	MOVQ   n+40(FP), CX
 	MOVQ   out+48(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO_ROWS
 	XORQ   AX, AX
 	TESTQ  CX, CX
 	JEQ    h4sum
@@ -368,21 +320,7 @@ h4loop:
 	JLT         h4loop
 
 h4sum:
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y5, Y4, Y4
-	VADDPS       Y7, Y6, Y6
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS       X3, X2, X2
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS       X5, X4, X4
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS       X7, X6, X6
-	VHADDPS      X2, X0, X0
-	VHADDPS      X6, X4, X4
-	VHADDPS      X4, X0, X0
+	SUM_ROWS
 	VMOVUPS      X0, (DI)
 	VZEROUPPER
 	RET
@@ -410,11 +348,7 @@ h1loop:
 	JLT         h1loop
 
 h1sum:
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	SUM_PAIR(Y0, Y1, X0, X1)
 	VMOVSS       X0, ret+24(FP)
 	VZEROUPPER
 	RET

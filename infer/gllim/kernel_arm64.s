@@ -10,6 +10,28 @@
 // of x and a + b is VFMLA, each exactly one rounding as the plain
 // operations; r² is VFMLA into zero. V30 holds the ones, V31 zero.
 
+// Zero the row accumulators V0…V7 (four rows, two each).
+#define ZERO_ROWS \
+	VEOR V0.B16, V0.B16, V0.B16; \
+	VEOR V1.B16, V1.B16, V1.B16; \
+	VEOR V2.B16, V2.B16, V2.B16; \
+	VEOR V3.B16, V3.B16, V3.B16; \
+	VEOR V4.B16, V4.B16, V4.B16; \
+	VEOR V5.B16, V5.B16, V5.B16; \
+	VEOR V6.B16, V6.B16, V6.B16; \
+	VEOR V7.B16, V7.B16, V7.B16
+
+// Add each row's two accumulators (V2i += V2i+1 · 1) and store rows 0–2
+// at R6, advancing it (row 3, in V6, is stored by the caller).
+#define ADD_PAIRS \
+	VFMLA  V30.S4, V1.S4, V0.S4; \
+	VFMLA  V30.S4, V3.S4, V2.S4; \
+	VFMLA  V30.S4, V5.S4, V4.S4; \
+	VFMLA  V30.S4, V7.S4, V6.S4; \
+	VST1.P [V0.S4], 16(R6); \
+	VST1.P [V2.S4], 16(R6); \
+	VST1.P [V4.S4], 16(R6)
+
 #define ONES(reg) \
 	MOVW $0x3f800000, R9; \
 	VDUP R9, V30.S4
@@ -28,14 +50,7 @@ TEXT ·dot4NEON(SB), NOSPLIT, $0-56
 	MOVD n+40(FP), R5
 	MOVD out+48(FP), R6
 	ONES(R9)
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
+	ZERO_ROWS
 	CBZ  R5, dot4done
 
 dot4loop:
@@ -56,13 +71,7 @@ dot4loop:
 	BNE    dot4loop
 
 dot4done:
-	VFMLA V30.S4, V1.S4, V0.S4 // V0 += V1·1
-	VFMLA V30.S4, V3.S4, V2.S4
-	VFMLA V30.S4, V5.S4, V4.S4
-	VFMLA V30.S4, V7.S4, V6.S4
-	VST1.P [V0.S4], 16(R6)
-	VST1.P [V2.S4], 16(R6)
-	VST1.P [V4.S4], 16(R6)
+	ADD_PAIRS
 	VST1   [V6.S4], (R6)
 	RET
 
@@ -106,14 +115,7 @@ TEXT ·distDot4NEON(SB), NOSPLIT, $0-80
 	MOVD n+64(FP), R5
 	MOVD out+72(FP), R6
 	ONES(R9)
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
+	ZERO_ROWS
 	VEOR V8.B16, V8.B16, V8.B16
 	VEOR V9.B16, V9.B16, V9.B16
 	CBZ  R5, dd4done
@@ -147,14 +149,8 @@ dd4loop:
 	BNE    dd4loop
 
 dd4done:
-	VFMLA V30.S4, V1.S4, V0.S4
-	VFMLA V30.S4, V3.S4, V2.S4
-	VFMLA V30.S4, V5.S4, V4.S4
-	VFMLA V30.S4, V7.S4, V6.S4
-	VFMLA V30.S4, V9.S4, V8.S4
-	VST1.P [V0.S4], 16(R6)
-	VST1.P [V2.S4], 16(R6)
-	VST1.P [V4.S4], 16(R6)
+	ADD_PAIRS
+	VFMLA  V30.S4, V9.S4, V8.S4
 	VST1.P [V6.S4], 16(R6)
 	VST1   [V8.S4], (R6)
 	RET

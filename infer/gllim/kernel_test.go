@@ -153,3 +153,81 @@ func TestKernelsPropagateNaNInf(t *testing.T) {
 		}
 	}
 }
+
+// The half-weight kernels (vector where the CPU widens halves, and Go)
+// against float64 on the widened values, lengths 0…67 and 1888, unaligned.
+func TestHalfKernelsMatchFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	type impl struct {
+		name string
+		dist func(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]float32)
+		dot4 func(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32)
+		dot  func(a []uint16, x []float32) float32
+	}
+	impls := []impl{{"go", distDot4HalfGo, dot4HalfGo, dotHalfGo}}
+	if halfWeights {
+		impls = append(impls, impl{simdName(), distDot4HalfSIMD, dot4HalfSIMD, dotHalfSIMD})
+	}
+	halves := func(n, off int) []uint16 {
+		h := make([]uint16, n+off)
+		for i := range h {
+			h[i] = halfBits(float32(2*rng.Float64() - 1))
+		}
+		return h[off:]
+	}
+	lengths := []int{1888}
+	for n := 0; n <= 67; n++ {
+		lengths = append(lengths, n)
+	}
+	for _, im := range impls {
+		for _, n := range lengths {
+			x, c, s := randVec(rng, n, rng.IntN(8)), randVec(rng, n, rng.IntN(8)), randVec(rng, n, rng.IntN(8))
+			for d := range s {
+				s[d] = 0.5 + s[d]*s[d]
+			}
+			rows := [4][]uint16{halves(n, rng.IntN(8)), halves(n, rng.IntN(8)), halves(n, rng.IntN(8)), halves(n, rng.IntN(8))}
+			u := randVec(rng, n, rng.IntN(8))
+			q, v := im.dist(u, x, c, s, rows[0], rows[1], rows[2], rows[3])
+			var wantQ, absQ float64
+			want, abs := [4]float64{}, [4]float64{}
+			for d := 0; d < n; d++ {
+				r := float64(x[d]) - float64(c[d])
+				ud := r * float64(s[d])
+				if math.Abs(float64(u[d])-ud) > 1e-6*math.Abs(ud)+1e-30 {
+					t.Fatalf("%s n=%d: u[%d] = %g, want %g", im.name, n, d, u[d], ud)
+				}
+				wantQ += r * ud
+				absQ += math.Abs(r * ud)
+				for i := range rows {
+					p := float64(halfFloat(rows[i][d])) * ud
+					want[i] += p
+					abs[i] += math.Abs(p)
+				}
+			}
+			if math.Abs(float64(q)-wantQ) > tol(3*n, absQ) {
+				t.Fatalf("%s distDot4Half n=%d: q %g, want %g", im.name, n, q, wantQ)
+			}
+			for i := range v {
+				if math.Abs(float64(v[i])-want[i]) > tol(3*n, abs[i]) {
+					t.Fatalf("%s distDot4Half n=%d row %d: %g, want %g", im.name, n, i, v[i], want[i])
+				}
+			}
+			g := [4]float32{}
+			g[0], g[1], g[2], g[3] = im.dot4(rows[0], rows[1], rows[2], rows[3], x)
+			for i := range rows {
+				ref, a := 0.0, 0.0
+				for d := 0; d < n; d++ {
+					p := float64(halfFloat(rows[i][d])) * float64(x[d])
+					ref += p
+					a += math.Abs(p)
+				}
+				if math.Abs(float64(g[i])-ref) > tol(n, a) {
+					t.Fatalf("%s dot4Half n=%d row %d: %g, want %g", im.name, n, i, g[i], ref)
+				}
+				if got := im.dot(rows[i], x); math.Abs(float64(got)-ref) > tol(n, a) {
+					t.Fatalf("%s dotHalf n=%d: %g, want %g", im.name, n, got, ref)
+				}
+			}
+		}
+	}
+}
