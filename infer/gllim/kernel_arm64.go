@@ -103,14 +103,62 @@ func UseVectorKernels(on bool) bool {
 	return prev
 }
 
-// halfWeights: the NEON kernels read float32 weights (Go's assembler has
-// no half-to-single widening); models keep float32 rows here.
-const halfWeights = false
+// halfWeights: the NEON kernels widen half weights (FCVTL).
+var halfWeights = simd
+
+//go:noescape
+func distDot4HNEON(u, x, c, s *float32, a, b, cc, e *uint16, n int, out *[20]float32)
+
+//go:noescape
+func dot4HNEON(a, b, c, e *uint16, x *float32, n int, out *[16]float32)
+
+//go:noescape
+func dot1HNEON(a *uint16, x *float32, n int, out *[4]float32)
 
 func distDot4HalfSIMD(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]float32) {
-	return distDot4HalfGo(u, x, c, s, a, b, cc, e)
+	n := len(x)
+	m := n &^ 7
+	var out [20]float32
+	if m > 0 {
+		distDot4HNEON(&u[0], &x[0], &c[0], &s[0], &a[0], &b[0], &cc[0], &e[0], m, &out)
+	}
+	v := [4]float32{lanes(out[0:4]), lanes(out[4:8]), lanes(out[8:12]), lanes(out[12:16])}
+	q := lanes(out[16:20])
+	if m < n {
+		tq, tv := distDot4HalfGo(u[m:], x[m:], c[m:], s[m:], a[m:], b[m:], cc[m:], e[m:])
+		q += tq
+		for i := range v {
+			v[i] += tv[i]
+		}
+	}
+	return q, v
 }
+
 func dot4HalfSIMD(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32) {
-	return dot4HalfGo(a, b, c, e, x)
+	n := len(x)
+	m := n &^ 7
+	var out [16]float32
+	if m > 0 {
+		dot4HNEON(&a[0], &b[0], &c[0], &e[0], &x[0], m, &out)
+	}
+	s := [4]float32{lanes(out[0:4]), lanes(out[4:8]), lanes(out[8:12]), lanes(out[12:16])}
+	if m < n {
+		t0, t1, t2, t3 := dot4HalfGo(a[m:], b[m:], c[m:], e[m:], x[m:])
+		s[0], s[1], s[2], s[3] = s[0]+t0, s[1]+t1, s[2]+t2, s[3]+t3
+	}
+	return s[0], s[1], s[2], s[3]
 }
-func dotHalfSIMD(a []uint16, x []float32) float32 { return dotHalfGo(a, x) }
+
+func dotHalfSIMD(a []uint16, x []float32) float32 {
+	n := len(x)
+	m := n &^ 7
+	var out [4]float32
+	if m > 0 {
+		dot1HNEON(&a[0], &x[0], m, &out)
+	}
+	s := lanes(out[:])
+	if m < n {
+		s += dotHalfGo(a[m:], x[m:])
+	}
+	return s
+}
