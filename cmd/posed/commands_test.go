@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"image/jpeg"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -144,3 +146,43 @@ func TestCommands(t *testing.T) {
 }
 
 func jsonschemaUnmarshal(b []byte) (any, error) { return jsonschema.UnmarshalJSON(bytes.NewReader(b)) }
+
+// Through the embedded broker: a user of mqtt.embedded_users may send a
+// command and posed carries it out; an anonymous client's command never
+// reaches posed.
+func TestCommandsEmbeddedBroker(t *testing.T) {
+	seq, _ := yawSequence(t)
+	addr := freeAddr(t)
+	users := filepath.Join(t.TempDir(), "readers")
+	os.WriteFile(users, []byte("ha:ha-secret\n"), 0o600)
+	cfg := testConfig(t, seq, "embedded")
+	cfg.MQTT.Listen = addr
+	cfg.MQTT.EmbeddedUsers = users
+	cfg.Source.Loop = true
+	stop := background(cfg)
+	defer stop()
+	col := mqtttest.CollectFrom(t, mqtt.NewClientOptions().AddBroker("tcp://"+addr).SetUsername("ha").SetPassword("ha-secret").
+		SetConnectRetry(true).SetConnectRetryInterval(100*time.Millisecond), "posed/test/#")
+	col.WaitFor(t, "detect ON", 10*time.Second, func([]mqtttest.Msg) bool {
+		ms := col.On("posed/test/detect")
+		return len(ms) > 0 && string(ms[len(ms)-1].Payload) == "ON"
+	})
+	send := func(o *mqtt.ClientOptions, payload string) {
+		c := mqtt.NewClient(o.AddBroker("tcp://" + addr).SetConnectTimeout(2 * time.Second))
+		if tok := c.Connect(); !tok.WaitTimeout(3*time.Second) || tok.Error() != nil {
+			t.Fatalf("connect: %v", tok.Error())
+		}
+		c.Publish("posed/test/set/detect", 1, false, payload).WaitTimeout(2 * time.Second)
+		c.Disconnect(50)
+	}
+	send(mqtt.NewClientOptions().SetClientID("anon"), "OFF")
+	time.Sleep(time.Second)
+	if ms := col.On("posed/test/detect"); string(ms[len(ms)-1].Payload) != "ON" {
+		t.Errorf("an anonymous client switched detection off")
+	}
+	send(mqtt.NewClientOptions().SetClientID("ha-cmd").SetUsername("ha").SetPassword("ha-secret"), "OFF")
+	col.WaitFor(t, "detect OFF from the reader's command", 5*time.Second, func([]mqtttest.Msg) bool {
+		ms := col.On("posed/test/detect")
+		return string(ms[len(ms)-1].Payload) == "OFF"
+	})
+}
