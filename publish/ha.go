@@ -151,7 +151,8 @@ const discoveryStateFile = "ha-discovery.json"
 
 // staleDiscovery returns the discovery topics to clear: those announced
 // by an earlier run (in the state directory) that this run does not
-// announce, and this device's own when discovery is off.
+// announce, and, without a state directory, this device's own when
+// discovery is off.
 func (p *Publisher) staleDiscovery(current []string) []string {
 	var old []string
 	if p.stateDir != "" {
@@ -162,7 +163,9 @@ func (p *Publisher) staleDiscovery(current []string) []string {
 			}
 		}
 	}
-	if !p.cfg.Discovery {
+	// With no record (no state directory), discovery off clears this
+	// device's entries blindly, in case an earlier run announced them.
+	if !p.cfg.Discovery && p.stateDir == "" {
 		for _, s := range haSensors {
 			old = append(old, discoveryTopic(p.cfg, p.device, s))
 		}
