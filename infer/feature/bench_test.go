@@ -1,6 +1,7 @@
 package feature
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -35,4 +36,19 @@ func BenchmarkExtract(b *testing.B) {
 			e.Extract(d, img, box)
 		}
 	})
+}
+
+// BenchmarkCrop: the 64×64 patch of a face box of side 60 (enlarged, one
+// sample per pixel), 107 (2×2 samples) and 200 pixels (4×4 samples).
+func BenchmarkCrop(b *testing.B) {
+	img := randomGray(rand.New(rand.NewPCG(1, 1)), 640, 480)
+	dst := make([]uint8, PatchSize*PatchSize)
+	for _, side := range []float64{60, 107, 200} {
+		b.Run(fmt.Sprintf("side-%.0f", side), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Crop(dst, PatchSize, img, Box{X: 200, Y: 150, W: side, H: side})
+			}
+		})
+	}
 }

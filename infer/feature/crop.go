@@ -86,25 +86,68 @@ func Crop(dst []uint8, n int, src *image.Gray, box Box) {
 	table(x0[:n*nx], x1[:n*nx], tx[:n*nx], bx, sx, nx, w)
 	table(y0[:n*ny], y1[:n*ny], ty[:n*ny], by, sy, ny, h)
 	inv := 1 / float32(nx*ny)
-	pix, stride := src.Pix, src.Stride
+	// Separably: the sum over a patch pixel's s×s samples of the bilinear
+	// values is, by linearity, Σ_a [(1 − wy_a)·T(y0_a) + wy_a·T(y1_a)],
+	// where T(row)[j] sums the horizontal interpolations of that source
+	// row at pixel j's nx column samples. Each source row's T is computed
+	// once (consecutive samples share rows; a three-row cache suffices, as
+	// the rows only move forward), which makes the work per source row and
+	// patch column instead of per sample: 2–4× less for shrunk boxes.
+	var cache rowCache
+	cache.init()
+	var acc [maxPatch]float32
 	for i := 0; i < n; i++ {
-		out := dst[i*n : i*n+n]
-		for j := range out {
-			var acc float32
-			for a := i * ny; a < (i+1)*ny; a++ {
-				r0 := pix[int(y0[a])*stride : int(y0[a])*stride+w]
-				r1 := pix[int(y1[a])*stride : int(y1[a])*stride+w]
-				wy := ty[a]
-				for c := j * nx; c < (j+1)*nx; c++ {
-					p0, p1, wx := x0[c], x1[c], tx[c]
-					top := float32(r0[p0]) + wx*(float32(r0[p1])-float32(r0[p0]))
-					bot := float32(r1[p0]) + wx*(float32(r1[p1])-float32(r1[p0]))
-					acc += top + wy*(bot-top)
-				}
+		sum := acc[:n]
+		clear(sum)
+		for a := i * ny; a < (i+1)*ny; a++ {
+			t0 := cache.row(src, int(y0[a]), x0[:n*nx], x1[:n*nx], tx[:n*nx], n, nx, w)
+			t1 := cache.row(src, int(y1[a]), x0[:n*nx], x1[:n*nx], tx[:n*nx], n, nx, w)
+			wy := ty[a]
+			for j := range sum {
+				sum[j] += t0[j] + wy*(t1[j]-t0[j])
 			}
-			out[j] = uint8(acc*inv + 0.5)
+		}
+		out := dst[i*n : i*n+n]
+		for j, v := range sum {
+			out[j] = uint8(v*inv + 0.5)
 		}
 	}
+}
+
+// rowCache keeps the horizontal sums T(row) of the last three source rows.
+type rowCache struct {
+	id   [3]int
+	t    [3][maxPatch]float32
+	next int
+}
+
+func (c *rowCache) init() { c.id = [3]int{-1, -1, -1} }
+
+// row returns T(y): for each patch column j, the sum over its nx column
+// samples of the interpolation of source row y between x0 and x1 by tx.
+func (c *rowCache) row(src *image.Gray, y int, x0, x1 []int32, tx []float32, n, nx, w int) []float32 {
+	for k, id := range c.id {
+		if id == y {
+			return c.t[k][:n]
+		}
+	}
+	k := c.next
+	c.next = (c.next + 1) % len(c.id)
+	c.id[k] = y
+	r := src.Pix[y*src.Stride : y*src.Stride+w]
+	t := c.t[k][:n]
+	clear(t)
+	// Sample q of every column in turn: the sums of different columns are
+	// independent, so they do not wait on each other (each column still
+	// adds its samples in order).
+	for q := 0; q < nx; q++ {
+		for j := range t {
+			cc := j*nx + q
+			p0, p1 := float32(r[x0[cc]]), float32(r[x1[cc]])
+			t[j] += p0 + tx[cc]*(p1-p0)
+		}
+	}
+	return t
 }
 
 // table fills the sample positions along one axis: patch pixel j's sample c
