@@ -58,6 +58,8 @@ test:
 	POSED_DATA=$(DATA) $(GO) test -count=1 -timeout 20m ./...
 	# The pure-Go kernels, as on CPUs without AVX2/FMA and other targets.
 	$(GO) test -count=1 -tags purego ./infer/...
+	# The concurrent parts under the race detector.
+	$(GO) test -count=1 -race ./pipeline/ ./publish/
 
 # The pure packages for linux/arm64 under qemu-aarch64 (the NEON kernels
 # among them), then the daemon built for 32-bit ARM (GOARM=7, the pure-Go
