@@ -450,3 +450,40 @@ func bigJPEG(t *testing.T, w, h int) []byte {
 	}
 	return b.Bytes()
 }
+
+// A video file is mapped, not copied: one cut short while it is replayed
+// makes Next return an error (the re-opening source then starts again on
+// what is left), not crash posed with SIGBUS.
+func TestReplayMappedFileCutShort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "long.y4m")
+	var y4m bytes.Buffer
+	y4m.WriteString("YUV4MPEG2 W640 H480 F25:1 Ip A1:1 Cmono\n")
+	frame := make([]byte, 640*480)
+	for i := 0; i < 40; i++ { // 12 MB: frames on pages of their own
+		y4m.WriteString("FRAME\n")
+		frame[0] = byte(i)
+		y4m.Write(frame)
+	}
+	if err := os.WriteFile(path, y4m.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReplay(path, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var f Frame
+	if err := r.Next(context.Background(), &f); err != nil || f.Gray.Pix[0] != 0 {
+		t.Fatalf("first frame: %v", err)
+	}
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	var got error
+	for i := 0; i < 39 && got == nil; i++ {
+		got = r.Next(context.Background(), &f)
+	}
+	if got == nil || !strings.Contains(got.Error(), "changed while it was replayed") {
+		t.Errorf("after the file was cut short: %v, want an error saying so", got)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +40,10 @@ type Replay struct {
 	seq    uint64
 	start  time.Time
 	w, h   int
+	// release unmaps a mapped video file (frames point into it) of
+	// mapped bytes.
+	release func() error
+	mapped  int
 }
 
 // frameData is one frame: a file of a folder, read when it is due (file
@@ -51,6 +57,10 @@ type frameData struct {
 	hdr  error  // why the header could not be read
 }
 
+// maxMappedFile bounds the video file a replay maps (a 32-bit board's
+// address space is the limit that matters).
+const maxMappedFile = 1 << 30
+
 // headerBytes bounds what is read of an image file for its header: JPEG's
 // frame header follows at most 64 KB of EXIF and other segments.
 const headerBytes = 1 << 20
@@ -63,7 +73,10 @@ func maxFrameFile(w, h int) int64 { return 8*int64(w)*int64(h) + 1<<20 }
 // OpenReplay opens path (a folder, .mjpeg/.mjpg, or .y4m). A folder's
 // images are read one at a time when they are due (only their headers at
 // open, to learn the frame size), so a huge or hostile file costs no
-// memory unless its header matches; a video file is read into memory.
+// memory unless its header matches; a video file is mapped (up to 1 GiB),
+// not copied: the kernel pages it in and out, and a file cut short while
+// it is replayed is an error of Next (the source is then re-opened), not a
+// crash.
 func OpenReplay(path string, o ReplayOptions) (*Replay, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -81,9 +94,11 @@ func OpenReplay(path string, o ReplayOptions) (*Replay, error) {
 		err = fmt.Errorf("%w: %s: want a folder of images, an .mjpeg or a .y4m file", ErrFormat, path)
 	}
 	if err != nil {
+		r.Close()
 		return nil, fmt.Errorf("device: replay: %w", err)
 	}
 	if len(r.frames) == 0 {
+		r.Close()
 		return nil, fmt.Errorf("device: replay: %s holds no frames", path)
 	}
 	if r.w == 0 {
@@ -185,10 +200,11 @@ func (r *Replay) readFrameFile(f frameData, want image.Point) ([]byte, error) {
 }
 
 func (r *Replay) readMJPEG() error {
-	data, err := os.ReadFile(r.path)
+	data, release, err := mapFile(r.path)
 	if err != nil {
 		return err
 	}
+	r.release, r.mapped = release, len(data)
 	i := 0
 	splitJPEGs(data, func(j []byte) bool {
 		i++
@@ -202,10 +218,11 @@ func (r *Replay) readMJPEG() error {
 // then frames, each "FRAME[ params]\n" followed by the planes. Only the Y
 // plane is kept; the chroma size follows from the C parameter.
 func (r *Replay) readY4M() error {
-	data, err := os.ReadFile(r.path)
+	data, release, err := mapFile(r.path)
 	if err != nil {
 		return err
 	}
+	r.release, r.mapped = release, len(data)
 	w, h, chroma, rest, err := parseY4MHeader(data)
 	if err != nil {
 		return err
@@ -269,7 +286,26 @@ func (r *Replay) Len() int { return len(r.frames) }
 // Next delivers the next frame, paced to FPS. At the end it returns ErrEnd,
 // or starts again when looping. A frame that cannot be decoded or has the
 // wrong size gives an error naming it; the next call goes on after it.
-func (r *Replay) Next(ctx context.Context, dst *Frame) error {
+func (r *Replay) Next(ctx context.Context, dst *Frame) (err error) {
+	if r.release != nil {
+		// Frames are read from a mapped file: if it was cut short since
+		// (SIGBUS on a page past its end), say so instead of crashing.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if p := recover(); p != nil {
+				// A fault reading the mapping, and the file is no longer
+				// the size that was mapped: it was cut short. (Emulators
+				// report such faults without an address, so the size is
+				// the test.) Anything else is a bug: let it crash.
+				_, isRuntime := p.(runtime.Error)
+				st, serr := os.Stat(r.path)
+				if !isRuntime || (serr == nil && st.Size() == int64(r.mapped)) {
+					panic(p)
+				}
+				err = fmt.Errorf("device: replay %s: the file changed while it was replayed: %v", r.path, p)
+			}
+		}()
+	}
 	if r.next >= len(r.frames) {
 		if !r.o.Loop {
 			return ErrEnd
@@ -297,7 +333,6 @@ func (r *Replay) Next(ctx context.Context, dst *Frame) error {
 	r.next++
 	r.seq++
 	want := image.Pt(r.w, r.h)
-	var err error
 	if f.file != "" {
 		f.enc, err = r.readFrameFile(f, want)
 	}
@@ -346,6 +381,11 @@ func (r *Replay) Next(ctx context.Context, dst *Frame) error {
 // Close releases the frames.
 func (r *Replay) Close() error {
 	r.frames = nil
+	if r.release != nil {
+		err := r.release()
+		r.release = nil
+		return err
+	}
 	return nil
 }
 
