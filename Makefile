@@ -41,7 +41,7 @@ help:
 	@echo "screenshot  a headless chromium's picture of posed's page with the live view, into docs/live.png"
 	@echo "field       field measurements: broker restarts survived, RSS under a hostile replay (minutes)"
 	@echo "fuzz        fuzz the parsers (model file, MAT, config, JPEG/MJPEG/Y4M frame headers, broker users) for a minute each"
-	@echo "lint        gofmt, go vet, and the daemon's import-graph check"
+	@echo "lint        gofmt, go vet (amd64 and 32-bit ARM), staticcheck, and the daemon's import-graph check"
 	@echo "cross       static builds for linux/arm64 and linux/arm (GOARM=7) into dist/"
 	@echo "install     install posed, the default model, the example config and the systemd unit under DESTDIR/PREFIX"
 	@echo "deb         Debian packages for amd64, arm64 and armhf into dist/ (nfpm, a Go tool of this module)"
@@ -113,6 +113,7 @@ lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }
 	$(GO) vet ./...
 	GOOS=linux GOARCH=arm GOARM=7 $(GO) vet ./...   # 32-bit ARM: int sizes, the pure-Go paths
+	$(GO) tool staticcheck ./...
 	@! $(GO) list -deps ./cmd/posed ./infer/... | grep -E '^(gonum.org/|github.com/edgepose/posed/train)' \
 		|| { echo 'the daemon must not depend on the trainer or gonum'; exit 1; }
 

@@ -152,7 +152,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		case err := <-l.ended:
 			// Process what is left, then stop.
 			if f := l.take(); f != nil {
-				prevFaces = l.process(f, prevFaces)
+				l.process(f, prevFaces)
 			}
 			if errors.Is(err, device.ErrEnd) {
 				l.Log.Info("replay finished")

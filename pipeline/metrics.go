@@ -35,15 +35,14 @@ func NewMetrics() *Metrics {
 
 // Histogram counts durations in fixed buckets (seconds).
 type Histogram struct {
-	mu      sync.Mutex
-	bounds  []float64
-	counts  []uint64
-	sum     float64
-	n       uint64
-	recent  []float64 // last values, for the median in stats
-	next    int
-	filled  bool
-	lastMed float64
+	mu     sync.Mutex
+	bounds []float64
+	counts []uint64
+	sum    float64
+	n      uint64
+	recent []float64 // last values, for the median in stats
+	next   int
+	filled bool
 }
 
 func newHistogram() *Histogram {

@@ -159,8 +159,12 @@ func (c *Control) finishZero() {
 	if c.StateDir != "" {
 		b, _ := json.Marshal(m)
 		f := filepath.Join(c.StateDir, zeroFile)
-		if err := os.WriteFile(f+".tmp", b, 0o640); err == nil {
+		err := os.WriteFile(f+".tmp", b, 0o640)
+		if err == nil {
 			err = os.Rename(f+".tmp", f)
+		}
+		if err != nil {
+			c.Log.Warn("the neutral pose is set but will not outlive a restart", "err", err)
 		}
 	}
 	c.setNeutral(m)

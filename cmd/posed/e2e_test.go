@@ -94,7 +94,7 @@ func TestEndToEndMosquitto(t *testing.T) {
 		return len(ms) > 0 && ms[len(ms)-1].Topic == "posed/test/available" && string(ms[len(ms)-1].Payload) == "offline"
 	})
 	sch := mqtttest.Schemas(t)
-	var errs, got []float64
+	var errs []float64
 	seen := map[string]int{}
 	for _, m := range col.All() {
 		if strings.HasPrefix(m.Topic, "homeassistant/") && !strings.HasPrefix(m.Topic, "homeassistant/sensor/") {
@@ -149,7 +149,6 @@ func TestEndToEndMosquitto(t *testing.T) {
 		if len(p.Faces) > 0 && p.Faces[0].Yaw != nil && p.Seq >= 1 && p.Seq <= len(yaws) {
 			truth := yaws[p.Seq-1]
 			errs = append(errs, math.Abs(*p.Faces[0].Yaw-truth))
-			got = append(got, *p.Faces[0].Yaw)
 		}
 	}
 	t.Logf("messages by topic: %v; %d frames with a face of %d", seen, len(errs), len(yaws))
