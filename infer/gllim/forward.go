@@ -336,16 +336,9 @@ func (p *Predictor) member(mb *member, y []float32, mean, cov []float64) float64
 			for i := range p.v {
 				p.v[i] *= sc
 			}
-		} else if rows := mb.rows[k*L*D : (k+1)*L*D]; simd && L >= 4 {
-			// One pass: the distance, r = y − c*_k and the first four
-			// rows of B_k r; the other rows read r from cache.
-			q32, v4 := distDot4SIMD(p.r, y, mb.cstar[k*D:(k+1)*D], mb.s[k*D:(k+1)*D], rows[:D], rows[D:2*D], rows[2*D:3*D], rows[3*D:4*D])
-			q = float64(q32)
-			copy(p.v[:4], v4[:])
-			matVec(p.v[4:], rows[4*D:], p.r, D)
 		} else {
 			q = float64(diffSqDist(p.r, y, mb.cstar[k*D:(k+1)*D], mb.s[k*D:(k+1)*D]))
-			matVec(p.v, rows, p.r, D)
+			matVec(p.v, mb.rows[k*L*D:(k+1)*L*D], p.r, D)
 		}
 		ss := mb.sstar[k*L*L : (k+1)*L*L]
 		vz := 0.0

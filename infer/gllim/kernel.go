@@ -6,7 +6,9 @@ package gllim
 // vector version (kernel_amd64.s: AVX2 + FMA; kernel_arm64.s: NEON),
 // chosen at start where the CPU has it (simd), and the Go version here,
 // which runs elsewhere, under -tags purego, and is the vectors' reference
-// in the tests. Go does not vectorise, so the Go kernels' speed comes from
+// in the tests. The architecture files provide only the *Block functions,
+// which take lengths that are multiples of simdBlock; the *SIMD wrappers
+// below run them and finish the tail with the Go kernels. Go does not vectorise, so the Go kernels' speed comes from
 // independent accumulators (no loop-carried dependency on one register),
 // from sharing each load of y between several rows, and from re-slicing to
 // one length so the compiler drops the bounds checks.
@@ -130,6 +132,49 @@ func diffSqDistGo(r, x, c, s []float32) float32 {
 	return (q0 + q1) + (q2 + q3)
 }
 
+// dot4SIMD is dot4 on the vector unit, the tail in Go.
+func dot4SIMD(a, b, c, e, x []float32) (float32, float32, float32, float32) {
+	n := len(x)
+	m := n - n%simdBlock
+	var v [4]float32
+	if m > 0 {
+		v = dot4Block(&a[0], &b[0], &c[0], &e[0], &x[0], m)
+	}
+	if m < n {
+		t0, t1, t2, t3 := dot4Go(a[m:n], b[m:n], c[m:n], e[m:n], x[m:])
+		v = [4]float32{v[0] + t0, v[1] + t1, v[2] + t2, v[3] + t3}
+	}
+	return v[0], v[1], v[2], v[3]
+}
+
+// dotSIMD is dot on the vector unit, the tail in Go.
+func dotSIMD(a, x []float32) float32 {
+	n := len(x)
+	m := n - n%simdBlock
+	var s float32
+	if m > 0 {
+		s = dotBlock(&a[0], &x[0], m)
+	}
+	if m < n {
+		s += dotGo(a[m:n], x[m:])
+	}
+	return s
+}
+
+// diffSqDistSIMD is diffSqDist on the vector unit, the tail in Go.
+func diffSqDistSIMD(r, x, c, s []float32) float32 {
+	n := len(x)
+	m := n - n%simdBlock
+	var q float32
+	if m > 0 {
+		q = diffSqDistBlock(&r[0], &x[0], &c[0], &s[0], m)
+	}
+	if m < n {
+		q += diffSqDistGo(r[m:n], x[m:], c[m:n], s[m:n])
+	}
+	return q
+}
+
 // VectorKernels reports which kernels the forward pass uses ("avx2+fma",
 // "neon" or "go").
 func VectorKernels() string { return simdName() }
@@ -182,6 +227,53 @@ func dotHalfGo(a []uint16, x []float32) float32 {
 	var s float32
 	for d, xd := range x {
 		s += halfFloat(a[d]) * xd
+	}
+	return s
+}
+
+// The half kernels on the vector unit, the tail in Go.
+
+func distDot4HalfSIMD(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]float32) {
+	n := len(x)
+	m := n - n%simdBlock
+	var q float32
+	var v [4]float32
+	if m > 0 {
+		q, v = distDot4HalfBlock(&u[0], &x[0], &c[0], &s[0], &a[0], &b[0], &cc[0], &e[0], m)
+	}
+	if m < n {
+		tq, tv := distDot4HalfGo(u[m:n], x[m:], c[m:n], s[m:n], a[m:n], b[m:n], cc[m:n], e[m:n])
+		q += tq
+		for i := range v {
+			v[i] += tv[i]
+		}
+	}
+	return q, v
+}
+
+func dot4HalfSIMD(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32) {
+	n := len(x)
+	m := n - n%simdBlock
+	var v [4]float32
+	if m > 0 {
+		v = dot4HalfBlock(&a[0], &b[0], &c[0], &e[0], &x[0], m)
+	}
+	if m < n {
+		t0, t1, t2, t3 := dot4HalfGo(a[m:n], b[m:n], c[m:n], e[m:n], x[m:])
+		v = [4]float32{v[0] + t0, v[1] + t1, v[2] + t2, v[3] + t3}
+	}
+	return v[0], v[1], v[2], v[3]
+}
+
+func dotHalfSIMD(a []uint16, x []float32) float32 {
+	n := len(x)
+	m := n - n%simdBlock
+	var s float32
+	if m > 0 {
+		s = dotHalfBlock(&a[0], &x[0], m)
+	}
+	if m < n {
+		s += dotHalfGo(a[m:n], x[m:])
 	}
 	return s
 }

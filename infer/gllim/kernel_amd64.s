@@ -44,7 +44,7 @@
 
 // AVX2 + FMA kernels of the forward pass (kernel.go says what each
 // computes; the Go kernels there are their reference). n is a multiple of
-// 16 (dot4, dot1) or 8 (diffSqDist); the callers do the tail in Go.
+// 16 (simdBlock); the callers do the tail in Go.
 
 // func dot4AVX(a, b, c, e, x *float32, n int, out *[4]float32)
 //
@@ -125,10 +125,8 @@ TEXT ·diffSqDistAVX(SB), NOSPLIT, $0-44
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	XORQ   AX, AX
-	MOVQ   CX, DX
-	ANDQ   $-16, DX // the part done 16 at a time
-	TESTQ  DX, DX
-	JEQ    dsd8
+	TESTQ  CX, CX
+	JEQ    dsdsum
 
 dsd16:
 	VMOVUPS     (SI)(AX*4), Y2
@@ -142,78 +140,12 @@ dsd16:
 	VFMADD231PS (R9)(AX*4), Y2, Y0
 	VFMADD231PS 32(R9)(AX*4), Y3, Y1
 	ADDQ        $16, AX
-	CMPQ        AX, DX
-	JLT         dsd16
-
-dsd8:
 	CMPQ        AX, CX
-	JGE         dsdsum
-	VMOVUPS     (SI)(AX*4), Y2
-	VSUBPS      (R8)(AX*4), Y2, Y2
-	VMOVUPS     Y2, (DI)(AX*4)
-	VMULPS      Y2, Y2, Y2
-	VFMADD231PS (R9)(AX*4), Y2, Y0
-	ADDQ        $8, AX
-	JMP         dsd8
+	JLT         dsd16
 
 dsdsum:
 	SUM_PAIR(Y0, Y1, X0, X1)
 	VMOVSS       X0, ret+40(FP)
-	VZEROUPPER
-	RET
-
-// func distDot4AVX(r, x, c, s, a, b, cc, e *float32, n int, out *[5]float32)
-//
-// One pass of a component: r = x − c (stored), out[4] = Σ r²·s, and
-// out[0…3] = the dot products of the rows a, b, cc, e with r. n is a
-// multiple of 16. Accumulators: Y0…Y7 the rows (two each), Y8, Y9 the
-// distance.
-TEXT ·distDot4AVX(SB), NOSPLIT, $0-80
-	MOVQ   r+0(FP), DI
-	MOVQ   x+8(FP), SI
-	MOVQ   c+16(FP), BX
-	MOVQ   s+24(FP), DX
-	MOVQ   a+32(FP), R8
-	MOVQ   b+40(FP), R9
-	MOVQ   cc+48(FP), R10
-	MOVQ   e+56(FP), R11
-	MOVQ   n+64(FP), CX
-	ZERO_ROWS
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	XORQ   AX, AX
-	TESTQ  CX, CX
-	JEQ    dd4sum
-
-dd4loop:
-	VMOVUPS     (SI)(AX*4), Y10
-	VMOVUPS     32(SI)(AX*4), Y11
-	VSUBPS      (BX)(AX*4), Y10, Y10
-	VSUBPS      32(BX)(AX*4), Y11, Y11
-	VMOVUPS     Y10, (DI)(AX*4)
-	VMOVUPS     Y11, 32(DI)(AX*4)
-	VFMADD231PS (R8)(AX*4), Y10, Y0
-	VFMADD231PS 32(R8)(AX*4), Y11, Y1
-	VFMADD231PS (R9)(AX*4), Y10, Y2
-	VFMADD231PS 32(R9)(AX*4), Y11, Y3
-	VFMADD231PS (R10)(AX*4), Y10, Y4
-	VFMADD231PS 32(R10)(AX*4), Y11, Y5
-	VFMADD231PS (R11)(AX*4), Y10, Y6
-	VFMADD231PS 32(R11)(AX*4), Y11, Y7
-	VMULPS      Y10, Y10, Y12
-	VMULPS      Y11, Y11, Y13
-	VFMADD231PS (DX)(AX*4), Y12, Y8
-	VFMADD231PS 32(DX)(AX*4), Y13, Y9
-	ADDQ        $16, AX
-	CMPQ        AX, CX
-	JLT         dd4loop
-
-dd4sum:
-	MOVQ         out+72(FP), DI
-	SUM_ROWS
-	SUM_PAIR(Y8, Y9, X8, X9)
-	VMOVUPS      X0, (DI)
-	VMOVSS       X8, 16(DI)
 	VZEROUPPER
 	RET
 

@@ -3,12 +3,12 @@
 #include "textflag.h"
 
 // NEON kernels of the forward pass (kernel.go says what each computes; the
-// Go kernels there are their reference). n is a multiple of 8; the callers
+// Go kernels there are their reference). n is a multiple of 8 (simdBlock); the callers
 // do the tail in Go and sum the lanes left in out. Go's assembler has no
 // vector float add, subtract or multiply, only the fused VFMLA (d += n·m)
 // and VFMLS (d −= n·m): with a vector of ones, x − c is VFMLS into a copy
 // of x and a + b is VFMLA, each exactly one rounding as the plain
-// operations; r² is VFMLA into zero. V30 holds the ones, V31 zero.
+// operations; r² is VFMLA into a zeroed register. V30 holds the ones.
 
 // Zero the row accumulators V0…V7 (four rows, two each).
 #define ZERO_ROWS \
@@ -97,62 +97,6 @@ dot1loop:
 dot1done:
 	VFMLA V30.S4, V1.S4, V0.S4
 	VST1  [V0.S4], (R6)
-	RET
-
-// func distDot4NEON(r, x, c, s, a, b, cc, e *float32, n int, out *[20]float32)
-//
-// r = x − c (stored); out[16…19] the lanes of Σ r²·s; out[4i…4i+3] the
-// lanes of row i's dot product with r.
-TEXT ·distDot4NEON(SB), NOSPLIT, $0-80
-	MOVD r+0(FP), R7
-	MOVD x+8(FP), R4
-	MOVD c+16(FP), R8
-	MOVD s+24(FP), R10
-	MOVD a+32(FP), R0
-	MOVD b+40(FP), R1
-	MOVD cc+48(FP), R2
-	MOVD e+56(FP), R3
-	MOVD n+64(FP), R5
-	MOVD out+72(FP), R6
-	ONES(R9)
-	ZERO_ROWS
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	CBZ  R5, dd4done
-
-dd4loop:
-	VLD1.P 32(R4), [V16.S4, V17.S4]  // x
-	VLD1.P 32(R8), [V26.S4, V27.S4]  // c
-	VFMLS  V30.S4, V26.S4, V16.S4    // r = x − c·1
-	VFMLS  V30.S4, V27.S4, V17.S4
-	VST1.P [V16.S4, V17.S4], 32(R7)
-	VLD1.P 32(R0), [V18.S4, V19.S4]
-	VLD1.P 32(R1), [V20.S4, V21.S4]
-	VLD1.P 32(R2), [V22.S4, V23.S4]
-	VLD1.P 32(R3), [V24.S4, V25.S4]
-	VFMLA  V16.S4, V18.S4, V0.S4
-	VFMLA  V17.S4, V19.S4, V1.S4
-	VFMLA  V16.S4, V20.S4, V2.S4
-	VFMLA  V17.S4, V21.S4, V3.S4
-	VFMLA  V16.S4, V22.S4, V4.S4
-	VFMLA  V17.S4, V23.S4, V5.S4
-	VFMLA  V16.S4, V24.S4, V6.S4
-	VFMLA  V17.S4, V25.S4, V7.S4
-	VEOR   V28.B16, V28.B16, V28.B16
-	VEOR   V29.B16, V29.B16, V29.B16
-	VFMLA  V16.S4, V16.S4, V28.S4    // r²
-	VFMLA  V17.S4, V17.S4, V29.S4
-	VLD1.P 32(R10), [V26.S4, V27.S4] // s
-	VFMLA  V26.S4, V28.S4, V8.S4     // += r²·s
-	VFMLA  V27.S4, V29.S4, V9.S4
-	SUBS   $8, R5, R5
-	BNE    dd4loop
-
-dd4done:
-	ADD_PAIRS
-	VFMLA  V30.S4, V9.S4, V8.S4
-	VST1.P [V6.S4], 16(R6)
-	VST1   [V8.S4], (R6)
 	RET
 
 // func diffSqDistNEON(r, x, c, s *float32, n int, out *[4]float32)

@@ -2,30 +2,30 @@
 
 package gllim
 
-// No vector kernels here: the Go ones run.
-const simd = false
+// No vector kernels here: the Go ones run (simd is false, so the *Block
+// functions are never called).
+const (
+	simd        = false
+	halfWeights = false
+	simdBlock   = 16
+)
 
 func simdName() string { return "go" }
-
-func dot4SIMD(a, b, c, e, x []float32) (float32, float32, float32, float32) {
-	panic("gllim: no vector kernels")
-}
-func dotSIMD(a, x []float32) float32              { panic("gllim: no vector kernels") }
-func diffSqDistSIMD(r, x, c, s []float32) float32 { panic("gllim: no vector kernels") }
-
-func distDot4SIMD(r, x, c, s, a, b, cc, e []float32) (float32, [4]float32) {
-	panic("gllim: no vector kernels")
-}
 
 // UseVectorKernels does nothing here: there are no vector kernels.
 func UseVectorKernels(on bool) bool { return false }
 
-const halfWeights = false
+func noKernels() { panic("gllim: no vector kernels") }
 
-func distDot4HalfSIMD(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]float32) {
-	panic("gllim: no vector kernels")
+func dot4Block(a, b, c, e, x *float32, n int) [4]float32 { noKernels(); return [4]float32{} }
+func dotBlock(a, x *float32, n int) float32              { noKernels(); return 0 }
+func diffSqDistBlock(r, x, c, s *float32, n int) float32 { noKernels(); return 0 }
+func distDot4HalfBlock(u, x, c, s *float32, a, b, cc, e *uint16, n int) (float32, [4]float32) {
+	noKernels()
+	return 0, [4]float32{}
 }
-func dot4HalfSIMD(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32) {
-	panic("gllim: no vector kernels")
+func dot4HalfBlock(a, b, c, e *uint16, x *float32, n int) [4]float32 {
+	noKernels()
+	return [4]float32{}
 }
-func dotHalfSIMD(a []uint16, x []float32) float32 { panic("gllim: no vector kernels") }
+func dotHalfBlock(a *uint16, x *float32, n int) float32 { noKernels(); return 0 }
