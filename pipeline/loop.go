@@ -144,7 +144,6 @@ func (l *Loop) Run(ctx context.Context) error {
 	var lastDog int64
 	lastStats := time.Now()
 	var lastProcessed uint64
-	prevFaces := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -152,7 +151,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		case err := <-l.ended:
 			// Process what is left, then stop.
 			if f := l.take(); f != nil {
-				l.process(f, prevFaces)
+				l.process(f)
 			}
 			if errors.Is(err, device.ErrEnd) {
 				l.Log.Info("replay finished")
@@ -164,14 +163,14 @@ func (l *Loop) Run(ctx context.Context) error {
 			switch {
 			case f == nil:
 			case l.Control.Detecting():
-				prevFaces = l.process(f, prevFaces)
+				l.process(f)
 			default:
 				l.release(f)
-				prevFaces = l.pause(prevFaces)
+				l.pause()
 			}
 		case <-l.Control.Changed():
 			if !l.Control.Detecting() {
-				prevFaces = l.pause(prevFaces)
+				l.pause()
 			}
 			if s, z := l.status(), l.Control.ZeroState(); s != l.State.Status || z != l.State.Zero {
 				l.State.Status, l.State.Zero = s, z
@@ -230,9 +229,7 @@ func (l *Loop) capture(ctx context.Context) error {
 		l.mu.Unlock()
 		err := l.Source.Next(ctx, f)
 		if err != nil {
-			l.mu.Lock()
-			l.free = append(l.free, f)
-			l.mu.Unlock()
+			l.release(f)
 			if errors.Is(err, device.ErrFrameSize) || errors.Is(err, device.ErrBadFrame) {
 				l.dropBad(err)
 				continue
@@ -263,17 +260,16 @@ func (l *Loop) status() string {
 	return "paused"
 }
 
-// pause says that no face is seen any more (once) as detection is off.
-func (l *Loop) pause(prevFaces int) int {
-	if prevFaces > 0 {
-		l.Publisher.Pose(publish.PoseMsg{Camera: l.State.Camera, Seq: l.lastSeq, Captured: time.Now(), Width: l.lastW, Height: l.lastH, Faces: []publish.FaceMsg{}})
-		l.Publisher.NoFaces()
+// pause says, once, that no face is seen any more as detection is off:
+// a pose message without faces (which also tells Home Assistant) and the
+// state.
+func (l *Loop) pause() {
+	if l.State.Faces == 0 {
+		return
 	}
-	if l.State.Faces != 0 {
-		l.State.Faces = 0
-		l.Publisher.Retain(publish.TopicState, l.State)
-	}
-	return 0
+	l.Publisher.Pose(publish.PoseMsg{Camera: l.State.Camera, Seq: l.lastSeq, Captured: time.Now(), Width: l.lastW, Height: l.lastH, Faces: []publish.FaceMsg{}})
+	l.State.Faces = 0
+	l.Publisher.Retain(publish.TopicState, l.State)
 }
 
 // release returns a frame to the free list.
@@ -291,9 +287,10 @@ func (l *Loop) take() *device.Frame {
 	return f
 }
 
-// process runs the tracker on f and publishes; it returns the number of
-// faces for the next call.
-func (l *Loop) process(f *device.Frame, prevFaces int) int {
+// process runs the tracker on f and publishes: a pose message when it
+// has faces or the last frame had (l.State.Faces), the state when the
+// number of faces changes.
+func (l *Loop) process(f *device.Frame) {
 	defer l.release(f)
 	met := l.Metrics
 	t0 := time.Now()
@@ -313,7 +310,7 @@ func (l *Loop) process(f *device.Frame, prevFaces int) int {
 	if prim >= 0 {
 		l.Control.Sample(faces[prim])
 	}
-	if len(faces) > 0 || prevFaces > 0 {
+	if len(faces) > 0 || l.State.Faces > 0 {
 		msg := publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
 			Faces: make([]publish.FaceMsg, 0, len(faces)), Primary: prim}
 		neutral := l.Control.Neutral()
@@ -337,25 +334,24 @@ func (l *Loop) process(f *device.Frame, prevFaces int) int {
 		l.State.Faces = len(faces)
 		l.Publisher.Retain(publish.TopicState, l.State)
 	}
-	return len(faces)
 }
 
 func faceMsg(f track.Face) publish.FaceMsg {
 	b := f.Box
 	m := publish.FaceMsg{Track: f.ID, Box: [4]float64{r2(b.X), r2(b.Y), r2(b.X + b.W), r2(b.Y + b.H)}, Score: r2(f.Score)}
-	ptr := func(v float64) *float64 { v = r2(v); return &v }
 	if f.Has[0] {
-		m.Yaw, m.YawStd = ptr(f.Angles[0]), ptr(f.Std[0])
+		m.Yaw, m.YawStd = ptr2(f.Angles[0]), ptr2(f.Std[0])
 	}
 	if f.Has[1] {
-		m.Pitch, m.PitchStd = ptr(f.Angles[1]), ptr(f.Std[1])
+		m.Pitch, m.PitchStd = ptr2(f.Angles[1]), ptr2(f.Std[1])
 	}
 	if f.Has[2] {
-		m.Roll, m.RollStd = ptr(f.Angles[2]), ptr(f.Std[2])
+		m.Roll, m.RollStd = ptr2(f.Angles[2]), ptr2(f.Std[2])
 	}
 	return m
 }
 
+// ptr2 is a pointer to v rounded to two decimals.
 func ptr2(v float64) *float64 { v = r2(v); return &v }
 
 // r2 rounds to two decimals, half away from zero.

@@ -188,7 +188,7 @@ func BenchmarkProcessView(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				l.process(f, 1)
+				l.process(f)
 				l.free = l.free[:0]
 			}
 		})
