@@ -357,6 +357,22 @@ func ReadFileLimited(path string) ([]byte, error) {
 	return data, nil
 }
 
+// WriteStateFile replaces the file at path with data (mode 0640) through
+// a temporary file renamed over it, so that a crash leaves the old
+// content or the new, never a part: the small files posed keeps in its
+// state directory.
+func WriteStateFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o640); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
 // Load reads the YAML file at path over the defaults. The error lists every
 // problem found.
 func Load(path string) (Config, error) {

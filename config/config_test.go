@@ -243,3 +243,23 @@ func TestZonesPrimaryZero(t *testing.T) {
 		}
 	}
 }
+
+// A state file is replaced whole, and no temporary file is left behind.
+func TestWriteStateFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "detect")
+	for _, v := range []string{"ON\n", "OFF\n"} {
+		if err := WriteStateFile(f, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(f); err != nil || string(b) != v {
+			t.Fatalf("read back %q, %v; want %q", b, err, v)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("state directory holds %d files, want 1", len(entries))
+	}
+	if err := WriteStateFile(filepath.Join(dir, "missing", "x"), nil); err == nil {
+		t.Error("writing into a missing folder succeeded")
+	}
+}

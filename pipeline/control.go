@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -48,9 +47,9 @@ const detectFile = "detect"
 
 // NewControl returns a control with the detection switch as the state
 // directory last recorded it (on if nothing was recorded), and the
-// neutral pose measured last, else zero's.
-func NewControl(stateDir string, view *View, pub Commander, log *slog.Logger, zero config.Zero) *Control {
-	c := &Control{StateDir: stateDir, View: view, Pub: pub, Log: log, changed: make(chan struct{}, 1)}
+// neutral pose measured last, else zero's. Attach gives it its publisher.
+func NewControl(stateDir string, view *View, log *slog.Logger, zero config.Zero) *Control {
+	c := &Control{StateDir: stateDir, View: view, Log: log, changed: make(chan struct{}, 1)}
 	on := true
 	if stateDir != "" {
 		if b, err := config.ReadFileLimited(filepath.Join(stateDir, detectFile)); err == nil {
@@ -116,15 +115,11 @@ func (c *Control) apply(on bool) {
 // SetDetect switches detection, records it and publishes it.
 func (c *Control) SetDetect(on bool) error {
 	if c.StateDir != "" {
-		f := filepath.Join(c.StateDir, detectFile)
 		v := "OFF\n"
 		if on {
 			v = "ON\n"
 		}
-		if err := os.WriteFile(f+".tmp", []byte(v), 0o640); err != nil {
-			return fmt.Errorf("recording the switch: %w", err)
-		}
-		if err := os.Rename(f+".tmp", f); err != nil {
+		if err := config.WriteStateFile(filepath.Join(c.StateDir, detectFile), []byte(v)); err != nil {
 			return fmt.Errorf("recording the switch: %w", err)
 		}
 	}

@@ -318,12 +318,15 @@ func (l *Loop) process(f *device.Frame) {
 			fm := faceMsg(fc)
 			cx, cy := fc.Box.Centre()
 			fm.Zones = l.Zoning.In(cx, cy)
-			if neutral != nil && fc.Has[0] && fc.Has[1] && fc.Has[2] {
+			if head, ok := headOf(fc); ok && neutral != nil {
 				// Relative to the neutral pose, composed as rotations
 				// (infer/rotation.Relative); the camera's angles beside.
 				fm.RawYaw, fm.RawPitch, fm.RawRoll = fm.Yaw, fm.Pitch, fm.Roll
-				y, p, r := rotation.Relative(*neutral, rotation.Head(fc.Angles[0], fc.Angles[1], fc.Angles[2]))
-				fm.Yaw, fm.Pitch, fm.Roll = ptr2(y), ptr2(p), ptr2(r)
+				y, p, r := rotation.Relative(*neutral, head)
+				fm.Yaw, fm.Pitch = ptr2(y), ptr2(p)
+				if fc.Has[2] {
+					fm.Roll = ptr2(r)
+				}
 			}
 			msg.Faces = append(msg.Faces, fm)
 		}

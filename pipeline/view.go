@@ -105,12 +105,9 @@ func (v *View) encode(ctx context.Context) {
 			return
 		case <-v.work:
 		}
-		v.mu.Lock()
-		gray, faces := v.gray, append([]annotate.Face(nil), v.faces...)
-		v.mu.Unlock()
-		// The frame loop does not touch gray while busy is set.
-		rgba = annotate.Grey(rgba, gray)
-		annotate.Faces(rgba, faces)
+		// Offer does not touch gray or faces while busy is set.
+		rgba = annotate.Grey(rgba, v.gray)
+		annotate.Faces(rgba, v.faces)
 		buf.Reset()
 		err := jpeg.Encode(&buf, rgba, &jpeg.Options{Quality: v.Quality})
 		v.mu.Lock()

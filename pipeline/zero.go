@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgepose/posed/config"
@@ -25,15 +26,30 @@ const zeroFile = "zero.json"
 // needs.
 const minZeroFrames = 3
 
-// zero is the neutral pose and its measurement.
+// neutralPose is a neutral pose as the state reports it and as the
+// rotation the frame loop composes with.
+type neutralPose struct {
+	msg *publish.ZeroMsg
+	r   rotation.Matrix
+}
+
+// zero is the neutral pose and its measurement. The frame loop reads the
+// pose and the measuring flag without a lock.
 type zero struct {
-	mu      sync.Mutex
-	neutral *rotation.Matrix
-	msg     *publish.ZeroMsg
-	cfg     config.Zero
-	// While measuring: the samples so far.
-	measuring bool
-	samples   []rotation.Matrix
+	pose      atomic.Pointer[neutralPose] // nil: none
+	cfg       config.Zero
+	measuring atomic.Bool
+	mu        sync.Mutex        // guards samples
+	samples   []rotation.Matrix // while measuring: the primary face's poses so far
+}
+
+// headOf is the rotation of a face's pose, if its yaw and pitch are known
+// (a model without roll counts it as 0).
+func headOf(f track.Face) (rotation.Matrix, bool) {
+	if !f.Has[0] || !f.Has[1] {
+		return rotation.Matrix{}, false
+	}
+	return rotation.Head(f.Angles[0], f.Angles[1], f.Angles[2]), true
 }
 
 // loadZero sets the neutral pose: a measured one from the state
@@ -60,15 +76,11 @@ func (c *Control) loadZero(cfg config.Zero) {
 }
 
 func (c *Control) setNeutral(m *publish.ZeroMsg) {
-	c.zero.mu.Lock()
-	defer c.zero.mu.Unlock()
-	c.zero.msg = m
 	if m == nil {
-		c.zero.neutral = nil
+		c.zero.pose.Store(nil)
 		return
 	}
-	r := rotation.Head(m.Yaw, m.Pitch, m.Roll)
-	c.zero.neutral = &r
+	c.zero.pose.Store(&neutralPose{msg: m, r: rotation.Head(m.Yaw, m.Pitch, m.Roll)})
 }
 
 // Neutral returns the neutral pose as a rotation, nil if none is set.
@@ -76,9 +88,10 @@ func (c *Control) Neutral() *rotation.Matrix {
 	if c == nil {
 		return nil
 	}
-	c.zero.mu.Lock()
-	defer c.zero.mu.Unlock()
-	return c.zero.neutral
+	if p := c.zero.pose.Load(); p != nil {
+		return &p.r
+	}
+	return nil
 }
 
 // ZeroState is the neutral pose for the state message (nil: none).
@@ -86,21 +99,27 @@ func (c *Control) ZeroState() *publish.ZeroMsg {
 	if c == nil {
 		return nil
 	}
-	c.zero.mu.Lock()
-	defer c.zero.mu.Unlock()
-	return c.zero.msg
+	if p := c.zero.pose.Load(); p != nil {
+		return p.msg
+	}
+	return nil
 }
 
-// Sample gives the measurement the primary face of a processed frame.
+// Sample gives a measurement under way the primary face of a processed
+// frame.
 func (c *Control) Sample(f track.Face) {
-	if c == nil || !f.Has[0] || !f.Has[1] {
+	if c == nil || !c.zero.measuring.Load() {
+		return
+	}
+	r, ok := headOf(f)
+	if !ok {
 		return
 	}
 	c.zero.mu.Lock()
-	defer c.zero.mu.Unlock()
-	if c.zero.measuring && len(c.zero.samples) < 10000 {
-		c.zero.samples = append(c.zero.samples, rotation.Head(f.Angles[0], f.Angles[1], f.Angles[2]))
+	if len(c.zero.samples) < 10000 {
+		c.zero.samples = append(c.zero.samples, r)
 	}
+	c.zero.mu.Unlock()
 }
 
 // zeroCommand starts measuring the neutral pose over the payload's
@@ -130,12 +149,11 @@ func (c *Control) zeroCommand(payload []byte) error {
 	if !c.Detecting() {
 		return ErrDetectOff
 	}
-	c.zero.mu.Lock()
-	if c.zero.measuring {
-		c.zero.mu.Unlock()
+	if !c.zero.measuring.CompareAndSwap(false, true) {
 		return errors.New("a neutral pose is being measured already")
 	}
-	c.zero.measuring, c.zero.samples = true, c.zero.samples[:0]
+	c.zero.mu.Lock()
+	c.zero.samples = c.zero.samples[:0]
 	c.zero.mu.Unlock()
 	c.Log.Info("measuring the neutral pose", "seconds", secs)
 	time.AfterFunc(time.Duration(secs*float64(time.Second)), c.finishZero)
@@ -146,24 +164,19 @@ func (c *Control) zeroCommand(payload []byte) error {
 // neutral pose, kept in the state directory; too few samples is an error
 // on the error topic, and the neutral pose stays as it was.
 func (c *Control) finishZero() {
+	c.zero.measuring.Store(false)
 	c.zero.mu.Lock()
 	samples := append([]rotation.Matrix(nil), c.zero.samples...)
-	c.zero.measuring, c.zero.samples = false, c.zero.samples[:0]
 	c.zero.mu.Unlock()
 	if len(samples) < minZeroFrames {
 		c.fail(publish.CommandZero, fmt.Errorf("the primary face was seen in %d frames while measuring, fewer than %d: neutral pose unchanged", len(samples), minZeroFrames))
 		return
 	}
 	y, p, r := rotation.Mean(samples).Angles()
-	m := &publish.ZeroMsg{Yaw: round2(y), Pitch: round2(p), Roll: round2(r), Source: "measured", Frames: len(samples), Set: time.Now().UTC()}
+	m := &publish.ZeroMsg{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "measured", Frames: len(samples), Set: time.Now().UTC()}
 	if c.StateDir != "" {
 		b, _ := json.Marshal(m)
-		f := filepath.Join(c.StateDir, zeroFile)
-		err := os.WriteFile(f+".tmp", b, 0o640)
-		if err == nil {
-			err = os.Rename(f+".tmp", f)
-		}
-		if err != nil {
+		if err := config.WriteStateFile(filepath.Join(c.StateDir, zeroFile), b); err != nil {
 			c.Log.Warn("the neutral pose is set but will not outlive a restart", "err", err)
 		}
 	}
@@ -172,4 +185,3 @@ func (c *Control) finishZero() {
 	c.signal()
 }
 
-func round2(v float64) float64 { return r2(v) }

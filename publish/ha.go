@@ -3,7 +3,6 @@ package publish
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -185,13 +184,7 @@ func (p *Publisher) saveDiscovery() {
 		return
 	}
 	b, _ := json.Marshal(p.announced)
-	f := filepath.Join(p.stateDir, discoveryStateFile)
-	tmp := f + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o640); err != nil {
-		p.log.Warn("publish: cannot record the Home Assistant entities announced", "err", err)
-		return
-	}
-	if err := os.Rename(tmp, f); err != nil {
+	if err := config.WriteStateFile(filepath.Join(p.stateDir, discoveryStateFile), b); err != nil {
 		p.log.Warn("publish: cannot record the Home Assistant entities announced", "err", err)
 	}
 }
@@ -220,14 +213,14 @@ func (p *Publisher) haUpdate(m PoseMsg, now time.Time) {
 		h.Track, h.Yaw, h.Pitch, h.Roll = &tr, round1(f.Yaw), round1(f.Pitch), round1(f.Roll)
 	}
 	p.mu.Lock()
-	last, sent := p.lastHA, p.haSent
+	last, sent := p.lastHA, !p.lastHATime.IsZero()
 	send := !sent || h.Faces != last.Faces
 	if !send && now.Sub(p.lastHATime) >= p.cfg.HAInterval {
 		send = moved(h.Yaw, last.Yaw, p.cfg.HADeadband) || moved(h.Pitch, last.Pitch, p.cfg.HADeadband) ||
 			moved(h.Roll, last.Roll, p.cfg.HADeadband)
 	}
 	if send {
-		p.lastHA, p.haSent, p.lastHATime = h, true, now
+		p.lastHA, p.lastHATime = h, now
 	}
 	p.mu.Unlock()
 	if send {

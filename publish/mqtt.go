@@ -50,8 +50,7 @@ type Publisher struct {
 	commands                     CommandHandler
 	cmdQueue                     chan command
 	lastHA                       HAMsg
-	haSent                       bool
-	lastHATime                   time.Time
+	lastHATime                   time.Time // zero until the first HA message
 
 	// published and dropped count every message; posePublished and
 	// poseDropped the pose messages among them.

@@ -85,7 +85,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	vctx, stopView := context.WithCancel(context.Background())
 	defer stopView()
 	view := pipeline.NewView(vctx)
-	ctl := pipeline.NewControl(cfg.StateDir, view, nil, log, cfg.Zero)
+	ctl := pipeline.NewControl(cfg.StateDir, view, log, cfg.Zero)
 	ctl.Reload = reload
 	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
 		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)),
