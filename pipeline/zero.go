@@ -184,4 +184,3 @@ func (c *Control) finishZero() {
 	c.Log.Info("neutral pose set", "yaw", m.Yaw, "pitch", m.Pitch, "roll", m.Roll, "frames", m.Frames)
 	c.signal()
 }
-
