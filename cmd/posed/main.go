@@ -17,8 +17,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/coreos/go-systemd/v22/daemon"
-
 	"github.com/edgepose/posed/config"
 )
 
@@ -106,7 +104,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(hup)
 	go func() {
 		<-ctx.Done() // SIGTERM or SIGINT: stopping starts now
-		daemon.SdNotify(false, "STOPPING=1")
+		notify("STOPPING=1")
 	}()
 	for {
 		log := newLogger(cfg.Log, stderr)
@@ -123,9 +121,10 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // runUntilReload runs posed with cfg until ctx ends, the run ends, or a
-// SIGHUP brings a configuration that loads and validates: it then stops
-// the run and returns the new one. A configuration that does not load is
-// logged and changes nothing.
+// SIGHUP or the reload command brings a configuration that loads and
+// validates: it then stops the run and returns the new one. A
+// configuration that does not load is logged (and, for the command,
+// answered on the error topic) and changes nothing.
 func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, hup <-chan os.Signal, load func() (config.Config, error)) (*config.Config, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -155,20 +154,15 @@ func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, st
 			}
 			return nil, err
 		case c := <-asked:
-			log.Info("reloading the configuration (reload command)")
-			daemon.SdNotify(false, fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+			log.Info("reloading the configuration")
+			notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 			next = &c
 			cancel()
 		case <-hup:
-			c, err := load()
-			if err != nil {
-				log.Error("reload refused: the configuration does not load; still running the previous one", "err", err)
-				continue
+			// The same path as the reload command's.
+			if err := reload(); err != nil {
+				log.Error("reload refused; still running the previous configuration", "err", err)
 			}
-			log.Info("reloading the configuration")
-			daemon.SdNotify(false, fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
-			next = &c
-			cancel()
 		}
 	}
 }

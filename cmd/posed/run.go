@@ -15,6 +15,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
@@ -122,11 +124,11 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 
 	src := pipeline.NewSource(cfg.Source, cfg.Device, pub, met, log)
 	defer src.Close()
-	notify := newNotifier()
+	watchdog, _ := daemon.SdWatchdogEnabled(false) // WATCHDOG_USEC for this pid; 0 if off
 	loop := &pipeline.Loop{
 		Source: &pipeline.Oriented{Source: src, Rotate: cfg.Source.Rotate, Flip: cfg.Source.Flip}, Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      publish.StateMsg{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
-		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: notify.watchdog, Notify: func(s string) { notify.send(s) }, View: view, Control: ctl,
+		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, View: view, Control: ctl,
 		Zoning: pipeline.NewZoning(cfg.Zones, cfg.Primary),
 	}
 	err = loop.Run(ctx)
