@@ -156,7 +156,7 @@ func bootTime() time.Time {
 }
 
 // procThreads is the process's thread count from /proc/self/status (0 if
-// unknown). (runtime/pprof's threadcreate count would add 150 KB.)
+// unknown). (runtime/pprof's threadcreate count would add 131 KB.)
 func procThreads() int {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
