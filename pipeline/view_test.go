@@ -194,3 +194,21 @@ func BenchmarkProcessView(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOfferAccepted: what the frame loop pays for a frame the view
+// takes (the encoder free, someone watching): the copy of a 640×480 grey
+// frame and its faces. At the 5 fps cap this is paid 5 times a second.
+func BenchmarkOfferAccepted(b *testing.B) {
+	v := &View{MaxFPS: 1e9, Quality: 80, work: make(chan struct{}, 1), updated: make(chan struct{})}
+	v.watchers.Add(1)
+	img := image.NewGray(image.Rect(0, 0, 640, 480))
+	faces := oneFace{}.Process(img)
+	b.ReportAllocs()
+	for b.Loop() {
+		v.Offer(img, faces)
+		<-v.work // no encoder: take the frame and free the view again
+		v.mu.Lock()
+		v.busy = false
+		v.mu.Unlock()
+	}
+}
