@@ -193,7 +193,7 @@ func (l *Loop) Run(ctx context.Context) error {
 				UptimeS: round3(now.Sub(met.Started).Seconds()), FramesIn: met.FramesIn.Load(), FramesProcessed: p,
 				FramesDropped: met.FramesDropped.Load(), FramesBad: met.FramesBad.Load(),
 				FPS: round3(float64(p-lastProcessed) / now.Sub(lastStats).Seconds()), Faces: met.Faces.Load(),
-				LatencyP50Ms: round3(1000 * met.Stages["latency"].Median()),
+				LatencyP50Ms: round3(1000 * met.Stages[StageLatency].Median()),
 			})
 			lastStats, lastProcessed = now, p
 		}
@@ -297,10 +297,10 @@ func (l *Loop) process(f *device.Frame) {
 	faces := l.Tracker.Process(f.Gray)
 	tm := l.Tracker.Timing()
 	if tm.Detected {
-		met.Stages["detect"].Observe(tm.Detect)
+		met.Stages[StageDetect].Observe(tm.Detect)
 	}
-	met.Stages["pose"].Observe(tm.Pose)
-	met.Stages["frame"].Observe(time.Since(t0))
+	met.Stages[StagePose].Observe(tm.Pose)
+	met.Stages[StageFrame].Observe(time.Since(t0))
 	met.FramesProcessed.Add(1)
 	met.Faces.Add(uint64(len(faces)))
 	met.LastFrame.Store(time.Now().UnixNano())
@@ -331,7 +331,7 @@ func (l *Loop) process(f *device.Frame) {
 			msg.Faces = append(msg.Faces, fm)
 		}
 		l.Publisher.Pose(msg)
-		met.Stages["latency"].Observe(time.Since(f.Time))
+		met.Stages[StageLatency].Observe(time.Since(f.Time))
 	}
 	if len(faces) != l.State.Faces {
 		l.State.Faces = len(faces)

@@ -19,16 +19,31 @@ type Metrics struct {
 	CameraOnline                                               atomic.Bool
 	CameraErr                                                  atomic.Value // string: why the camera is offline
 	LastFrame                                                  atomic.Int64 // unix nanoseconds of the last processed frame
-	Stages                                                     map[string]*Histogram
+	Stages                                                     [numStages]Histogram // by Stage
 	MQTT                                                       func() (published, dropped uint64, connected bool)
 	MQTTErr                                                    func() string // why the broker is not connected ("" if it is)
 	Started                                                    time.Time
 }
 
+// Stage is a part of a frame's processing whose time is kept.
+type Stage int
+
+const (
+	StageDetect  Stage = iota // the full-frame detector
+	StagePose                 // pose and refinement of the faces
+	StageFrame                // the whole of process
+	StageLatency              // capture to publish
+	numStages
+)
+
+// stageNames are the stages' label values in /metrics.
+var stageNames = [numStages]string{"detect", "pose", "frame", "latency"}
+
+// NewMetrics returns zeroed metrics, started now.
 func NewMetrics() *Metrics {
-	m := &Metrics{Stages: map[string]*Histogram{}, Started: time.Now()}
-	for _, s := range []string{"detect", "pose", "frame", "latency"} {
-		m.Stages[s] = newHistogram()
+	m := &Metrics{Started: time.Now()}
+	for i := range m.Stages {
+		m.Stages[i] = newHistogram()
 	}
 	return m
 }
@@ -45,9 +60,9 @@ type Histogram struct {
 	filled bool
 }
 
-func newHistogram() *Histogram {
+func newHistogram() Histogram {
 	b := []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1}
-	return &Histogram{bounds: b, counts: make([]uint64, len(b)), recent: make([]float64, 256)}
+	return Histogram{bounds: b, counts: make([]uint64, len(b)), recent: make([]float64, 256)}
 }
 
 func (h *Histogram) Observe(d time.Duration) {
@@ -85,12 +100,8 @@ func (h *Histogram) Median() float64 {
 }
 
 func (m *Metrics) write(w io.Writer, version string) {
-	c := func(name, help string, v uint64) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
-	}
-	g := func(name, help string, v float64) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v)
-	}
+	c := func(name, help string, v uint64) { writeMetric(w, name, help, "counter", float64(v)) }
+	g := func(name, help string, v float64) { writeMetric(w, name, help, "gauge", v) }
 	b2f := func(b bool) float64 {
 		if b {
 			return 1
@@ -110,9 +121,9 @@ func (m *Metrics) write(w io.Writer, version string) {
 		g("posed_mqtt_connected", "1 while connected to the broker.", b2f(conn))
 	}
 	g("posed_uptime_seconds", "Seconds since start.", time.Since(m.Started).Seconds())
-	fmt.Fprintf(w, "# HELP posed_stage_seconds Time per frame spent in each stage (latency: capture to publish).\n# TYPE posed_stage_seconds Histogram\n")
-	for _, s := range []string{"detect", "pose", "frame", "latency"} {
-		h := m.Stages[s]
+	fmt.Fprintf(w, "# HELP posed_stage_seconds Time per frame spent in each stage (latency: capture to publish).\n# TYPE posed_stage_seconds histogram\n")
+	for st, s := range stageNames {
+		h := &m.Stages[st]
 		h.mu.Lock()
 		for i, b := range h.bounds {
 			fmt.Fprintf(w, "posed_stage_seconds_bucket{stage=%q,le=\"%g\"} %d\n", s, b, h.counts[i])

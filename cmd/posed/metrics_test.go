@@ -62,6 +62,17 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The text format's types are lowercase words (promtool and expfmt
+	// accept any case; other scrapers do not).
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			switch f := strings.Fields(rest); f[len(f)-1] {
+			case "counter", "gauge", "histogram", "summary", "untyped":
+			default:
+				t.Errorf("%q: not a type of the text format", line)
+			}
+		}
+	}
 	problems, err := promlint.New(strings.NewReader(text)).Lint()
 	if err != nil {
 		t.Fatal(err)
