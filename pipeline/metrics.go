@@ -17,8 +17,8 @@ import (
 type Metrics struct {
 	FramesIn, FramesProcessed, FramesDropped, FramesBad, Faces atomic.Uint64
 	CameraOnline                                               atomic.Bool
-	CameraErr                                                  atomic.Value // string: why the camera is offline
-	LastFrame                                                  atomic.Int64 // unix nanoseconds of the last processed frame
+	CameraErr                                                  atomic.Value         // string: why the camera is offline
+	LastFrame                                                  atomic.Int64         // unix nanoseconds of the last processed frame
 	Stages                                                     [numStages]Histogram // by Stage
 	MQTT                                                       func() (published, dropped uint64, connected bool)
 	MQTTErr                                                    func() string // why the broker is not connected ("" if it is)
