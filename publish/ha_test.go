@@ -238,3 +238,33 @@ func plainEntities() int {
 	}
 	return n
 }
+
+// The removal of stale entities is sent once, not again at every
+// reconnection.
+func TestDiscoveryRemovalSentOnce(t *testing.T) {
+	broker := mqtttest.Start(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, discoveryStateFile), []byte(`["homeassistant/sensor/posed_gone_yaw/config"]`), 0o640)
+	col := mqtttest.Collect(t, broker.Addr(), "homeassistant/sensor/posed_gone_yaw/config")
+	proxy := newCutter(t, broker.Addr())
+	cfg := testMQTT(proxy.ln.Addr().String())
+	cfg.Discovery = true
+	p, err := New(cfg, "cam", quiet(), nil, WithStateDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(p, time.Second)
+	col.WaitFor(t, "the stale entity cleared", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) == 1 })
+	proxy.cut()
+	deadline := time.Now().Add(15 * time.Second)
+	for p.reconnects.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if p.reconnects.Load() == 0 {
+		t.Fatal("no reconnection in 15 s")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := len(col.All()); n != 1 {
+		t.Errorf("the stale entity was cleared %d times, want once", n)
+	}
+}

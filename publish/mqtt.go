@@ -47,6 +47,7 @@ type Publisher struct {
 	// on the HA topic.
 	version, configURL, stateDir string
 	announced, stale             []string
+	discoverySaved               bool // stale cleared and announced recorded (under mu)
 	commands                     CommandHandler
 	cmdQueue                     chan command
 	lastHA                       HAMsg
@@ -277,11 +278,21 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 		msgs = append(msgs, outMsg{topic: t, qos: 1, retained: true, payload: b})
 	}
 	// Home Assistant entities that are no longer announced are removed
-	// by empty retained configs; then the announced ones are recorded.
+	// by empty retained configs, and the announced ones recorded, once:
+	// after the first connection that sends them (the record is the
+	// last message's after, so a message dropped on a full queue leaves
+	// it to the next connection).
 	for _, t := range p.stale {
 		msgs = append(msgs, outMsg{topic: t, qos: 1, retained: true, payload: []byte{}})
 	}
-	msgs[len(msgs)-1].after = p.saveDiscovery
+	if p.stale != nil || !p.discoverySaved {
+		msgs[len(msgs)-1].after = func() {
+			p.saveDiscovery()
+			p.mu.Lock()
+			p.stale, p.discoverySaved = nil, true
+			p.mu.Unlock()
+		}
+	}
 	p.mu.Unlock()
 	for _, m := range msgs {
 		p.enqueue(m)
