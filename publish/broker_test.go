@@ -38,7 +38,7 @@ func client(t *testing.T, addr, user, pw string) (mqtt.Client, bool) {
 // with a wrong password is refused; without anonymous access, a client
 // must log in.
 func TestEmbeddedBrokerAccess(t *testing.T) {
-	addr := freeAddr(t)
+	addr := mqtttest.FreeAddr(t)
 	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"}}
 	b, err := StartBroker(addr, a, quiet())
 	if err != nil {
@@ -105,7 +105,7 @@ func TestEmbeddedBrokerAccess(t *testing.T) {
 		}
 	}
 
-	addr2 := freeAddr(t)
+	addr2 := mqtttest.FreeAddr(t)
 	a.Anonymous = false
 	b2, err := StartBroker(addr2, a, quiet())
 	if err != nil {

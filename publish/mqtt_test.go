@@ -364,7 +364,7 @@ func TestConnectionFailuresLogged(t *testing.T) {
 		name, addr, password, reason string
 	}{
 		{"refused password", broker.Addr(), "wrong", "not Authorized"},
-		{"no broker", freeAddr(t), "right", "connection refused"},
+		{"no broker", mqtttest.FreeAddr(t), "right", "connection refused"},
 	} {
 		var logs bytes.Buffer
 		var mu sync.Mutex
@@ -408,14 +408,6 @@ func TestConnectionFailuresLogged(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // Shutdown sends every message queued before it, in order, then
 // "offline"; with the broker gone it gives up when its context ends and

@@ -152,7 +152,7 @@ func jsonschemaUnmarshal(b []byte) (any, error) { return jsonschema.UnmarshalJSO
 // reaches posed.
 func TestCommandsEmbeddedBroker(t *testing.T) {
 	seq, _ := yawSequence(t)
-	addr := freeAddr(t)
+	addr := mqtttest.FreeAddr(t)
 	users := filepath.Join(t.TempDir(), "readers")
 	os.WriteFile(users, []byte("ha:ha-secret\n"), 0o600)
 	cfg := testConfig(t, seq, "embedded")

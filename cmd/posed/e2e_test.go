@@ -463,7 +463,7 @@ func TestWatchdogWhileCameraOffline(t *testing.T) {
 	t.Setenv("WATCHDOG_USEC", "200000") // 200 ms: a ping expected every 100 ms
 	cfg := testConfig(t, filepath.Join(t.TempDir(), "unplugged"), "tcp://"+broker.Addr())
 	cfg.Source.Reopen, cfg.Source.ReopenMax = 500*time.Millisecond, time.Second
-	cfg.Metrics.Listen = freeAddr(t)
+	cfg.Metrics.Listen = mqtttest.FreeAddr(t)
 	stop := background(cfg)
 	pings := 0
 	buf := make([]byte, 256)
@@ -553,15 +553,6 @@ func TestOrientedCamera(t *testing.T) {
 	}
 }
 
-// freeAddr is a free local host:port.
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // background runs posed with cfg until the returned function stops it.
 func background(cfg config.Config) func() error {

@@ -42,7 +42,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	seq, _ := yawSequence(t)
 	cfg := testConfig(t, seq, "tcp://"+broker.Addr())
 	cfg.Source.Loop = true
-	cfg.Metrics.Listen = freeAddr(t)
+	cfg.Metrics.Listen = mqtttest.FreeAddr(t)
 	defer background(cfg)()
 	base := "http://" + cfg.Metrics.Listen
 	var text string

@@ -17,8 +17,13 @@ package gllim
 // D-term dot product grows like √D·ε₃₂·Σ|w_d y_d| (ε₃₂ = 2⁻²⁴ ≈ 6e-8) with
 // the four partial sums, i.e. about 3e-6 relative at D = 1888.
 
-// matVec computes dst[r] = Σ_d w[r·d+d'] x[d'] for the rows×n matrix w.
-func matVec(dst []float32, w []float32, x []float32, n int) {
+// matVec computes dst[r] = Σ_d w[r·n+d] x[d] for the rows×n matrix w.
+func matVec(dst []float32, w []float32, x []float32, n int) { matVecWith(dst, w, x, n, dot4, dot) }
+
+// matVecWith is matVec for rows of any element type, four rows at a time
+// with dot4 (sharing each load of x), the rest with dot.
+func matVecWith[W float32 | uint16](dst []float32, w []W, x []float32, n int,
+	dot4 func(a, b, c, e []W, x []float32) (float32, float32, float32, float32), dot func(a []W, x []float32) float32) {
 	rows := len(dst)
 	if len(w) < rows*n || len(x) < n {
 		panic("gllim: matVec: size mismatch")
@@ -303,18 +308,7 @@ func dotHalf(a []uint16, x []float32) float32 {
 	return dotHalfGo(a, x)
 }
 
-// matVecHalf computes dst[r] = Σ_d w[r·n+d]·x[d] for half rows w.
+// matVecHalf is matVec for half rows w.
 func matVecHalf(dst []float32, w []uint16, x []float32, n int) {
-	rows := len(dst)
-	if len(w) < rows*n || len(x) < n {
-		panic("gllim: matVecHalf: size mismatch")
-	}
-	x = x[:n]
-	r := 0
-	for ; r+4 <= rows; r += 4 {
-		dst[r], dst[r+1], dst[r+2], dst[r+3] = dot4Half(w[r*n:(r+1)*n], w[(r+1)*n:(r+2)*n], w[(r+2)*n:(r+3)*n], w[(r+3)*n:(r+4)*n], x)
-	}
-	for ; r < rows; r++ {
-		dst[r] = dotHalf(w[r*n:(r+1)*n], x)
-	}
+	matVecWith(dst, w, x, n, dot4Half, dotHalf)
 }

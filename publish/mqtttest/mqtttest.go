@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"strconv"
 	"testing"
 	"time"
 
@@ -43,12 +44,8 @@ func Start(t testing.TB) *Mosquitto {
 func StartWith(t testing.TB, extra string) *Mosquitto {
 	t.Helper()
 	bin := Lookup(t, "mosquitto")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	_, ps, _ := net.SplitHostPort(FreeAddr(t))
+	port, _ := strconv.Atoi(ps)
 	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
 	body := fmt.Sprintf("listener %d 127.0.0.1\npersistence false\n%s", port, extra)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
@@ -58,6 +55,17 @@ func StartWith(t testing.TB, extra string) *Mosquitto {
 	m.Start()
 	t.Cleanup(m.Stop)
 	return m
+}
+
+// FreeAddr is a local host:port free when it is asked for.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Lookup finds one of mosquitto's programs on PATH or in /usr/sbin.
