@@ -408,7 +408,6 @@ func TestConnectionFailuresLogged(t *testing.T) {
 	}
 }
 
-
 // Shutdown sends every message queued before it, in order, then
 // "offline"; with the broker gone it gives up when its context ends and
 // says so.

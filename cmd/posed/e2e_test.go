@@ -553,7 +553,6 @@ func TestOrientedCamera(t *testing.T) {
 	}
 }
 
-
 // background runs posed with cfg until the returned function stops it.
 func background(cfg config.Config) func() error {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,8 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
