@@ -139,29 +139,40 @@ func diffSqDistGo(r, x, c, s []float32) float32 {
 
 // dot4SIMD is dot4 on the vector unit, the tail in Go.
 func dot4SIMD(a, b, c, e, x []float32) (float32, float32, float32, float32) {
+	return dot4Split(a, b, c, e, x, dot4Block, dot4Go)
+}
+
+// dotSIMD is dot on the vector unit, the tail in Go.
+func dotSIMD(a, x []float32) float32 { return dotSplit(a, x, dotBlock, dotGo) }
+
+// dot4Split runs block on the first multiple of simdBlock values of four
+// rows of any element type and tail on the rest.
+func dot4Split[W float32 | uint16](a, b, c, e []W, x []float32,
+	block func(a, b, c, e *W, x *float32, n int) [4]float32,
+	tail func(a, b, c, e []W, x []float32) (float32, float32, float32, float32)) (float32, float32, float32, float32) {
 	n := len(x)
 	m := n - n%simdBlock
 	var v [4]float32
 	if m > 0 {
-		v = dot4Block(&a[0], &b[0], &c[0], &e[0], &x[0], m)
+		v = block(&a[0], &b[0], &c[0], &e[0], &x[0], m)
 	}
 	if m < n {
-		t0, t1, t2, t3 := dot4Go(a[m:n], b[m:n], c[m:n], e[m:n], x[m:])
+		t0, t1, t2, t3 := tail(a[m:n], b[m:n], c[m:n], e[m:n], x[m:])
 		v = [4]float32{v[0] + t0, v[1] + t1, v[2] + t2, v[3] + t3}
 	}
 	return v[0], v[1], v[2], v[3]
 }
 
-// dotSIMD is dot on the vector unit, the tail in Go.
-func dotSIMD(a, x []float32) float32 {
+// dotSplit is dot4Split for one row.
+func dotSplit[W float32 | uint16](a []W, x []float32, block func(a *W, x *float32, n int) float32, tail func(a []W, x []float32) float32) float32 {
 	n := len(x)
 	m := n - n%simdBlock
 	var s float32
 	if m > 0 {
-		s = dotBlock(&a[0], &x[0], m)
+		s = block(&a[0], &x[0], m)
 	}
 	if m < n {
-		s += dotGo(a[m:n], x[m:])
+		s += tail(a[m:n], x[m:])
 	}
 	return s
 }
@@ -257,31 +268,10 @@ func distDot4HalfSIMD(u, x, c, s []float32, a, b, cc, e []uint16) (float32, [4]f
 }
 
 func dot4HalfSIMD(a, b, c, e []uint16, x []float32) (float32, float32, float32, float32) {
-	n := len(x)
-	m := n - n%simdBlock
-	var v [4]float32
-	if m > 0 {
-		v = dot4HalfBlock(&a[0], &b[0], &c[0], &e[0], &x[0], m)
-	}
-	if m < n {
-		t0, t1, t2, t3 := dot4HalfGo(a[m:n], b[m:n], c[m:n], e[m:n], x[m:])
-		v = [4]float32{v[0] + t0, v[1] + t1, v[2] + t2, v[3] + t3}
-	}
-	return v[0], v[1], v[2], v[3]
+	return dot4Split(a, b, c, e, x, dot4HalfBlock, dot4HalfGo)
 }
 
-func dotHalfSIMD(a []uint16, x []float32) float32 {
-	n := len(x)
-	m := n - n%simdBlock
-	var s float32
-	if m > 0 {
-		s = dotHalfBlock(&a[0], &x[0], m)
-	}
-	if m < n {
-		s += dotHalfGo(a[m:n], x[m:])
-	}
-	return s
-}
+func dotHalfSIMD(a []uint16, x []float32) float32 { return dotSplit(a, x, dotHalfBlock, dotHalfGo) }
 
 // Dispatchers of the half kernels.
 
