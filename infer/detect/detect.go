@@ -1,6 +1,9 @@
-// Package detect finds faces in grey frames with pigo's pixel-intensity-
-// comparison cascade (github.com/esimov/pigo v1.4.6), whose facefinder
-// cascade is embedded in the binary (see cascade/LICENSE).
+// Package detect finds faces in grey frames with pico cascades (pixel
+// intensity comparisons in boosted trees) in pigo's format
+// (github.com/esimov/pigo v1.4.6): pigo's frontal facefinder cascade,
+// embedded in the binary (see cascade/LICENSE), and cascades for turned
+// faces, run by this package's own scanner, which keeps exactly pigo's
+// windows (pigo is the reference in the tests).
 package detect
 
 import (
@@ -10,8 +13,6 @@ import (
 	"image"
 	"math"
 	"slices"
-
-	pigo "github.com/esimov/pigo/core"
 
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
@@ -52,39 +53,97 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// Face is one detection: a square box and the cascade's score.
+// View says which cascade found a face: the frontal facefinder, or the
+// cascade for turned faces, as trained (faces with yaw > 0, the nose
+// towards the image's left) or mirrored (yaw < 0).
+type View int8
+
+const (
+	Frontal     View = iota
+	YawPositive      // turned: nose towards the image's left
+	YawNegative      // turned: nose towards the image's right
+)
+
+var viewNames = [...]string{"frontal", "yaw+", "yaw-"}
+
+func (v View) String() string {
+	if v < 0 || int(v) >= len(viewNames) {
+		return fmt.Sprintf("View(%d)", int8(v))
+	}
+	return viewNames[v]
+}
+
+// Face is one detection: a square box, the cascade's score (pigo's: the
+// sum of its merged windows' scores) and the view that found it.
 type Face struct {
 	Box   feature.Box
 	Score float64
+	View  View
 }
 
-// Detector runs the cascade. It is safe for concurrent use: the cascade is
-// read-only.
+// ViewCascade is a cascade a detector runs, the view it stands for and
+// the smallest score of a face it reports.
+type ViewCascade struct {
+	View     View
+	Cascade  *Cascade
+	MinScore float64
+}
+
+// TurnedViews are the two views of a cascade trained on faces turned one
+// way (yaw > 0): as it is and mirrored.
+func TurnedViews(c *Cascade, minScore float64) []ViewCascade {
+	return []ViewCascade{{YawPositive, c, minScore}, {YawNegative, c.Mirrored(), minScore}}
+}
+
+// Facefinder returns pigo's frontal cascade, embedded in the binary.
+func Facefinder() *Cascade { return facefinderCascade }
+
+var facefinderCascade = func() *Cascade {
+	c, err := ParseCascade(facefinder)
+	if err != nil {
+		panic("detect: the embedded facefinder cascade: " + err.Error()) // a build problem; a test checks it
+	}
+	return c
+}()
+
+// Detector runs its cascades over frames. It is safe for concurrent use:
+// the cascades are read-only, buffers belong to callers.
 type Detector struct {
-	p       Params
-	cascade *pigo.Pigo
+	p     Params
+	views []ViewCascade
 }
 
-// New returns a detector with the embedded facefinder cascade.
+// New returns a detector with the embedded facefinder cascade alone.
 func New(p Params) (*Detector, error) {
+	return NewViews(p, ViewCascade{Frontal, facefinderCascade, p.MinScore})
+}
+
+// NewViews returns a detector running the given cascades, each face
+// reported with its view; a face found in several views is reported once,
+// by the view whose score is the larger multiple of its MinScore.
+func NewViews(p Params, views ...ViewCascade) (*Detector, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	// pigo's Unpack indexes the packet without checking its length; the
-	// cascade is embedded and checked by a test, so a short one is a build
-	// problem, but guard anyway rather than panic.
-	if len(facefinder) < 16 {
-		return nil, fmt.Errorf("detect: embedded cascade is %d bytes", len(facefinder))
+	if len(views) == 0 {
+		return nil, fmt.Errorf("detect: no cascade")
 	}
-	c, err := pigo.NewPigo().Unpack(facefinder)
-	if err != nil {
-		return nil, fmt.Errorf("detect: unpacking cascade: %w", err)
+	for _, v := range views {
+		if v.Cascade == nil || v.Cascade.check() != nil {
+			return nil, fmt.Errorf("detect: view %s: no usable cascade", v.View)
+		}
+		if !(v.MinScore > 0) {
+			return nil, fmt.Errorf("detect: view %s: min score %g: want above 0", v.View, v.MinScore)
+		}
 	}
-	return &Detector{p: p, cascade: c}, nil
+	return &Detector{p: p, views: slices.Clone(views)}, nil
 }
 
 // Params returns the detector's settings.
 func (d *Detector) Params() Params { return d.p }
+
+// Views returns the views the detector runs.
+func (d *Detector) Views() []ViewCascade { return slices.Clone(d.views) }
 
 // Detect returns the faces in img, largest first. Box coordinates are img's.
 func (d *Detector) Detect(img *image.Gray) []Face {
@@ -98,11 +157,13 @@ func (d *Detector) DetectIn(img *image.Gray, region image.Rectangle) []Face {
 }
 
 // Buffers are a caller's reusable storage for DetectInto: with them a
-// detection allocates only inside pigo's scan (its slice of raw windows,
-// which takes no buffer). The zero value is ready; nil means fresh ones.
+// detection allocates nothing once they have grown. The zero value is
+// ready; nil means fresh ones.
 type Buffers struct {
+	sc       scanner
+	raw      []Window
 	faces    []Face
-	clusters []pigo.Detection
+	clusters []Window
 	merged   []bool
 }
 
@@ -118,24 +179,22 @@ func (d *Detector) DetectInto(b *Buffers, img *image.Gray, region image.Rectangl
 		return b.faces[:0]
 	}
 	off := (region.Min.Y-img.Rect.Min.Y)*img.Stride + (region.Min.X - img.Rect.Min.X)
-	maxSize := min(d.p.MaxSize, w, h)
-	cp := pigo.CascadeParams{
-		MinSize:     d.p.MinSize,
-		MaxSize:     maxSize,
-		ShiftFactor: d.p.Shift,
-		ScaleFactor: d.p.Scale,
-		ImageParams: pigo.ImageParams{Pixels: img.Pix[off:], Rows: h, Cols: w, Dim: img.Stride},
-	}
-	raw := d.cascade.RunCascade(cp, 0)
+	sp := scanParams{MinSize: d.p.MinSize, MaxSize: min(d.p.MaxSize, w, h), Shift: d.p.Shift, Scale: d.p.Scale}
 	faces := b.faces[:0]
-	for _, r := range cluster(raw, d.p.IoU, b) {
-		if float64(r.Q) < d.p.MinScore {
-			continue
+	for _, v := range d.views {
+		b.raw = b.sc.scan(b.raw[:0], v.Cascade, img.Pix[off:], img.Stride, h, w, sp)
+		for _, r := range cluster(b.raw, d.p.IoU, b) {
+			if float64(r.Q) < v.MinScore {
+				continue
+			}
+			s := float64(r.Scale)
+			cx := float64(region.Min.X) + float64(r.Col)
+			cy := float64(region.Min.Y) + float64(r.Row)
+			faces = append(faces, Face{Box: feature.SquareAt(cx, cy, s), Score: float64(r.Q), View: v.View})
 		}
-		s := float64(r.Scale)
-		cx := float64(region.Min.X) + float64(r.Col)
-		cy := float64(region.Min.Y) + float64(r.Row)
-		faces = append(faces, Face{Box: feature.SquareAt(cx, cy, s), Score: float64(r.Q)})
+	}
+	if len(d.views) > 1 {
+		faces = d.mergeViews(faces)
 	}
 	slices.SortStableFunc(faces, func(a, b Face) int {
 		if a.Box.W != b.Box.W {
@@ -147,13 +206,45 @@ func (d *Detector) DetectInto(b *Buffers, img *image.Gray, region image.Rectangl
 	return faces
 }
 
+// mergeViews drops a face that overlaps a face of another view by more
+// than the IoU setting and whose score is the smaller multiple of its
+// view's MinScore (scores of different cascades are not on one scale;
+// their thresholds are). Faces of one view were merged by cluster.
+func (d *Detector) mergeViews(faces []Face) []Face {
+	rel := func(f Face) float64 {
+		for _, v := range d.views {
+			if v.View == f.View {
+				return f.Score / v.MinScore
+			}
+		}
+		return f.Score
+	}
+	out := faces[:0]
+	for i, f := range faces {
+		keep := true
+		for j, g := range faces {
+			if i == j || f.View == g.View || feature.IoU(f.Box, g.Box) <= d.p.IoU {
+				continue
+			}
+			if rf, rg := rel(f), rel(g); rg > rf || (rg == rf && j < i) {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // cluster merges overlapping windows exactly as pigo's ClusterDetections
 // does (same order, same IoU, same integer means, scores summed) but with
 // b's storage, so that it allocates nothing once b has grown: with the
 // windows sorted by ascending score, each window not yet merged seeds a
 // cluster of every window (merged or not) overlapping it by more than iou.
-func cluster(raw []pigo.Detection, iou float64, b *Buffers) []pigo.Detection {
-	slices.SortFunc(raw, func(a, b pigo.Detection) int { return cmp.Compare(a.Q, b.Q) })
+func cluster(raw []Window, iou float64, b *Buffers) []Window {
+	slices.SortFunc(raw, func(a, b Window) int { return cmp.Compare(a.Q, b.Q) })
 	if cap(b.merged) < len(raw) {
 		b.merged = make([]bool, len(raw))
 	}
@@ -177,7 +268,7 @@ func cluster(raw []pigo.Detection, iou float64, b *Buffers) []pigo.Detection {
 			}
 		}
 		if m > 0 {
-			out = append(out, pigo.Detection{Row: r / m, Col: c / m, Scale: s / m, Q: q})
+			out = append(out, Window{Row: r / m, Col: c / m, Scale: s / m, Q: q})
 		}
 	}
 	b.clusters = out
@@ -185,7 +276,7 @@ func cluster(raw []pigo.Detection, iou float64, b *Buffers) []pigo.Detection {
 }
 
 // windowIoU is pigo's overlap of two square windows (centre, side).
-func windowIoU(a, b pigo.Detection) float64 {
+func windowIoU(a, b Window) float64 {
 	r1, c1, s1 := float64(a.Row), float64(a.Col), float64(a.Scale)
 	r2, c2, s2 := float64(b.Row), float64(b.Col), float64(b.Scale)
 	rows := math.Max(0, math.Min(r1+s1/2, r2+s2/2)-math.Max(r1-s1/2, r2-s2/2))

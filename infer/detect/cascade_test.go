@@ -1,0 +1,174 @@
+package detect
+
+import (
+	"bytes"
+	"errors"
+	"image"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	pigo "github.com/esimov/pigo/core"
+)
+
+func mustFacefinder(t testing.TB) *Cascade {
+	t.Helper()
+	c, err := ParseCascade(facefinder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// facefinder parses (468 trees of depth 6 in 24 stages) and writes back to
+// the same bytes.
+func TestCascadeRoundTrip(t *testing.T) {
+	c := mustFacefinder(t)
+	if c.Depth != 6 || c.Trees() != 468 {
+		t.Fatalf("facefinder: depth %d, %d trees", c.Depth, c.Trees())
+	}
+	b, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, facefinder) {
+		t.Fatal("facefinder does not write back to its own bytes")
+	}
+	m := c.Mirrored().Mirrored()
+	if !slices.Equal(m.Codes, c.Codes) && !hasMinus128(c.Codes) {
+		t.Error("mirroring twice changed the codes")
+	}
+}
+
+func hasMinus128(codes []int8) bool { return slices.Contains(codes, -128) }
+
+// Truncated, padded and hostile files are refused with ErrCascade, never a
+// panic (pigo's Unpack panics on a short file).
+func TestParseCascadeRefuses(t *testing.T) {
+	bad := map[string][]byte{
+		"empty":     nil,
+		"header":    facefinder[:15],
+		"truncated": facefinder[:len(facefinder)-1],
+		"padded":    append(slices.Clone(facefinder), 0),
+	}
+	set := func(off int, v byte) []byte { b := slices.Clone(facefinder); b[off] = v; return b }
+	bad["version"] = set(0, 2)
+	bad["depth 0"] = set(8, 0)
+	bad["depth 200"] = set(8, 200)
+	huge := slices.Clone(facefinder)
+	huge[12], huge[13], huge[14], huge[15] = 0xff, 0xff, 0xff, 0x7f
+	bad["2^31 trees"] = huge
+	nan := slices.Clone(facefinder)
+	copy(nan[16+4*63:], []byte{0, 0, 0xc0, 0x7f}) // first leaf of the first tree
+	bad["NaN leaf"] = nan
+	for name, b := range bad {
+		if _, err := ParseCascade(b); !errors.Is(err, ErrCascade) {
+			t.Errorf("%s: error %v, want ErrCascade", name, err)
+		}
+	}
+}
+
+func FuzzParseCascade(f *testing.F) {
+	f.Add(facefinder[:16+8*64+4])
+	f.Add([]byte{3, 0, 0, 0, 0x81, 0x7f, 0x81, 0x7f, 1, 0, 0, 0, 1, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseCascade(b)
+		if err != nil {
+			return
+		}
+		out, err := c.MarshalBinary()
+		if err != nil || !bytes.Equal(out, b) {
+			t.Fatalf("a parsed cascade writes back differently: %v", err)
+		}
+	})
+}
+
+// testFrames are real photographs (Pointing'04, AFLW2000) and seeded noise
+// of odd sizes, so that every window position and border case is met.
+func testFrames(t *testing.T) []*image.Gray {
+	frames := realFrames(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, sz := range [][2]int{{97, 61}, {320, 240}, {641, 479}} {
+		g := image.NewGray(image.Rect(0, 0, sz[0], sz[1]))
+		for i := range g.Pix {
+			g.Pix[i] = uint8(rng.IntN(256))
+		}
+		frames = append(frames, g)
+	}
+	return frames
+}
+
+// The scanner keeps exactly pigo's windows, in pigo's order and with
+// pigo's float32 scores, for facefinder and for its mirror (run by pigo
+// from the mirrored file), over several scan settings and on a region
+// that starts inside the frame.
+func TestScanMatchesPigo(t *testing.T) {
+	ff := mustFacefinder(t)
+	var sc scanner
+	windows := 0
+	for _, c := range []*Cascade{ff, ff.Mirrored()} {
+		b, err := c.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := pigo.NewPigo().Unpack(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames := testFrames(t)
+		for i, g := range frames {
+			params := []scanParams{{20, 400, 0.1, 1.1}, {60, 400, 0.1, 1.1}}
+			if i >= len(frames)-3 { // the noise frames: every small window and step
+				params = append(params, scanParams{9, 1000, 0.05, 1.05})
+			}
+			for _, p := range params {
+				for _, off := range []image.Point{{}, {13, 7}} {
+					rows, cols := g.Rect.Dy()-off.Y, g.Rect.Dx()-off.X
+					pix := g.Pix[off.Y*g.Stride+off.X:]
+					want := ref.RunCascade(pigo.CascadeParams{MinSize: p.MinSize, MaxSize: p.MaxSize, ShiftFactor: p.Shift, ScaleFactor: p.Scale,
+						ImageParams: pigo.ImageParams{Pixels: pix, Rows: rows, Cols: cols, Dim: g.Stride}}, 0)
+					got := sc.scan(nil, c, pix, g.Stride, rows, cols, p)
+					if len(got) != len(want) {
+						t.Fatalf("frame %d %+v at %v: %d windows, pigo %d", i, p, off, len(got), len(want))
+					}
+					for k := range got {
+						w := want[k]
+						if got[k] != (Window{Row: w.Row, Col: w.Col, Scale: w.Scale, Q: w.Q}) {
+							t.Fatalf("frame %d %+v at %v: window %d is %+v, pigo %+v", i, p, off, k, got[k], w)
+						}
+					}
+					windows += len(got)
+				}
+			}
+		}
+	}
+	if windows < 1000 {
+		t.Fatalf("only %d windows compared", windows)
+	}
+}
+
+// Classify, one window at a time, agrees with the scanner on every window
+// of a frame: the windows it scores positive are the scanner's, with the
+// same scores.
+func TestClassifyMatchesScan(t *testing.T) {
+	ff := mustFacefinder(t)
+	g := realFrames(t)[3]
+	var sc scanner
+	p := scanParams{30, 200, 0.1, 1.2}
+	rows, cols := g.Rect.Dy(), g.Rect.Dx()
+	want := sc.scan(nil, ff, g.Pix, g.Stride, rows, cols, p)
+	var got []Window
+	for s := p.MinSize; s <= p.MaxSize; s = nextScale(s, p.Scale) {
+		step, half := max(int(0.1*float64(s)), 1), s/2+1
+		for r := half; r <= rows-half; r += step {
+			for c := half; c <= cols-half; c += step {
+				if q := ff.Classify(g.Pix, g.Stride, r, c, s); q > 0 {
+					got = append(got, Window{r, c, s, q})
+				}
+			}
+		}
+	}
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Fatalf("Classify kept %d windows, the scanner %d", len(got), len(want))
+	}
+}

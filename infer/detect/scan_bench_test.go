@@ -1,0 +1,53 @@
+package detect
+
+import (
+	"image"
+	"image/draw"
+	"path/filepath"
+	"testing"
+
+	pigo "github.com/esimov/pigo/core"
+
+	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/dataset/datatest"
+)
+
+// frame640 is a Pointing'04 photograph (384×288) in a 640×480 grey frame.
+func frame640(tb testing.TB) *image.Gray {
+	img, err := dataset.LoadGray(filepath.Join(dataset.Root(), "pointing04", "Person05", "person05146+0+0.jpg"))
+	if err != nil {
+		datatest.Missing(tb, "data set not available: %v", err)
+	}
+	f := image.NewGray(image.Rect(0, 0, 640, 480))
+	for i := range f.Pix {
+		f.Pix[i] = 128
+	}
+	draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
+	return f
+}
+
+// BenchmarkScan: facefinder over a 640×480 frame with the daemon's
+// settings (faces of 60–400 px), by pigo's RunCascade (the floor this
+// package must beat) and by the scanner, in the same run.
+func BenchmarkScan(b *testing.B) {
+	g := frame640(b)
+	ff := mustFacefinder(b)
+	p := DefaultParams()
+	sp := scanParams{p.MinSize, p.MaxSize, p.Shift, p.Scale}
+	ref, _ := pigo.NewPigo().Unpack(facefinder)
+	b.Run("pigo", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ref.RunCascade(pigo.CascadeParams{MinSize: p.MinSize, MaxSize: p.MaxSize, ShiftFactor: p.Shift, ScaleFactor: p.Scale,
+				ImageParams: pigo.ImageParams{Pixels: g.Pix, Rows: 480, Cols: 640, Dim: g.Stride}}, 0)
+		}
+	})
+	b.Run("scanner", func(b *testing.B) {
+		var sc scanner
+		var w []Window
+		b.ReportAllocs()
+		for b.Loop() {
+			w = sc.scan(w[:0], ff, g.Pix, g.Stride, 480, 640, sp)
+		}
+	})
+}
