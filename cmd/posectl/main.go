@@ -26,6 +26,8 @@ func commands() []command {
 		{"predict", "predict [-model M] [-box x,y,w,h] [-draw OUT.png] IMAGE...", "estimate the pose of the faces in images", runPredict},
 		{"features", "features [-data DIR] [-o OUT.csv]", "export p-HOG features and labels as CSV", runFeatures},
 		{"sequence", "sequence [-o DIR] [-fallback IMAGE]", "write the demo frame sequence `make run` replays", runSequence},
+		{"cascade", "cascade -o FILE [-view LO,HI] [-half H] [flags]", "train a detection cascade for turned faces (pico, pigo's format)", runCascade},
+		{"detections", "detections [-cascades A,B -half H] [flags]", "measure detectors: faces found by |yaw| on unseen persons, false detections per frame", runDetections},
 		{"inspect", "inspect [-json] MODEL.gllim", "print a model file's header in words", runInspect},
 		{"version", "version", "print the version", func([]string, io.Writer) error {
 			fmt.Println("posectl", version)

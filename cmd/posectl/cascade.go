@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"image"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/train/cascade"
+	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/headpose"
+)
+
+// cascadeData are the flags that choose a cascade's faces and backgrounds,
+// shared by training and measuring.
+type cascadeData struct {
+	data      dataFlags
+	df        detectFlags
+	cache     *string
+	view      string
+	half      int
+	negatives string
+	maxSide   int
+}
+
+func (c *cascadeData) register(fs *flag.FlagSet) {
+	c.data.register(fs, dataRoot()+"/pointing04,"+dataRoot()+"/aflw2000")
+	c.df.register(fs, 40)
+	c.cache = cacheFlag(fs)
+	fs.StringVar(&c.view, "view", "40,90", "the view: faces with LO ≤ |yaw| ≤ HI degrees, those with yaw < 0 mirrored")
+	fs.IntVar(&c.half, "half", -1, "train on the persons of half 0 or 1 only (measured on the other); -1: all persons")
+	fs.StringVar(&c.negatives, "negatives", "build/negatives", "folder of face-free pictures (make negatives fetches Debian's wallpapers there); one in three is kept out to measure false detections")
+	fs.IntVar(&c.maxSide, "max-side", 1280, "pictures are scaled down to this longer side")
+}
+
+// faceBoxes loads the samples and their canonical boxes placed by yaw (the
+// boxes the default model is trained on, headpose.Bank.FaceBox), so that a
+// cascade puts its boxes where the pose model expects them.
+func (c *cascadeData) faceBoxes() ([]dataset.Sample, *headpose.Bank, error) {
+	samples, err := c.data.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	det, err := detect.New(c.df.p)
+	if err != nil {
+		return nil, nil, err
+	}
+	bar := newProgressBar()
+	bank, err := headpose.NewBank(samples, headpose.BankOptions{Box: headpose.CanonicalBox, YawBoxes: true, Detector: det, Cache: *c.cache}, bar.features)
+	bar.done()
+	return samples, bank, err
+}
+
+// runCascade trains a detection cascade for turned faces.
+func runCascade(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("cascade", flag.ContinueOnError)
+	var cd cascadeData
+	cd.register(fs)
+	def := cascade.DefaultOptions()
+	o := def
+	out := fs.String("o", "", "cascade file to write (pigo's format)")
+	ckpt := fs.String("checkpoint", "", "checkpoint file, written after every stage and resumed from (default: the output + .ckpt)")
+	jitter := fs.Int("jitter", 8, "windows per face: the box and jitter−1 seeded moves of it")
+	fs.IntVar(&o.Depth, "depth", def.Depth, "tree depth")
+	fs.IntVar(&o.Tests, "tests", def.Tests, "random pixel comparisons tried per node")
+	fs.Uint64Var(&o.Seed, "seed", def.Seed, "random seed")
+	fs.Float64Var(&o.MinTPR, "stage-tpr", def.MinTPR, "share of faces each stage keeps")
+	fs.Float64Var(&o.MaxFPR, "stage-fpr", def.MaxFPR, "share of negatives each stage may pass")
+	fs.IntVar(&o.MaxTrees, "stage-trees", def.MaxTrees, "most trees per stage")
+	fs.Float64Var(&o.TargetFPR, "target-fpr", def.TargetFPR, "stop when the cascade passes this share of drawn windows")
+	fs.IntVar(&o.MaxStages, "stages", def.MaxStages, "most stages")
+	fs.IntVar(&o.Negatives, "negative-count", 0, "negatives per stage (0: as many as faces)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("%w: -o is required", errUsage)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if cd.half < -1 || cd.half > 1 {
+		return fmt.Errorf("%w: -half %d is not -1, 0 or 1", errUsage, cd.half)
+	}
+	view, err := cascade.ParseView(cd.view)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	o.Checkpoint = *ckpt
+	if o.Checkpoint == "" {
+		o.Checkpoint = *out + ".ckpt"
+	}
+	samples, bank, err := cd.faceBoxes()
+	if err != nil {
+		return err
+	}
+	var trainS []dataset.Sample
+	var trainI []int
+	for i, s := range samples {
+		if cd.half < 0 || cascade.Half(s) == cd.half {
+			trainS = append(trainS, s)
+			trainI = append(trainI, i)
+		}
+	}
+	imgs := make([]*image.Gray, len(trainI))
+	boxes := make([]feature.Box, len(trainI))
+	for k, i := range trainI {
+		imgs[k], boxes[k] = bank.Images[i], bank.FaceBox(i)
+	}
+	faces := cascade.Faces(trainS, imgs, boxes, view, *jitter, o.Seed)
+	bg, nPics, err := backgrounds(cd, trainS, imgs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "view %s, half %d: %d face windows from %d faces (%d faces did not fit their image), %d backgrounds (%d pictures, mirrored, and %d photographs of people away from the face)\n",
+		view, cd.half, len(faces.Windows), len(faces.Images), faces.Skipped, len(bg.Images), nPics, len(bg.Images)-2*nPics)
+	o.Progress = func(p cascade.Progress) {
+		if p.StageTrees == 0 {
+			fmt.Fprintf(stdout, "  stage %2d mining: %d negatives, %.3g windows drawn, cascade FPR %.3g (%s)\n",
+				p.Stage+1, p.Negatives, float64(p.Drawn), p.CascadeFPR, p.Elapsed.Round(time.Second))
+			return
+		}
+		if p.Done {
+			fmt.Fprintf(stdout, "stage %2d: %2d trees (%3d in all), stage TPR %.4f FPR %.3f; faces %d, negatives %d; cascade TPR %.3f, FPR %.3g (%.3g windows drawn) %s\n",
+				p.Stage+1, p.StageTrees, p.Trees, p.TPR, p.FPR, p.Faces, p.Negatives, p.CascadeTPR, p.CascadeFPR, float64(p.Drawn), p.Elapsed.Round(time.Second))
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := cascade.Train(ctx, faces.Images, faces.Windows, bg, o)
+	if err != nil {
+		return err
+	}
+	b, err := c.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, b, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d trees of depth %d, %d bytes\n", *out, c.Trees(), c.Depth, len(b))
+	return nil
+}
+
+// backgrounds are the face-free pictures not held out (and their
+// mirrors), and the data set's photographs of people of the training
+// persons with their face boxes (enlarged 1.6×, hair and ears included)
+// avoided. It returns them and the number of pictures.
+func backgrounds(cd cascadeData, samples []dataset.Sample, imgs []*image.Gray) (cascade.Backgrounds, int, error) {
+	pics, err := cascade.ReadPictures(cd.negatives, cd.maxSide)
+	if err != nil {
+		return cascade.Backgrounds{}, 0, fmt.Errorf("%w (make negatives fetches them)", err)
+	}
+	var bg cascade.Backgrounds
+	n := 0
+	for _, p := range pics {
+		if cascade.HeldOut(p.Name) {
+			continue
+		}
+		bg.Images = append(bg.Images, p.Img, p.Img.Mirror())
+		bg.Avoid = append(bg.Avoid, nil, nil)
+		n++
+	}
+	for i, s := range samples {
+		// Only Pointing'04: one person on a plain wall. AFLW2000's crowds
+		// hold faces nobody labelled.
+		if s.Set != "pointing04" {
+			continue
+		}
+		cx, cy := s.Box.Centre()
+		r := 0.8 * math.Max(s.Box.W, s.Box.H)
+		bg.Images = append(bg.Images, cascade.FromGray(imgs[i]))
+		bg.Avoid = append(bg.Avoid, [][4]int{{int(cx - r), int(cy - r), int(cx + r + 1), int(cy + r + 1)}})
+	}
+	return bg, n, nil
+}

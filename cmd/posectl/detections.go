@@ -1,0 +1,207 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"image"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/train/cascade"
+	"github.com/edgepose/posed/train/dataset"
+)
+
+// runDetections measures detectors: the share of faces found per |yaw|
+// bin on persons a cascade never saw, and false detections per face-free
+// 640×480 frame and per photograph of a person.
+func runDetections(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("detections", flag.ContinueOnError)
+	var cd cascadeData
+	cd.register(fs)
+	files := fs.String("cascades", "", "turned-face cascades (comma-separated); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); empty: facefinder alone")
+	scores := fs.String("turned-scores", "2", "smallest scores of turned faces to measure (comma-separated)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	minScores, err := parseFloats(*scores)
+	if err != nil {
+		return fmt.Errorf("%w: -turned-scores: %v", errUsage, err)
+	}
+	var cs []*detect.Cascade
+	for _, f := range splitList(*files) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		c, err := detect.ParseCascade(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		cs = append(cs, c)
+	}
+	samples, err := cd.data.load()
+	if err != nil {
+		return err
+	}
+	pics, err := cascade.ReadPictures(cd.negatives, cd.maxSide)
+	if err != nil {
+		return err
+	}
+	frames := faceFreeFrames(pics)
+	fmt.Fprintf(stdout, "%d faces; %d face-free 640×480 frames from %d held-out pictures\n\n", len(samples), len(frames), heldOut(pics))
+	type setup struct {
+		name string
+		det  func(half int) *detect.Detector // the detector that measures faces of half
+	}
+	frontal, err := detect.New(cd.df.p)
+	if err != nil {
+		return err
+	}
+	setups := []setup{{"facefinder", func(int) *detect.Detector { return frontal }}}
+	for _, ms := range minScores {
+		var dets []*detect.Detector
+		for _, c := range cs {
+			d, err := detect.NewViews(cd.df.p, append([]detect.ViewCascade{{View: detect.Frontal, Cascade: detect.Facefinder(), MinScore: cd.df.p.MinScore}},
+				detect.TurnedViews(c, ms)...)...)
+			if err != nil {
+				return err
+			}
+			dets = append(dets, d)
+		}
+		if len(dets) == 0 {
+			break
+		}
+		setups = append(setups, setup{fmt.Sprintf("facefinder + turned (score ≥ %g)", ms), func(half int) *detect.Detector {
+			// The cascade trained on the other half measures this half.
+			if cd.half < 0 || len(dets) == 1 {
+				return dets[0]
+			}
+			if half == cd.half {
+				return dets[1]
+			}
+			return dets[0]
+		}})
+	}
+	bins := []float64{0, 15, 30, 45, 60, 75, 1000}
+	fmt.Fprintf(stdout, "| detector | set | 0–15 | 15–30 | 30–45 | 45–60 | 60–75 | 75–90 | false per photo | false per face-free frame |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, st := range setups {
+		ffp := 0
+		for _, f := range frames {
+			ffp += len(st.det(0).Detect(f))
+		}
+		for _, set := range []string{"pointing04", "aflw2000"} {
+			var found, total [6]int
+			falses, photos := 0, 0
+			for _, s := range samples {
+				if s.Set != set || !s.HasYaw {
+					continue
+				}
+				h := cascade.Half(s)
+				if cd.half >= 0 && len(cs) == 1 && h == cd.half {
+					continue // trained on: not measured
+				}
+				g, err := dataset.LoadGray(s.Path)
+				if err != nil {
+					return err
+				}
+				faces := st.det(h).Detect(g)
+				b := 0
+				for b+1 < len(bins)-1 && math.Abs(s.Yaw) >= bins[b+1] {
+					b++
+				}
+				total[b]++
+				hit := false
+				for _, f := range faces {
+					if matches(f.Box, s.Box) {
+						hit = true
+					} else {
+						falses++
+					}
+				}
+				if hit {
+					found[b]++
+				}
+				photos++
+			}
+			if photos == 0 {
+				continue
+			}
+			row := []string{st.name, set}
+			for b := range found {
+				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(found[b])/float64(max(total[b], 1))))
+			}
+			row = append(row, fmt.Sprintf("%.3f", float64(falses)/float64(photos)), fmt.Sprintf("%.3f", float64(ffp)/float64(len(frames))))
+			fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	return nil
+}
+
+// matches is the rule of ../shared/docs/CASCADES.md: a detection finds a
+// face when its centre is within half the labelled box of the labelled
+// centre and its side is 0.5–2.5 times the labelled box's.
+func matches(det, label feature.Box) bool {
+	lx, ly := label.Centre()
+	dx, dy := det.Centre()
+	side := math.Sqrt(label.W * label.H)
+	r := det.W / side
+	return math.Abs(dx-lx) <= side/2 && math.Abs(dy-ly) <= side/2 && r >= 0.5 && r <= 2.5
+}
+
+// faceFreeFrames are 640×480 frames of the held-out pictures: each whole
+// picture scaled to 640×480, and its 640×480 tiles.
+func faceFreeFrames(pics []cascade.Picture) []*image.Gray {
+	var out []*image.Gray
+	for _, p := range pics {
+		if !cascade.HeldOut(p.Name) {
+			continue
+		}
+		g := p.Img.Gray()
+		out = append(out, scaleGray(g, 640, 480))
+		for y := 0; y+480 <= p.Img.H; y += 480 {
+			for x := 0; x+640 <= p.Img.W; x += 640 {
+				out = append(out, g.SubImage(image.Rect(x, y, x+640, y+480)).(*image.Gray))
+			}
+		}
+	}
+	return out
+}
+
+func heldOut(pics []cascade.Picture) int {
+	n := 0
+	for _, p := range pics {
+		if cascade.HeldOut(p.Name) {
+			n++
+		}
+	}
+	return n
+}
+
+// scaleGray resamples g to w×h, each pixel the mean of the source pixels
+// it covers (nearest when enlarging).
+func scaleGray(g *image.Gray, w, h int) *image.Gray {
+	out := image.NewGray(image.Rect(0, 0, w, h))
+	sw, sh := g.Rect.Dx(), g.Rect.Dy()
+	for y := range h {
+		y0, y1 := y*sh/h, max((y+1)*sh/h, y*sh/h+1)
+		for x := range w {
+			x0, x1 := x*sw/w, max((x+1)*sw/w, x*sw/w+1)
+			sum := 0
+			for yy := y0; yy < y1; yy++ {
+				for xx := x0; xx < x1; xx++ {
+					sum += int(g.Pix[yy*g.Stride+xx])
+				}
+			}
+			n := (y1 - y0) * (x1 - x0)
+			out.Pix[y*out.Stride+x] = uint8((sum + n/2) / n)
+		}
+	}
+	return out
+}

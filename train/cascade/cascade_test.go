@@ -1,0 +1,233 @@
+package cascade
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	pigo "github.com/esimov/pigo/core"
+
+	"github.com/edgepose/posed/infer/detect"
+)
+
+// A synthetic "face": a dark ring with two dark eyes on a lighter disc,
+// drawn at (cx, cy) with radius r over noise; backgrounds are noise and
+// smooth gradients. Small enough to train in seconds, hard enough to need
+// several stages.
+func drawFace(im *Image, cx, cy, r float64, rng *rand.Rand) {
+	for y := range im.H {
+		for x := range im.W {
+			dx, dy := (float64(x)-cx)/r, (float64(y)-cy)/r
+			d := math.Hypot(dx, dy)
+			v := -1.0
+			switch {
+			case d < 0.8 && (math.Hypot(dx+0.35, dy+0.2) < 0.15 || math.Hypot(dx-0.35, dy+0.2) < 0.15):
+				v = 40
+			case d < 0.8 && math.Abs(dy-0.4) < 0.08 && math.Abs(dx) < 0.3:
+				v = 70
+			case d < 0.8:
+				v = 190
+			case d < 1:
+				v = 60
+			}
+			if v >= 0 {
+				im.Pix[y*im.W+x] = uint8(max(0, min(255, v+rng.NormFloat64()*12)))
+			}
+		}
+	}
+}
+
+func noiseImage(w, h int, rng *rand.Rand) Image {
+	im := Image{Pix: make([]uint8, w*h), W: w, H: h}
+	smooth := rng.IntN(2) == 0
+	a, b := rng.Float64()*2-1, rng.Float64()*2-1
+	for y := range h {
+		for x := range w {
+			v := 128 + rng.NormFloat64()*40
+			if smooth {
+				v = 128 + 100*math.Sin(a*float64(x)/9+b*float64(y)/7) + rng.NormFloat64()*8
+			}
+			im.Pix[y*w+x] = uint8(max(0, min(255, v)))
+		}
+	}
+	return im
+}
+
+// synthetic returns n face images (one face each, its window) and m
+// backgrounds.
+func synthetic(n, m int, seed uint64) ([]Image, []Window, Backgrounds) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var imgs []Image
+	var faces []Window
+	for i := range n {
+		im := noiseImage(96, 96, rng)
+		r := 20 + rng.Float64()*8
+		cx, cy := 48+rng.NormFloat64()*3, 48+rng.NormFloat64()*3
+		drawFace(&im, cx, cy, r, rng)
+		imgs = append(imgs, im)
+		faces = append(faces, Window{Img: int32(i), R: int32(math.Round(cy)), C: int32(math.Round(cx)), S: int32(math.Round(2 * r))})
+	}
+	var bg Backgrounds
+	for range m {
+		bg.Images = append(bg.Images, noiseImage(160, 120, rng))
+	}
+	return imgs, faces, bg
+}
+
+func testOptions() Options {
+	o := DefaultOptions()
+	o.Tests = 32
+	o.MaxStages = 6
+	o.MaxTrees = 8
+	o.TargetFPR = 1e-4
+	o.MinNegative = 16
+	o.Workers = 2
+	return o
+}
+
+func mustTrain(t *testing.T, imgs []Image, faces []Window, bg Backgrounds, o Options) []byte {
+	t.Helper()
+	c, err := Train(context.Background(), imgs, faces, bg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The same seed gives the same cascade on one core or two; a training
+// stopped after 3 stages and resumed from its checkpoint gives the cascade
+// of one run of 6; the cascade finds faces it never saw and rejects
+// backgrounds it never saw, and pigo reads and runs it.
+func TestTrain(t *testing.T) {
+	imgs, faces, bg := synthetic(300, 40, 1)
+	o := testOptions()
+	var stages int
+	o.Progress = func(p Progress) {
+		if p.Done {
+			stages = p.Stage + 1
+		}
+	}
+	two := mustTrain(t, imgs, faces, bg, o)
+	if stages < 3 {
+		t.Fatalf("trained %d stages; the test wants several", stages)
+	}
+	o.Workers = 1
+	if one := mustTrain(t, imgs, faces, bg, o); !bytes.Equal(one, two) {
+		t.Error("one core and two cores trained different cascades")
+	}
+	ck := filepath.Join(t.TempDir(), "ck")
+	o.Checkpoint, o.MaxStages = ck, 3
+	part := mustTrain(t, imgs, faces, bg, o)
+	o.MaxStages = 6
+	if resumed := mustTrain(t, imgs, faces, bg, o); !bytes.Equal(resumed, two) {
+		t.Errorf("resumed training (%d bytes after 3 stages) differs from one run", len(part))
+	}
+	other := o
+	other.Tests = 31
+	if _, err := Train(context.Background(), imgs, faces, bg, other); err == nil || !strings.Contains(err.Error(), "another training") {
+		t.Errorf("a checkpoint of other options was resumed: %v", err)
+	}
+
+	c, err := detect.ParseCascade(two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testImgs, testFaces, testBg := synthetic(200, 20, 2)
+	found := 0
+	for _, w := range testFaces {
+		im := testImgs[w.Img]
+		// The scan meets a face between its steps: any window within a
+		// step and a scale of it counts.
+		hit := false
+		for _, ds := range []int{-2, 0, 2} {
+			for _, dr := range []int{-2, 0, 2} {
+				for _, dc := range []int{-2, 0, 2} {
+					if c.Classify(im.Pix, im.W, int(w.R)+dr, int(w.C)+dc, int(w.S)+ds) > 0 {
+						hit = true
+					}
+				}
+			}
+		}
+		if hit {
+			found++
+		}
+	}
+	if share := float64(found) / float64(len(testFaces)); share < 0.9 {
+		t.Errorf("found %.2f of unseen faces, want ≥ 0.9", share)
+	}
+	var sc detect.Scanner
+	var kept int
+	for _, im := range testBg.Images {
+		kept += len(sc.Scan(nil, c, im.Pix, im.W, im.H, im.W, detect.ScanParams{MinSize: 16, MaxSize: 118, Shift: 0.1, Scale: 1.1}))
+	}
+	if fpr := float64(kept) / float64(sc.Windows()); fpr > 1e-3 {
+		t.Errorf("kept %d of %d background windows (%.2g), want ≤ 1e-3", kept, sc.Windows(), fpr)
+	}
+	ref, err := pigo.NewPigo().Unpack(two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := testImgs[0]
+	raw := ref.RunCascade(pigo.CascadeParams{MinSize: 30, MaxSize: 90, ShiftFactor: 0.05, ScaleFactor: 1.05,
+		ImageParams: pigo.ImageParams{Pixels: im.Pix, Rows: im.H, Cols: im.W, Dim: im.W}}, 0)
+	if len(raw) == 0 {
+		t.Error("pigo finds no face with the trained cascade")
+	}
+}
+
+// Faces outside their image, no backgrounds, bad options: errors.
+func TestTrainRefuses(t *testing.T) {
+	imgs, faces, bg := synthetic(10, 2, 3)
+	bad := append([]Window{}, faces...)
+	bad[3].R = 2
+	if _, err := Train(context.Background(), imgs, bad, bg, testOptions()); err == nil || !strings.Contains(err.Error(), "face window 3") {
+		t.Errorf("a window outside its image: %v", err)
+	}
+	if _, err := Train(context.Background(), imgs, faces, Backgrounds{}, testOptions()); err == nil {
+		t.Error("no backgrounds accepted")
+	}
+	o := testOptions()
+	o.MaxFPR = 1
+	if _, err := Train(context.Background(), imgs, faces, bg, o); err == nil {
+		t.Error("stage FPR 1 accepted")
+	}
+}
+
+// A stopped context ends the training with ErrStopped.
+func TestTrainStops(t *testing.T) {
+	imgs, faces, bg := synthetic(50, 4, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Train(ctx, imgs, faces, bg, testOptions()); err == nil || !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("cancelled training: %v", err)
+	}
+}
+
+// The comparison a tree node makes is the one detect.Cascade makes.
+func TestTreeMatchesCascade(t *testing.T) {
+	imgs, faces, bg := synthetic(40, 4, 5)
+	rng := rand.New(rand.NewPCG(9, 9))
+	var ss []sample
+	for _, w := range faces {
+		ss = append(ss, sample{w: w, y: 1, weight: 1})
+	}
+	_ = bg
+	tr := growTree(imgs, ss, 3, 16, rng, 1)
+	c := &detect.Cascade{Depth: 3}
+	tr.appendTo(c, noThreshold)
+	for _, w := range faces {
+		im := imgs[w.Img]
+		got, _ := c.ClassifyUpTo(im.Pix, im.W, int(w.R), int(w.C), int(w.S), 1)
+		if want := tr.eval(&im, w); got != want {
+			t.Fatalf("window %+v: cascade %g, tree %g", w, got, want)
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package cascade
+
+import (
+	"fmt"
+	"hash/fnv"
+	"image"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/train/dataset"
+)
+
+// View is the range of head turns one cascade learns: faces with
+// Lo ≤ |yaw| ≤ Hi, those turned the other way mirrored, so that the
+// cascade sees every face turned one way (yaw > 0: the nose towards the
+// image's left) and its mirror (detect.Cascade.Mirrored) finds the others.
+type View struct{ Lo, Hi float64 }
+
+func (v View) String() string { return fmt.Sprintf("%g–%g°", v.Lo, v.Hi) }
+
+// ParseView reads "LO,HI" in degrees.
+func ParseView(s string) (View, error) {
+	lo, hi, ok := strings.Cut(s, ",")
+	a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+	b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+	if !ok || err1 != nil || err2 != nil || !(0 <= a && a < b && b <= 180) {
+		return View{}, fmt.Errorf("cascade: view %q is not LO,HI with 0 ≤ LO < HI ≤ 180 degrees", s)
+	}
+	return View{a, b}, nil
+}
+
+// Has reports whether a face of this yaw belongs to the view (either side).
+func (v View) Has(yaw float64) bool { return math.Abs(yaw) >= v.Lo && math.Abs(yaw) <= v.Hi }
+
+// Half is the half of the persons a face belongs to (0 or 1), for training
+// a cascade on one half and measuring it on the other: Pointing'04 persons
+// by the parity of their number, other sets by a hash of the person.
+func Half(s dataset.Sample) int {
+	if s.Set == "pointing04" {
+		if n, err := strconv.Atoi(strings.TrimLeft(s.Subject, "personPerson0")); err == nil {
+			return n % 2
+		}
+	}
+	h := fnv.New32a()
+	h.Write([]byte(s.Set + "/" + s.Subject))
+	return int(h.Sum32() % 2)
+}
+
+// FaceSet holds the face windows a cascade trains on.
+type FaceSet struct {
+	Images  []Image
+	Windows []Window
+	Sample  []int // each window's sample (index into the samples given)
+	Skipped int   // faces whose box does not fit inside the image
+}
+
+// Faces builds the positive windows: for each sample i of view v, its
+// image (mirrored when its yaw is negative) and box boxes[i] (the box the
+// daemon's pose model expects, see headpose.Bank.FaceBox), as it is and
+// jitter−1 more times moved by seeded draws (centre σ 3 % of the side,
+// log-scale σ 5 %), as the scan meets faces between its steps.
+func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v View, jitter int, seed uint64) FaceSet {
+	var fs FaceSet
+	for i, s := range samples {
+		if !s.HasYaw || !v.Has(s.Yaw) {
+			continue
+		}
+		g, box := imgs[i], boxes[i]
+		if s.Yaw < 0 {
+			g, box = mirror(g), mirrorBox(box, g.Rect.Dx())
+		}
+		im := FromGray(g)
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		added := false
+		for j := range max(jitter, 1) {
+			cx, cy := box.Centre()
+			side := math.Sqrt(box.W * box.H)
+			if j > 0 {
+				cx += rng.NormFloat64() * 0.03 * side
+				cy += rng.NormFloat64() * 0.03 * side
+				side *= math.Exp(rng.NormFloat64() * 0.05)
+			}
+			w := Window{Img: int32(len(fs.Images)), R: int32(math.Round(cy)), C: int32(math.Round(cx)), S: int32(math.Round(side))}
+			if !w.fits(&im) {
+				continue
+			}
+			fs.Windows = append(fs.Windows, w)
+			fs.Sample = append(fs.Sample, i)
+			added = true
+		}
+		if !added {
+			fs.Skipped++
+			continue
+		}
+		fs.Images = append(fs.Images, im)
+	}
+	return fs
+}
+
+// FromGray copies g into an Image.
+func FromGray(g *image.Gray) Image {
+	w, h := g.Rect.Dx(), g.Rect.Dy()
+	pix := make([]uint8, w*h)
+	for y := range h {
+		copy(pix[y*w:(y+1)*w], g.Pix[y*g.Stride:])
+	}
+	return Image{Pix: pix, W: w, H: h}
+}
+
+// mirror returns g flipped left to right.
+func mirror(g *image.Gray) *image.Gray {
+	w, h := g.Rect.Dx(), g.Rect.Dy()
+	m := image.NewGray(image.Rect(0, 0, w, h))
+	for y := range h {
+		src, dst := g.Pix[y*g.Stride:y*g.Stride+w], m.Pix[y*m.Stride:]
+		for x := range w {
+			dst[w-1-x] = src[x]
+		}
+	}
+	return m
+}
+
+// mirrorBox is box in the image mirrored about its vertical centre line
+// (pixel x goes to w−1−x, so a box [x, x+W) goes to [w−x−W, w−x)).
+func mirrorBox(b feature.Box, w int) feature.Box {
+	b.X = float64(w) - b.X - b.W
+	return b
+}
+
+// Mirror returns the image flipped left to right.
+func (im Image) Mirror() Image {
+	out := Image{Pix: make([]uint8, len(im.Pix)), W: im.W, H: im.H}
+	for y := range im.H {
+		src, dst := im.Pix[y*im.W:(y+1)*im.W], out.Pix[y*im.W:(y+1)*im.W]
+		for x := range im.W {
+			dst[im.W-1-x] = src[x]
+		}
+	}
+	return out
+}
+
+// Gray returns the image as an image.Gray sharing its pixels.
+func (im Image) Gray() *image.Gray {
+	return &image.Gray{Pix: im.Pix, Stride: im.W, Rect: image.Rect(0, 0, im.W, im.H)}
+}
+
+// Picture is a face-free photograph read for negatives or for measuring
+// false detections.
+type Picture struct {
+	Name string
+	Img  Image
+}
+
+// ReadPictures reads the JPEG and PNG files below dir in grey, each scaled
+// down (box filter) so that its longer side is at most maxSide pixels.
+// Wallpaper packages ship one picture in several sizes in one folder
+// (…/Name/contents/images/1920x1080.png): of the files of such a folder
+// only the largest is kept.
+func ReadPictures(dir string, maxSide int) ([]Picture, error) {
+	best := map[string]string{}
+	size := map[string]int64{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		ext := strings.ToLower(filepath.Ext(p))
+		if ext != ".jpg" && ext != ".jpeg" && ext != ".png" || strings.HasPrefix(filepath.Base(p), "screenshot") {
+			return nil
+		}
+		key := p
+		if strings.Contains(p, "/contents/images") {
+			key = filepath.Dir(p)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > size[key] {
+			best[key], size[key] = p, info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cascade: reading pictures: %w", err)
+	}
+	var names []string
+	for _, p := range best {
+		names = append(names, p)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return nil, fmt.Errorf("cascade: no JPEG or PNG picture below %s", dir)
+	}
+	out := make([]Picture, 0, len(names))
+	for _, p := range names {
+		g, err := dataset.LoadGray(p)
+		if err != nil {
+			return nil, fmt.Errorf("cascade: %s: %w", p, err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, Picture{Name: rel, Img: FromGray(shrink(g, maxSide))})
+	}
+	return out, nil
+}
+
+// HeldOut reports whether a picture is kept out of training to measure
+// false detections: one in three, by a hash of its name.
+func HeldOut(name string) bool {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return h.Sum32()%3 == 0
+}
+
+// shrink scales g down by an integer box filter so that its longer side is
+// at most maxSide (no change if it already is).
+func shrink(g *image.Gray, maxSide int) *image.Gray {
+	w, h := g.Rect.Dx(), g.Rect.Dy()
+	f := (max(w, h) + maxSide - 1) / maxSide
+	if f <= 1 {
+		return g
+	}
+	out := image.NewGray(image.Rect(0, 0, w/f, h/f))
+	for y := range h / f {
+		for x := range w / f {
+			sum := 0
+			for dy := range f {
+				row := g.Pix[(y*f+dy)*g.Stride+x*f:]
+				for dx := range f {
+					sum += int(row[dx])
+				}
+			}
+			out.Pix[y*out.Stride+x] = uint8((sum + f*f/2) / (f * f))
+		}
+	}
+	return out
+}

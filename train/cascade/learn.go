@@ -1,0 +1,533 @@
+package cascade
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/edgepose/posed/infer/detect"
+)
+
+// Options configure a cascade's training.
+type Options struct {
+	Depth int // tree depth (pico: 6)
+	Tests int // random comparisons tried per node (pico: 128)
+	Seed  uint64
+	// Each stage adds trees until it keeps at least MinTPR of the faces
+	// that reach it while passing at most MaxFPR of the windows without
+	// one, or until it has MaxTrees(stage) trees.
+	MinTPR, MaxFPR float64
+	// EarlyTPR is the stricter share kept by the first EarlyStages stages,
+	// which have one tree each more than the stage before (1, 2, 3, …):
+	// they reject the bulk of a frame's windows cheaply and cost few faces.
+	EarlyTPR    float64
+	EarlyStages int
+	MaxTrees    int // the other stages' limit
+	// Training stops when the cascade passes at most TargetFPR of the
+	// windows drawn while mining, or after MaxStages stages.
+	TargetFPR float64
+	MaxStages int
+	// Negatives per stage (0: as many as faces).
+	Negatives int
+	// MinNegative is the smallest side of a negative window in pixels.
+	MinNegative int
+	// MaxDraws bounds the windows drawn to mine one stage's negatives;
+	// training stops (keeping what it has) when that many do not yield
+	// enough negatives.
+	MaxDraws int64
+	Workers  int
+	// Checkpoint, if set, is a file written after every stage; a training
+	// started with the same options, faces and backgrounds resumes from it.
+	Checkpoint string
+	Progress   func(Progress)
+}
+
+// DefaultOptions are pico's settings where the paper gives them, with a
+// stricter share of faces kept by the first stages.
+func DefaultOptions() Options {
+	return Options{Depth: 6, Tests: 128, Seed: 1, MinTPR: 0.99, MaxFPR: 0.5, EarlyTPR: 0.997, EarlyStages: 4,
+		MaxTrees: 24, TargetFPR: 1e-6, MaxStages: 30, MinNegative: 24, MaxDraws: 2e10}
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Depth < 1 || o.Depth > 8:
+		return fmt.Errorf("cascade: depth %d not in 1…8", o.Depth)
+	case o.Tests < 1:
+		return fmt.Errorf("cascade: %d tests per node", o.Tests)
+	case !(o.MinTPR > 0 && o.MinTPR <= 1) || !(o.EarlyTPR > 0 && o.EarlyTPR <= 1):
+		return fmt.Errorf("cascade: stage TPR %g / %g not in (0, 1]", o.MinTPR, o.EarlyTPR)
+	case !(o.MaxFPR > 0 && o.MaxFPR < 1):
+		return fmt.Errorf("cascade: stage FPR %g not in (0, 1)", o.MaxFPR)
+	case o.MaxTrees < 1 || o.MaxStages < 1:
+		return fmt.Errorf("cascade: %d trees per stage, %d stages", o.MaxTrees, o.MaxStages)
+	case !(o.TargetFPR > 0 && o.TargetFPR < 1):
+		return fmt.Errorf("cascade: target FPR %g not in (0, 1)", o.TargetFPR)
+	case o.MinNegative < 8:
+		return fmt.Errorf("cascade: smallest negative %d px: want at least 8", o.MinNegative)
+	}
+	return nil
+}
+
+// maxTrees is stage k's (0-based) limit on trees.
+func (o *Options) maxTrees(k int) int {
+	if k < o.EarlyStages {
+		return k + 1
+	}
+	return o.MaxTrees
+}
+
+func (o *Options) minTPR(k int) float64 {
+	if k < o.EarlyStages {
+		return o.EarlyTPR
+	}
+	return o.MinTPR
+}
+
+// Progress is reported after every tree and stage.
+type Progress struct {
+	Stage, StageTrees, Trees int     // stage (0-based), its trees so far, all trees
+	TPR, FPR                 float64 // the stage's, on the samples that reach it
+	Faces, Negatives         int     // training samples of the stage
+	CascadeTPR               float64 // faces still passed of all the faces given
+	CascadeFPR               float64 // windows passed of those drawn while mining the stage's negatives
+	Drawn                    int64   // windows drawn for the stage
+	Done                     bool    // the stage is complete
+	Elapsed                  time.Duration
+}
+
+// Backgrounds are images without a face to learn from (beyond Avoid): the
+// negatives are windows drawn from them.
+type Backgrounds struct {
+	Images []Image
+	// Avoid lists, per image, rectangles (x0, y0, x1, y1) no negative
+	// window may overlap (faces in photographs of people).
+	Avoid [][][4]int
+}
+
+// ErrStopped is returned (wrapped) when the context ends a training; the
+// checkpoint holds the stages completed.
+var ErrStopped = errors.New("cascade: training stopped")
+
+// Train learns a cascade that passes the faces (windows of faceImgs) and
+// rejects windows of the backgrounds.
+func Train(ctx context.Context, faceImgs []Image, faces []Window, bg Backgrounds, o Options) (*detect.Cascade, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if o.Workers < 1 {
+		o.Workers = defaultWorkers()
+	}
+	if len(faces) == 0 || len(bg.Images) == 0 {
+		return nil, fmt.Errorf("cascade: %d faces and %d background images: need both", len(faces), len(bg.Images))
+	}
+	for i, w := range faces {
+		if int(w.Img) >= len(faceImgs) || !w.fits(&faceImgs[w.Img]) {
+			return nil, fmt.Errorf("cascade: face window %d (%+v) is not inside its image", i, w)
+		}
+	}
+	if len(bg.Avoid) != 0 && len(bg.Avoid) != len(bg.Images) {
+		return nil, fmt.Errorf("cascade: %d avoid lists for %d background images", len(bg.Avoid), len(bg.Images))
+	}
+	l := &learner{o: o, faceImgs: faceImgs, faces: faces, bg: bg, start: time.Now(),
+		imgs: append(slices.Clip(faceImgs), bg.Images...),
+		c:    &detect.Cascade{Depth: o.Depth, Box: [4]int8{-127, 127, -127, 127}}}
+	l.key = l.fingerprint()
+	stage := 0
+	var negs []Window
+	if o.Checkpoint != "" {
+		ck, err := readCheckpoint(o.Checkpoint)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return nil, err
+		case ck.Key != l.key:
+			return nil, fmt.Errorf("cascade: checkpoint %s is of another training (options or data differ); remove it to start again", o.Checkpoint)
+		default:
+			if l.c, err = detect.ParseCascade(ck.Cascade); err != nil {
+				return nil, fmt.Errorf("cascade: checkpoint %s: %w", o.Checkpoint, err)
+			}
+			stage, negs, l.fpr = ck.Stages, ck.Negatives, ck.FPR
+		}
+	}
+	for ; stage < o.MaxStages; stage++ {
+		if l.fpr > 0 && l.fpr <= o.TargetFPR {
+			break
+		}
+		var err error
+		negs, err = l.stage(ctx, stage, negs)
+		if errors.Is(err, errNoNegatives) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := l.checkpoint(stage+1, negs, false); err != nil {
+			return nil, err
+		}
+	}
+	if l.c.Trees() == 0 {
+		return nil, errors.New("cascade: no stage could be trained")
+	}
+	if err := l.checkpoint(stage, negs, true); err != nil {
+		return nil, err
+	}
+	return l.c, nil
+}
+
+type learner struct {
+	o        Options
+	faceImgs []Image
+	faces    []Window
+	bg       Backgrounds
+	imgs     []Image // faceImgs then bg.Images: the samples' Img indexes it
+	c        *detect.Cascade
+	fpr      float64 // the cascade's false-positive rate measured while mining the last stage
+	key      string
+	start    time.Time
+}
+
+var errNoNegatives = errors.New("cascade: no negatives left to mine")
+
+// stage trains stage k: the faces the cascade still passes, negatives it
+// still passes (kept from the last stage, topped up by mining), then trees
+// until the stage's goals. It returns the negatives the stage passes.
+func (l *learner) stage(ctx context.Context, k int, negs []Window) ([]Window, error) {
+	var ss []sample
+	for _, w := range l.faces {
+		if out, ok := l.c.ClassifyUpTo(l.faceImgs[w.Img].Pix, l.faceImgs[w.Img].W, int(w.R), int(w.C), int(w.S), l.c.Trees()); ok {
+			ss = append(ss, sample{w: w, y: 1, out: out})
+		}
+	}
+	nPos := len(ss)
+	want := l.o.Negatives
+	if want == 0 {
+		want = nPos
+	}
+	var drawn int64
+	var err error
+	negs, drawn, err = l.mine(ctx, k, negs, want)
+	if err != nil {
+		return nil, err
+	}
+	if len(negs) < want/10 {
+		return nil, errNoNegatives
+	}
+	for _, w := range negs {
+		out, _ := l.c.ClassifyUpTo(l.imgs[w.Img].Pix, l.imgs[w.Img].W, int(w.R), int(w.C), int(w.S), l.c.Trees())
+		ss = append(ss, sample{w: w, y: -1, out: out})
+	}
+	imgs := l.imgs
+	rng := rand.New(rand.NewPCG(l.o.Seed, uint64(k)<<32|0x7ee))
+	minTPR, maxTrees := l.o.minTPR(k), l.o.maxTrees(k)
+	var thr float32
+	var tpr, fpr float64
+	for t := 0; ; t++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStopped, err)
+		}
+		// GentleBoost weights w_i ∝ exp(−y_i·F(x_i)), each class summing
+		// to one half so that the classes weigh alike.
+		var sum [2]float64
+		for i := range ss {
+			ss[i].weight = math.Exp(-float64(ss[i].y) * float64(ss[i].out))
+			sum[b01(ss[i].y > 0)] += ss[i].weight
+		}
+		for i := range ss {
+			ss[i].weight /= 2 * sum[b01(ss[i].y > 0)]
+		}
+		tr := growTree(imgs, ss, l.o.Depth, l.o.Tests, rng, l.o.Workers)
+		parallelFor(len(ss), l.o.Workers, func(i int) {
+			ss[i].out += tr.eval(&imgs[ss[i].w.Img], ss[i].w)
+		})
+		tr.appendTo(l.c, noThreshold)
+		thr, tpr, fpr = stageThreshold(ss, nPos, minTPR)
+		done := fpr <= l.o.MaxFPR || t+1 >= maxTrees
+		l.report(Progress{Stage: k, StageTrees: t + 1, Trees: l.c.Trees(), TPR: tpr, FPR: fpr, Faces: nPos,
+			Negatives: len(ss) - nPos, CascadeTPR: float64(nPos) * tpr / float64(len(l.faces)),
+			CascadeFPR: l.fpr, Drawn: drawn, Done: done})
+		if done {
+			break
+		}
+	}
+	l.c.Thresholds[l.c.Trees()-1] = thr
+	kept := negs[:0]
+	for _, s := range ss[nPos:] {
+		if s.out > thr {
+			kept = append(kept, s.w)
+		}
+	}
+	return kept, nil
+}
+
+// stageThreshold returns the largest threshold that keeps at least minTPR
+// of the faces (the first nPos samples; a window passes when its score is
+// above the threshold), with the shares of faces and negatives it passes.
+func stageThreshold(ss []sample, nPos int, minTPR float64) (float32, float64, float64) {
+	pos := make([]float32, nPos)
+	for i := range pos {
+		pos[i] = ss[i].out
+	}
+	slices.Sort(pos)
+	need := int(math.Ceil(minTPR * float64(nPos)))
+	need = max(1, min(need, nPos))
+	// The need-th largest score must pass: the threshold is the next float32
+	// below it.
+	thr := math.Nextafter32(pos[nPos-need], float32(math.Inf(-1)))
+	var tp, fp int
+	for i, s := range ss {
+		if s.out > thr {
+			if i < nPos {
+				tp++
+			} else {
+				fp++
+			}
+		}
+	}
+	neg := len(ss) - nPos
+	return thr, float64(tp) / float64(nPos), float64(fp) / float64(max(neg, 1))
+}
+
+func b01(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (l *learner) report(p Progress) {
+	if l.o.Progress != nil {
+		p.Elapsed = time.Since(l.start)
+		l.o.Progress(p)
+	}
+}
+
+// mineBatch is the number of windows one mining task draws.
+const mineBatch = 1 << 14
+
+// mine tops negs up to want windows that the cascade passes, drawn at
+// random from the backgrounds: batch b draws from its own generator
+// (seed, stage, b) and the batches' finds are taken in batch order, so the
+// negatives do not depend on the number of workers. It also measures the
+// cascade's false-positive rate: the share of drawn windows it passes.
+func (l *learner) mine(ctx context.Context, k int, negs []Window, want int) ([]Window, int64, error) {
+	need := want - len(negs)
+	if need <= 0 {
+		return negs[:want], 0, nil
+	}
+	// Negatives index l.imgs, where the backgrounds follow the faces.
+	shift := int32(len(l.faceImgs))
+	// Random windows while the cascade passes many (they spread over every
+	// picture); whole pictures scanned once it passes few (a scan looks at
+	// windows 50 times faster: neighbouring windows share cache lines).
+	scan := l.c.Trees() > 0 && l.fpr > 0 && l.fpr < scanBelow
+	var drawn, passed int64
+	for b := 0; need > 0; {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, fmt.Errorf("%w: %w", ErrStopped, err)
+		}
+		if drawn >= l.o.MaxDraws {
+			l.fpr = float64(passed) / float64(drawn)
+			return negs, drawn, nil
+		}
+		round := make([][]Window, l.o.Workers*4)
+		tried := make([]int64, len(round))
+		parallelFor(len(round), l.o.Workers, func(i int) {
+			if scan {
+				round[i], tried[i] = l.scanBatch(k, b+i, max(1, want/200))
+			} else {
+				round[i], tried[i] = l.mineBatch(k, b+i)
+			}
+		})
+		for j, found := range round {
+			drawn += tried[j]
+			for _, w := range found {
+				passed++
+				if need > 0 {
+					w.Img += shift
+					negs = append(negs, w)
+					need--
+				}
+			}
+			if need == 0 {
+				break
+			}
+		}
+		b += len(round)
+		if l.o.Progress != nil && need > 0 && b%(64*l.o.Workers) == 0 {
+			l.report(Progress{Stage: k, Trees: l.c.Trees(), Negatives: want - need, Drawn: drawn,
+				CascadeFPR: float64(passed) / float64(drawn)})
+		}
+	}
+	l.fpr = float64(passed) / float64(drawn)
+	return negs, drawn, nil
+}
+
+// mineBatch draws mineBatch windows of batch b and returns those the
+// cascade passes (with Img indexing bg.Images) and how many of the draws
+// were windows that may be negatives (not overlapping a face).
+func (l *learner) mineBatch(k, b int) ([]Window, int64) {
+	rng := rand.New(rand.NewPCG(l.o.Seed^0x6e6567, uint64(k)<<40|uint64(b)))
+	var out []Window
+	var tried int64
+	for range mineBatch {
+		i := rng.IntN(len(l.bg.Images))
+		im := &l.bg.Images[i]
+		hi := min(im.W, im.H) - 2
+		if hi < l.o.MinNegative {
+			continue
+		}
+		// Sides log-uniform between the smallest and the image's.
+		s := int(float64(l.o.MinNegative) * math.Exp(rng.Float64()*math.Log(float64(hi)/float64(l.o.MinNegative))))
+		h := s/2 + 1
+		r := h + rng.IntN(im.H-2*h+1)
+		c := h + rng.IntN(im.W-2*h+1)
+		if l.overlapsFace(i, r, c, s) {
+			continue
+		}
+		tried++
+		if _, ok := l.c.ClassifyUpTo(im.Pix, im.W, r, c, s, l.c.Trees()); ok {
+			out = append(out, Window{Img: int32(i), R: int32(r), C: int32(c), S: int32(s)})
+		}
+	}
+	return out, tried
+}
+
+// scanBelow is the false-positive rate below which negatives are mined by
+// scanning pictures.
+const scanBelow = 1e-3
+
+var scanners = sync.Pool{New: func() any { return new(detect.Scanner) }}
+
+// scanBatch scans one background picture, drawn with batch b's generator,
+// with drawn window sizes, steps and a pixel offset, and returns at most
+// per of the windows the cascade passes (drawn at random among them,
+// none overlapping a face) and how many windows it looked at.
+func (l *learner) scanBatch(k, b, per int) ([]Window, int64) {
+	rng := rand.New(rand.NewPCG(l.o.Seed^0x7363616e, uint64(k)<<40|uint64(b)))
+	i := rng.IntN(len(l.bg.Images))
+	im := &l.bg.Images[i]
+	dy, dx := rng.IntN(4), rng.IntN(4)
+	p := detect.ScanParams{MinSize: l.o.MinNegative + rng.IntN(l.o.MinNegative/2+1), MaxSize: min(im.W-dx, im.H-dy) - 2,
+		Shift: 0.05 + 0.1*rng.Float64(), Scale: 1.1 + 0.15*rng.Float64()}
+	if p.MaxSize < p.MinSize {
+		return nil, 0
+	}
+	sc := scanners.Get().(*detect.Scanner)
+	defer scanners.Put(sc)
+	before := sc.Windows()
+	found := sc.Scan(nil, l.c, im.Pix[dy*im.W+dx:], im.W, im.H-dy, im.W-dx, p)
+	out := make([]Window, 0, len(found))
+	for _, w := range found {
+		r, c := w.Row+dy, w.Col+dx
+		if !l.overlapsFace(i, r, c, w.Scale) {
+			out = append(out, Window{Img: int32(i), R: int32(r), C: int32(c), S: int32(w.Scale)})
+		}
+	}
+	// A partial shuffle picks per of them.
+	for j := 0; j < min(per, len(out)); j++ {
+		x := j + rng.IntN(len(out)-j)
+		out[j], out[x] = out[x], out[j]
+	}
+	return out[:min(per, len(out))], sc.Windows() - before
+}
+
+func (l *learner) overlapsFace(i, r, c, s int) bool {
+	if len(l.bg.Avoid) == 0 {
+		return false
+	}
+	x0, y0, x1, y1 := c-s/2, r-s/2, c+s/2, r+s/2
+	for _, a := range l.bg.Avoid[i] {
+		if x0 < a[2] && a[0] < x1 && y0 < a[3] && a[1] < y1 {
+			return true
+		}
+	}
+	return false
+}
+
+// fingerprint identifies a training: its options and every face window and
+// image, so that a checkpoint is resumed only by the same training.
+func (l *learner) fingerprint() string {
+	h := sha256.New()
+	o := l.o
+	// What only says when to stop is not part of the training: a finished
+	// training may be carried on with a lower target or more stages.
+	o.Checkpoint, o.Progress, o.Workers, o.TargetFPR, o.MaxStages, o.MaxDraws = "", nil, 0, 0, 0, 0
+	fmt.Fprintf(h, "%+v", o) // Progress is nil: prints <nil>
+	var buf [16]byte
+	for _, w := range l.faces {
+		binary.LittleEndian.PutUint32(buf[0:], uint32(w.Img))
+		binary.LittleEndian.PutUint32(buf[4:], uint32(w.R))
+		binary.LittleEndian.PutUint32(buf[8:], uint32(w.C))
+		binary.LittleEndian.PutUint32(buf[12:], uint32(w.S))
+		h.Write(buf[:])
+	}
+	for _, set := range [][]Image{l.faceImgs, l.bg.Images} {
+		for _, im := range set {
+			binary.LittleEndian.PutUint32(buf[0:], uint32(im.W))
+			binary.LittleEndian.PutUint32(buf[4:], uint32(im.H))
+			h.Write(buf[:8])
+			h.Write(im.Pix)
+		}
+	}
+	for _, a := range l.bg.Avoid {
+		fmt.Fprint(h, a)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// checkpointFile is what a checkpoint holds: the cascade so far, the
+// stages done, and the negatives the last stage passed.
+type checkpointFile struct {
+	Key       string
+	Stages    int
+	Cascade   []byte
+	Negatives []Window
+	FPR       float64
+	Finished  bool
+}
+
+func (l *learner) checkpoint(stages int, negs []Window, finished bool) error {
+	if l.o.Checkpoint == "" {
+		return nil
+	}
+	c, err := l.c.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(checkpointFile{Key: l.key, Stages: stages, Cascade: c, Negatives: negs, FPR: l.fpr, Finished: finished})
+	if err != nil {
+		return err
+	}
+	tmp := l.o.Checkpoint + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(l.o.Checkpoint), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("cascade: checkpoint: %w", err)
+	}
+	return os.Rename(tmp, l.o.Checkpoint)
+}
+
+func readCheckpoint(path string) (*checkpointFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ck checkpointFile
+	if err := json.Unmarshal(b, &ck); err != nil {
+		return nil, fmt.Errorf("cascade: checkpoint %s: %w", path, err)
+	}
+	return &ck, nil
+}
