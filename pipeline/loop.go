@@ -163,8 +163,13 @@ func (l *Loop) Run(ctx context.Context) error {
 			switch {
 			case f == nil:
 			case l.Control.Detecting():
+				met.Paused.Store(false)
 				l.process(f)
 			default:
+				// Paused: the frame is dropped unseen, but it came, so the
+				// watchdog and /healthz still hear the loop turn.
+				met.Paused.Store(true)
+				met.LastFrame.Store(time.Now().UnixNano())
 				l.release(f)
 				l.pause()
 			}
@@ -178,7 +183,8 @@ func (l *Loop) Run(ctx context.Context) error {
 			}
 		case <-dog:
 			// The watchdog says the process is alive and its loops turn:
-			// frames are flowing, or the camera is offline and being
+			// frames are flowing (processed, or skipped while paused), or
+			// the camera is offline and being
 			// re-opened with backoff (camera health is the camera topic,
 			// the metrics and /healthz). A camera said to be online whose
 			// frames stop, or a processing loop that hangs, lets systemd
@@ -341,7 +347,7 @@ func (l *Loop) process(f *device.Frame) {
 
 func faceMsg(f track.Face) publish.FaceMsg {
 	b := f.Box
-	m := publish.FaceMsg{Track: f.ID, Box: [4]float64{r2(b.X), r2(b.Y), r2(b.X + b.W), r2(b.Y + b.H)}, Score: r2(f.Score)}
+	m := publish.FaceMsg{Track: f.ID, Box: [4]float64{r2(b.X), r2(b.Y), r2(b.X + b.W), r2(b.Y + b.H)}, Score: r2(f.Score), View: f.View.String()}
 	if f.Has[0] {
 		m.Yaw, m.YawStd = ptr2(f.Angles[0]), ptr2(f.Std[0])
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
@@ -209,5 +210,68 @@ func TestLoopStatsWatchdogCancel(t *testing.T) {
 	}
 	if last := pub.states[len(pub.states)-1]; last.Status != "stopped" || last.Faces != 0 {
 		t.Errorf("last state %+v", last)
+	}
+}
+
+// streamSource delivers a frame every period until ctx ends, like a
+// camera.
+type streamSource struct {
+	period time.Duration
+	seq    uint64
+}
+
+func (s *streamSource) Next(ctx context.Context, f *device.Frame) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(s.period):
+	}
+	if f.Gray == nil {
+		f.Gray = image.NewGray(image.Rect(0, 0, 64, 48))
+	}
+	s.seq++
+	f.Seq, f.Time = s.seq, time.Now()
+	return nil
+}
+
+// With the privacy switch off no frame is processed, yet frames arrive:
+// the watchdog keeps being told (systemd would otherwise restart posed
+// every WatchdogSec for as long as the switch is off) and /healthz says
+// paused, not failing. (Failed before: no ping after the switch, and
+// "last frame … ago".)
+func TestPausedKeepsWatchdogAndHealth(t *testing.T) {
+	ctl := NewControl("", nil, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)), config.Zero{})
+	ctl.detect.Store(false)
+	trk := &scriptTracker{faces: map[uint64]int{}, processed: make(chan struct{}, 100)}
+	var mu sync.Mutex
+	dogs := 0
+	l := &Loop{Source: &streamSource{period: 5 * time.Millisecond}, Tracker: trk, Publisher: &recorder{}, Control: ctl,
+		Watchdog: 40 * time.Millisecond,
+		Notify: func(s string) {
+			if s == "WATCHDOG=1" {
+				mu.Lock()
+				dogs++
+				mu.Unlock()
+			}
+		}}
+	l.Metrics = NewMetrics()
+	l.Metrics.CameraOnline.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	time.Sleep(400 * time.Millisecond)
+	ok, why := l.Metrics.Healthy(100 * time.Millisecond)
+	cancel()
+	<-done
+	if n := l.Metrics.FramesProcessed.Load(); n != 0 {
+		t.Errorf("%d frames processed while paused", n)
+	}
+	if !ok || !strings.Contains(why, "paused") {
+		t.Errorf("healthz while paused: %v %q", ok, why)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dogs < 4 {
+		t.Errorf("%d watchdog pings in 400 ms while paused with frames arriving, want one every 20 ms", dogs)
 	}
 }

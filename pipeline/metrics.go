@@ -18,7 +18,8 @@ type Metrics struct {
 	FramesIn, FramesProcessed, FramesDropped, FramesBad, Faces atomic.Uint64
 	CameraOnline                                               atomic.Bool
 	CameraErr                                                  atomic.Value         // string: why the camera is offline
-	LastFrame                                                  atomic.Int64         // unix nanoseconds of the last processed frame
+	LastFrame                                                  atomic.Int64         // unix nanoseconds of the last frame taken: processed, or skipped while paused
+	Paused                                                     atomic.Bool          // the privacy switch is off: frames are taken and skipped
 	Stages                                                     [numStages]Histogram // by Stage
 	MQTT                                                       func() (published, dropped uint64, connected bool)
 	MQTTErr                                                    func() string // why the broker is not connected ("" if it is)
@@ -148,6 +149,11 @@ func (m *Metrics) Healthy(maxAge time.Duration) (bool, string) {
 	}
 	if age := time.Since(time.Unix(0, last)); age > maxAge {
 		return false, fmt.Sprintf("last frame %v ago", age.Round(time.Millisecond))
+	}
+	if m.Paused.Load() {
+		// Paused is healthy: the camera delivers and the loop turns; no
+		// frame is processed by the user's choice.
+		return true, fmt.Sprintf("ok: paused (detection switched off), frames arriving, last %v ago", time.Since(time.Unix(0, last)).Round(time.Millisecond))
 	}
 	return true, fmt.Sprintf("ok: %d frames processed, last %v ago", m.FramesProcessed.Load(), time.Since(time.Unix(0, last)).Round(time.Millisecond))
 }
