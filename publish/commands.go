@@ -3,6 +3,7 @@ package publish
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,14 @@ type command struct {
 func (p *Publisher) subscribeCommands(c mqtt.Client) {
 	t := c.Subscribe(p.base+TopicSet+"+", 1, func(_ mqtt.Client, m mqtt.Message) {
 		name := strings.TrimPrefix(m.Topic(), p.base+TopicSet)
+		if m.Retained() {
+			// A command is an action, not a state: one left retained on
+			// the broker would be carried out again at every
+			// (re)subscription — a retained reload restarted posed
+			// forever. Refused, with how to clear it.
+			p.CommandError(name, fmt.Errorf("retained command ignored (commands are actions: publish them without the retain flag); clear it with: mosquitto_pub -r -n -t %s", m.Topic()))
+			return
+		}
 		cmd := command{name: name, payload: append([]byte(nil), m.Payload()...)}
 		select {
 		case p.cmdQueue <- cmd:

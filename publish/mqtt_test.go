@@ -18,6 +18,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/edgepose/posed/config"
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -445,5 +447,55 @@ func TestShutdownFlushes(t *testing.T) {
 	}
 	if err := p2.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Shutdown with the broker gone: %v", err)
+	}
+}
+
+// A command left retained on the broker is refused, not carried out at
+// every (re)subscription (a retained set/reload restarted posed forever);
+// the same command sent live is carried out. (Failed before: the retained
+// reload was carried out.)
+func TestRetainedCommandIgnored(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/#")
+	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("sender"))
+	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer cl.Disconnect(50)
+	if tok := cl.Publish("posed/cam/set/reload", 1, true, "PRESS"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	var mu sync.Mutex
+	var done []string
+	handler := func(name string, _ []byte) error {
+		mu.Lock()
+		done = append(done, name)
+		mu.Unlock()
+		return nil
+	}
+	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(handler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(p, 2*time.Second)
+	col.WaitFor(t, "the refusal", 5*time.Second, func([]mqtttest.Msg) bool { return len(col.On("posed/cam/error")) > 0 })
+	if e := string(col.On("posed/cam/error")[0].Payload); !strings.Contains(e, "retained") || !strings.Contains(e, `"command":"reload"`) {
+		t.Errorf("error message %s", e)
+	}
+	cl.Publish("posed/cam/set/reload", 1, false, "PRESS").WaitTimeout(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(done)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(done) != 1 {
+		t.Errorf("commands carried out: %v, want the live reload only", done)
 	}
 }

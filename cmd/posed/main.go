@@ -154,10 +154,15 @@ func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, st
 			}
 			return nil, err
 		case c := <-asked:
-			log.Info("reloading the configuration")
-			notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+			// Reloads asked for while one is under way join it (the
+			// newest configuration wins): a storm of SIGHUPs is one
+			// restart, one log line and one RELOADING=1.
+			if next == nil {
+				log.Info("reloading the configuration")
+				notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+				cancel()
+			}
 			next = &c
-			cancel()
 		case <-hup:
 			// The same path as the reload command's.
 			if err := reload(); err != nil {
