@@ -17,8 +17,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/edgepose/posed/config"
 	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"github.com/edgepose/posed/config"
 
 	"github.com/edgepose/posed/publish/mqtttest"
 )
