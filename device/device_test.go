@@ -487,3 +487,70 @@ func TestReplayMappedFileCutShort(t *testing.T) {
 		t.Errorf("after the file was cut short: %v, want an error saying so", got)
 	}
 }
+
+// A replayed file rewritten in place while posed opens it (truncated and
+// written again, as cp does) is an error of OpenReplay or Next, never a
+// SIGBUS crash: the scan at open reads the mapping too. (Before, the scan
+// read it unguarded and the test binary died.)
+func TestReplayRewrittenWhileOpened(t *testing.T) {
+	dir := t.TempDir()
+	var y4m bytes.Buffer
+	y4m.WriteString("YUV4MPEG2 W640 H480 F25:1 Ip A1:1 Cmono\n")
+	frame := make([]byte, 640*480)
+	for range 60 {
+		y4m.WriteString("FRAME\n")
+		y4m.Write(frame)
+	}
+	var mj bytes.Buffer
+	one := bigJPEG(t, 320, 240)
+	for range 200 {
+		mj.Write(one)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"long.y4m", y4m.Bytes()}, {"long.mjpeg", mj.Bytes()}} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { // cp, over and over
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+				if err != nil {
+					continue
+				}
+				f.Write(c.data)
+				f.Close()
+			}
+		}()
+		opened, failed := 0, 0
+		for end := time.Now().Add(time.Second); time.Now().Before(end); {
+			r, err := OpenReplay(path, ReplayOptions{})
+			if err != nil {
+				failed++
+				continue
+			}
+			opened++
+			var f Frame
+			for range 3 {
+				r.Next(context.Background(), &f)
+			}
+			r.Close()
+		}
+		close(stop)
+		<-done
+		t.Logf("%s: %d opened, %d refused while rewritten", c.name, opened, failed)
+		if opened+failed == 0 {
+			t.Errorf("%s: never opened", c.name)
+		}
+	}
+}

@@ -83,16 +83,25 @@ func OpenReplay(path string, o ReplayOptions) (*Replay, error) {
 		return nil, fmt.Errorf("device: replay: %w", err)
 	}
 	r := &Replay{path: path, o: o, w: o.Width, h: o.Height}
-	switch ext := strings.ToLower(filepath.Ext(path)); {
-	case st.IsDir():
-		err = r.readDir()
-	case ext == ".mjpeg" || ext == ".mjpg":
-		err = r.readMJPEG()
-	case ext == ".y4m":
-		err = r.readY4M()
-	default:
-		err = fmt.Errorf("%w: %s: want a folder of images, an .mjpeg or a .y4m file", ErrFormat, path)
-	}
+	// The scan of a mapped file at open reads all of it: a file rewritten
+	// in place meanwhile (as cp does) faults there as in Next.
+	err = r.guarded(func() error {
+		var err error
+		switch ext := strings.ToLower(filepath.Ext(path)); {
+		case st.IsDir():
+			err = r.readDir()
+		case ext == ".mjpeg" || ext == ".mjpg":
+			err = r.readMJPEG()
+		case ext == ".y4m":
+			err = r.readY4M()
+		default:
+			err = fmt.Errorf("%w: %s: want a folder of images, an .mjpeg or a .y4m file", ErrFormat, path)
+		}
+		if err == nil && len(r.frames) > 0 && r.w == 0 {
+			r.w, r.h = r.commonSize()
+		}
+		return err
+	})
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("device: replay: %w", err)
@@ -100,9 +109,6 @@ func OpenReplay(path string, o ReplayOptions) (*Replay, error) {
 	if len(r.frames) == 0 {
 		r.Close()
 		return nil, fmt.Errorf("device: replay: %s holds no frames", path)
-	}
-	if r.w == 0 {
-		r.w, r.h = r.commonSize()
 	}
 	return r, nil
 }
@@ -286,26 +292,36 @@ func (r *Replay) Len() int { return len(r.frames) }
 // Next delivers the next frame, paced to FPS. At the end it returns ErrEnd,
 // or starts again when looping. A frame that cannot be decoded or has the
 // wrong size gives an error naming it; the next call goes on after it.
-func (r *Replay) Next(ctx context.Context, dst *Frame) (err error) {
-	if r.release != nil {
-		// Frames are read from a mapped file: if it was cut short since
-		// (SIGBUS on a page past its end), say so instead of crashing.
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if p := recover(); p != nil {
-				// A fault reading the mapping, and the file is no longer
-				// the size that was mapped: it was cut short. (Emulators
-				// report such faults without an address, so the size is
-				// the test.) Anything else is a bug: let it crash.
-				_, isRuntime := p.(runtime.Error)
-				st, serr := os.Stat(r.path)
-				if !isRuntime || (serr == nil && st.Size() == int64(r.mapped)) {
-					panic(p)
-				}
-				err = fmt.Errorf("device: replay %s: the file changed while it was replayed: %v", r.path, p)
-			}
-		}()
-	}
+func (r *Replay) Next(ctx context.Context, dst *Frame) error {
+	return r.guarded(func() error { return r.next1(ctx, dst) })
+}
+
+// guarded runs fn, which may read a mapped file: if the file was cut short
+// meanwhile (SIGBUS on a page past its end), it returns an error saying so
+// instead of crashing.
+func (r *Replay) guarded(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		// A fault reading the mapping, and the file is no longer the size
+		// that was mapped: it was cut short. (Emulators report such faults
+		// without an address, so the size is the test.) Anything else is
+		// a bug: let it crash.
+		_, isRuntime := p.(runtime.Error)
+		st, serr := os.Stat(r.path)
+		if r.release == nil || !isRuntime || (serr == nil && st.Size() == int64(r.mapped)) {
+			panic(p)
+		}
+		err = fmt.Errorf("device: replay %s: the file changed while it was replayed: %v", r.path, p)
+	}()
+	return fn()
+}
+
+// next1 is Next without the guard.
+func (r *Replay) next1(ctx context.Context, dst *Frame) (err error) {
 	if r.next >= len(r.frames) {
 		if !r.o.Loop {
 			return ErrEnd
@@ -326,7 +342,7 @@ func (r *Replay) Next(ctx context.Context, dst *Frame) (err error) {
 			case <-t.C:
 			}
 		}
-	} else if err := ctx.Err(); err != nil {
+	} else if err = ctx.Err(); err != nil {
 		return err
 	}
 	f := r.frames[r.next]
