@@ -21,6 +21,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/pose"
 )
 
@@ -94,7 +95,12 @@ type Detect struct {
 	Scale    float64 `yaml:"scale"`
 	IoU      float64 `yaml:"iou"`
 	MinScore float64 `yaml:"min_score"`
-	Every    int     `yaml:"every"` // run the full-frame detector every N frames while faces are tracked
+	// Turned runs the cascade for turned faces (|yaw| 40–90°, both ways,
+	// infer/detect/cascade/turned) beside the frontal one; TurnedScore is
+	// the smallest score of a turned face it reports.
+	Turned      bool    `yaml:"turned"`
+	TurnedScore float64 `yaml:"turned_score"`
+	Every       int     `yaml:"every"` // run the full-frame detector every N frames while faces are tracked
 }
 
 // Track configures face tracking between frames.
@@ -325,7 +331,7 @@ func Default() Config {
 			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second, Flip: "none",
 		},
 		Model:   modelDefaults(),
-		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Every: 10},
+		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
 		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3},
@@ -364,6 +370,7 @@ func ReadFileLimited(path string) ([]byte, error) {
 func WriteStateFile(path string, data []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o640); err != nil {
+		os.Remove(tmp) // a full disk leaves no empty temporary file behind
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -497,6 +504,12 @@ func (c Config) Validate() error {
 	}
 	if d.IoU < 0 || d.IoU > 1 {
 		bad("detect.iou", "%g is not in [0, 1]", d.IoU)
+	}
+	if !(d.MinScore > 0) {
+		bad("detect.min_score", "%g is not above 0", d.MinScore)
+	}
+	if d.Turned && !(d.TurnedScore > 0) {
+		bad("detect.turned_score", "%g is not above 0", d.TurnedScore)
 	}
 	if d.Every < 1 {
 		bad("detect.every", "%d: want at least 1 (every frame)", d.Every)

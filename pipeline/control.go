@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -48,22 +49,38 @@ const detectFile = "detect"
 // NewControl returns a control with the detection switch as the state
 // directory last recorded it (on if nothing was recorded), and the
 // neutral pose measured last, else zero's. Attach gives it its publisher.
+// The switch fails closed: a recorded state that cannot be read (damaged,
+// too large, a directory, unreadable) starts posed paused, and says so.
 func NewControl(stateDir string, view *View, log *slog.Logger, zero config.Zero) *Control {
 	c := &Control{StateDir: stateDir, View: view, Log: log, changed: make(chan struct{}, 1)}
-	on := true
-	if stateDir != "" {
-		if b, err := config.ReadFileLimited(filepath.Join(stateDir, detectFile)); err == nil {
-			if v, err := publish.ParseSwitch(b); err == nil {
-				on = v
-			} else {
-				log.Warn("ignoring a damaged detection state", "file", filepath.Join(stateDir, detectFile), "err", err)
-			}
-		}
-	}
+	on := readSwitch(stateDir, log)
 	c.detect.Store(on)
 	c.apply(on)
 	c.loadZero(zero)
 	return c
+}
+
+// readSwitch returns the detection switch recorded in stateDir: on when
+// nothing was recorded; off, logged as an error, when the record exists
+// but cannot be read — someone may have switched the camera's processing
+// off, and it must stay off until they switch it on.
+func readSwitch(stateDir string, log *slog.Logger) bool {
+	if stateDir == "" {
+		return true
+	}
+	path := filepath.Join(stateDir, detectFile)
+	b, err := config.ReadFileLimited(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err == nil {
+		var on bool
+		if on, err = publish.ParseSwitch(b); err == nil {
+			return on
+		}
+	}
+	log.Error("the recorded detection switch cannot be read: starting with detection off (privacy switch) until set/detect ON", "file", path, "err", err)
+	return false
 }
 
 // signal tells the loop that the state changed.
@@ -112,7 +129,10 @@ func (c *Control) apply(on bool) {
 	}
 }
 
-// SetDetect switches detection, records it and publishes it.
+// SetDetect switches detection, records it and publishes it. A switch
+// that cannot be recorded (state directory missing, read-only, full) is
+// switched all the same — someone switching the camera's processing off
+// must find it off — and reported: it will not survive a restart.
 func (c *Control) SetDetect(on bool) error {
 	if c.StateDir != "" {
 		v := "OFF\n"
@@ -120,7 +140,7 @@ func (c *Control) SetDetect(on bool) error {
 			v = "ON\n"
 		}
 		if err := config.WriteStateFile(filepath.Join(c.StateDir, detectFile), []byte(v)); err != nil {
-			return fmt.Errorf("recording the switch: %w", err)
+			c.fail(publish.CommandDetect, fmt.Errorf("switched %s, but not recorded (%w): after a restart it will be as recorded before", onOff(on), err))
 		}
 	}
 	if c.detect.Swap(on) != on {
@@ -129,6 +149,13 @@ func (c *Control) SetDetect(on bool) error {
 	c.apply(on)
 	c.signal()
 	return nil
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // Handle carries out one command (publish.CommandHandler). An error means
