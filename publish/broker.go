@@ -21,11 +21,11 @@ type Broker struct {
 
 // BrokerAuth says who may use the embedded broker. Posed itself connects
 // as PosedUser with PosedPassword and is the only client that may publish
-// on Topics; Readers (user → password) may log in, read them and send
-// commands (write Commands); anonymous clients, when Anonymous is set,
-// may read both but write neither. Elsewhere any admitted client reads
-// and writes. A client that gives a known user name with a wrong password
-// is refused.
+// on Topics; Readers (user → password) may log in, read them, send
+// commands (write Commands) and read and write other topics; anonymous
+// clients, when Anonymous is set, may read but write nothing (a stranger
+// could otherwise fill posed's memory with retained messages). A client
+// that gives a known user name with a wrong password is refused.
 type BrokerAuth struct {
 	PosedUser, PosedPassword string
 	Readers                  map[string]string
@@ -80,10 +80,23 @@ func (a BrokerAuth) ledger() *auth.Ledger {
 	if a.Anonymous {
 		l.Auth = append(l.Auth, auth.AuthRule{Allow: true})
 	}
-	// Everyone else (anonymous clients) may read posed's topics, not write.
-	l.ACL = auth.ACLRules{{Filters: readOnly}}
+	// A reader's own rules cover posed's topics; other topics are free to
+	// it. Everyone else (anonymous clients) may read, not write: the last
+	// rule's "#" denies every write (mochi denies a write that a filter of
+	// the matching rule covers without write access).
+	for u := range a.Readers {
+		l.ACL = append(l.ACL, auth.ACLRule{Username: auth.RString(u)})
+	}
+	l.ACL = append(l.ACL, auth.ACLRule{Filters: auth.Filters{"#": auth.ReadOnly}})
 	return l
 }
+
+// The embedded broker's bounds: a packet (posed's own largest are its
+// snapshots, tens of kilobytes) and connected clients.
+const (
+	BrokerMaxPacket  = 1 << 20
+	BrokerMaxClients = 64
+)
 
 // StartBroker listens on addr (host:port) and serves in the background,
 // admitting clients as a says. It warns when it listens beyond loopback
@@ -104,7 +117,10 @@ func StartBroker(addr string, a BrokerAuth, log *slog.Logger) (*Broker, error) {
 	}
 	// The broker logs only errors: client connects and disconnects are noise.
 	blog := slog.New(discardBelow{log.Handler(), slog.LevelError}).With("component", "broker")
-	srv := mochi.New(&mochi.Options{InlineClient: false, Logger: blog})
+	caps := mochi.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = BrokerMaxPacket // refused before it is read
+	caps.MaximumClients = BrokerMaxClients
+	srv := mochi.New(&mochi.Options{InlineClient: false, Logger: blog, Capabilities: caps})
 	if err := srv.AddHook(new(auth.Hook), &auth.Options{Ledger: a.ledger()}); err != nil {
 		return nil, fmt.Errorf("publish: embedded broker: %w", err)
 	}
