@@ -35,6 +35,15 @@ type command struct {
 func (p *Publisher) subscribeCommands(c mqtt.Client) {
 	t := c.Subscribe(p.base+TopicSet+"+", 1, func(_ mqtt.Client, m mqtt.Message) {
 		name := strings.TrimPrefix(m.Topic(), p.base+TopicSet)
+		if n, ok := oversizedSize(m.Payload()); ok || len(m.Payload()) > maxCommandPayload {
+			// Refused here, before it is copied or queued (and one over
+			// maxInbound was never held at all: see limitConn).
+			if !ok {
+				n = len(m.Payload())
+			}
+			p.CommandError(name, fmt.Errorf("payload of %d bytes refused: commands take at most %d", n, maxCommandPayload))
+			return
+		}
 		if m.Retained() {
 			// A command is an action, not a state: one left retained on
 			// the broker would be carried out again at every
@@ -65,13 +74,7 @@ func (p *Publisher) runCommands() {
 		case <-p.done:
 			return
 		case c := <-p.cmdQueue:
-			var err error
-			if len(c.payload) > maxCommandPayload {
-				err = errors.New("payload of more than 1024 bytes")
-			} else {
-				err = p.commands(c.name, c.payload)
-			}
-			if err != nil {
+			if err := p.commands(c.name, c.payload); err != nil {
 				p.CommandError(c.name, err)
 			} else {
 				p.log.Info("command carried out", "command", c.name)

@@ -132,6 +132,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 		SetMaxReconnectInterval(30*time.Second).
 		SetConnectionNotificationHandler(p.onNotification).
 		SetConnectTimeout(cfg.ConnectTimeout).
+		SetCustomOpenConnectionFn(openLimited). // packets over maxInbound are not held
 		SetWriteTimeout(tokenWait).
 		SetKeepAlive(30*time.Second).
 		SetOrderMatters(false).
