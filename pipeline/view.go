@@ -27,8 +27,14 @@ import (
 type View struct {
 	MaxFPS  float64 // frames a second at most (default 5)
 	Quality int     // JPEG quality (default 80)
+	// MaxStreams bounds the live streams at once (default 4); WriteTimeout
+	// is how long one frame may take to reach a viewer before the stream
+	// is dropped (default 10 s): a viewer that stops reading is not held.
+	MaxStreams   int32
+	WriteTimeout time.Duration
 
 	watchers atomic.Int32 // live streams and snapshot requests waiting
+	streams  atomic.Int32 // live streams
 	work     chan struct{}
 
 	mu      sync.Mutex
@@ -44,7 +50,7 @@ type View struct {
 
 // NewView returns a view whose encoder runs until ctx ends.
 func NewView(ctx context.Context) *View {
-	v := &View{MaxFPS: 5, Quality: 80, work: make(chan struct{}, 1), updated: make(chan struct{})}
+	v := &View{MaxFPS: 5, Quality: 80, MaxStreams: 4, WriteTimeout: 10 * time.Second, work: make(chan struct{}, 1), updated: make(chan struct{})}
 	go v.encode(ctx)
 	return v
 }
@@ -164,11 +170,17 @@ const liveBoundary = "posedframe"
 // ServeLive streams the annotated frames as multipart/x-mixed-replace
 // JPEGs (an MJPEG stream browsers show in an <img>), until the client goes.
 func (v *View) ServeLive(w http.ResponseWriter, r *http.Request) {
+	if n := v.streams.Add(1); n > v.MaxStreams {
+		v.streams.Add(-1)
+		http.Error(w, fmt.Sprintf("%d live viewers already: try later", v.MaxStreams), http.StatusServiceUnavailable)
+		return
+	}
+	defer v.streams.Add(-1)
 	v.watchers.Add(1)
 	defer v.watchers.Add(-1)
 	w.Header().Set("Content-Type", "multipart/x-mixed-replace; boundary="+liveBoundary)
 	w.Header().Set("Cache-Control", "no-store")
-	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
 	var sent uint64
 	for {
 		j, seq, ch, off := v.latest()
@@ -180,6 +192,11 @@ func (v *View) ServeLive(w http.ResponseWriter, r *http.Request) {
 		}
 		if j != nil && seq != sent {
 			sent = seq
+			// Each frame has WriteTimeout to leave (the server's own
+			// write timeout would end the stream after a while).
+			if rc.SetWriteDeadline(time.Now().Add(v.WriteTimeout)) != nil {
+				return
+			}
 			if _, err := fmt.Fprintf(w, "--%s\r\nContent-Type: image/jpeg\r\nContent-Length: %s\r\n\r\n", liveBoundary, strconv.Itoa(len(j))); err != nil {
 				return
 			}
@@ -189,8 +206,8 @@ func (v *View) ServeLive(w http.ResponseWriter, r *http.Request) {
 			if _, err := w.Write([]byte("\r\n")); err != nil {
 				return
 			}
-			if flusher != nil {
-				flusher.Flush()
+			if rc.Flush() != nil {
+				return
 			}
 		}
 		select {

@@ -26,6 +26,7 @@ type flowSource struct {
 	w, h   int
 	period time.Duration
 	seq    uint64
+	noise  bool // frames of noise (large JPEGs) instead of gradients
 }
 
 func (s *flowSource) Next(ctx context.Context, f *device.Frame) error {
@@ -38,8 +39,16 @@ func (s *flowSource) Next(ctx context.Context, f *device.Frame) error {
 		f.Gray = image.NewGray(image.Rect(0, 0, s.w, s.h))
 	}
 	s.seq++
+	x := uint32(s.seq) | 1
 	for i := range f.Gray.Pix {
-		f.Gray.Pix[i] = uint8(i + int(s.seq))
+		if s.noise {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			f.Gray.Pix[i] = uint8(x)
+		} else {
+			f.Gray.Pix[i] = uint8(i + int(s.seq))
+		}
 	}
 	f.Seq, f.Time = s.seq, time.Now()
 	return nil

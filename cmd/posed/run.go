@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"time"
@@ -48,7 +47,8 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		return fmt.Errorf("%s: %w", cfg.Model.Path, err)
 	}
 	d := cfg.Detect
-	det, err := detect.New(detect.Params{MinSize: d.MinSize, MaxSize: d.MaxSize, Shift: d.Shift, Scale: d.Scale, IoU: d.IoU, MinScore: d.MinScore})
+	det, err := detect.New(detect.Params{MinSize: d.MinSize, MaxSize: d.MaxSize, Shift: d.Shift, Scale: d.Scale, IoU: d.IoU, MinScore: d.MinScore,
+		Turned: d.Turned, TurnedScore: d.TurnedScore})
 	if err != nil {
 		return err
 	}
@@ -112,8 +112,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		page := func() pipeline.PageInfo {
 			return pipeline.PageInfo{Device: cfg.Device, Camera: cfg.Source.Path, Model: cfg.Model.Path, Broker: config.RedactURL(cfg.MQTT.Broker)}
 		}
-		srv := &http.Server{Handler: met.Handler(5*time.Second, version, page, view), ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
+		srv := pipeline.ServeHTTP(ln, met.Handler(5*time.Second, version, page, view), view, pipeline.DefaultHTTPLimits())
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
