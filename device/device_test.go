@@ -554,3 +554,46 @@ func TestReplayRewrittenWhileOpened(t *testing.T) {
 		}
 	}
 }
+
+// badSource gives bad frames only, like a replayed folder whose files
+// vanished under fps 0.
+type badSource struct{ closed *int }
+
+func (s *badSource) Next(context.Context, *Frame) error {
+	return fmt.Errorf("%w: open frame0001.jpg: no such file or directory", ErrBadFrame)
+}
+func (s *badSource) Close() error { *s.closed++; return nil }
+
+// BadRun bad frames in a row fail the source: reported offline with the
+// last error and re-opened with backoff, instead of being spun on (340,000
+// bad frames a second before, the camera said online). A good frame
+// between bad ones resets the count.
+func TestReopeningBadRunFails(t *testing.T) {
+	opens, closed := 0, 0
+	var statuses []Status
+	var waits []time.Duration
+	r := &Reopening{
+		Open:      func() (Source, error) { opens++; return &badSource{closed: &closed}, nil },
+		Backoff:   10 * time.Millisecond,
+		BadRun:    5,
+		OnStatus:  func(s Status) { statuses = append(statuses, s) },
+		sleepFunc: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil },
+	}
+	var f Frame
+	bad := 0
+	for range 12 {
+		if err := r.Next(context.Background(), &f); errors.Is(err, ErrBadFrame) {
+			bad++
+		}
+	}
+	// Every 5th bad frame in a row fails the source, which is re-opened
+	// after a wait (growing) and gives the next bad frame: 12 calls, 12 bad
+	// frames, 2 failures.
+	if bad != 12 || opens != 3 || closed != 2 || len(waits) != 2 || waits[1] != 20*time.Millisecond {
+		t.Errorf("%d bad frames returned, %d opens, %d closes, waits %v", bad, opens, closed, waits)
+	}
+	if len(statuses) == 0 || statuses[0].Online || !strings.Contains(statuses[0].Err.Error(), "5 bad frames in a row") ||
+		!strings.Contains(statuses[0].Err.Error(), "no such file") {
+		t.Errorf("statuses %+v", statuses)
+	}
+}

@@ -17,13 +17,18 @@ type Status struct {
 // Reopening wraps a source that may fail: when opening or reading fails
 // (the camera was unplugged, the driver timed out) it closes the source,
 // reports the camera offline, waits with exponential backoff and opens it
-// again, for as long as the context lasts. Frame size errors are passed on
-// without re-opening: the source itself is fine.
+// again, for as long as the context lasts. A bad frame (wrong size,
+// undecodable) is passed on without re-opening: the source itself is fine,
+// until BadRun of them come in a row (a replayed folder whose files
+// vanished, a camera sending garbage), which is a failing source: reported
+// and re-opened with backoff like any other, not spun on.
 type Reopening struct {
 	Open      func() (Source, error)
 	Backoff   time.Duration // first wait (default 1s)
 	MaxWait   time.Duration // longest wait (default 30s)
+	BadRun    int           // bad frames in a row that fail the source (default 30)
 	OnStatus  func(Status)  // called on every change, may be nil
+	bad       int           // bad frames in a row
 	src       Source
 	wait      time.Duration
 	online    bool
@@ -41,6 +46,9 @@ func (r *Reopening) Next(ctx context.Context, dst *Frame) error {
 	}
 	if r.MaxWait < r.Backoff {
 		r.MaxWait = 30 * time.Second
+	}
+	if r.BadRun <= 0 {
+		r.BadRun = 30
 	}
 	sleep := r.sleepFunc
 	if sleep == nil {
@@ -65,7 +73,7 @@ func (r *Reopening) Next(ctx context.Context, dst *Frame) error {
 		case err == nil:
 			r.seq++
 			dst.Seq = r.seq
-			r.wait = 0
+			r.wait, r.bad = 0, 0
 			if !r.online {
 				r.online = true
 				r.report(Status{Online: true})
@@ -73,8 +81,14 @@ func (r *Reopening) Next(ctx context.Context, dst *Frame) error {
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.Is(err, ErrEnd), errors.Is(err, ErrFrameSize), errors.Is(err, ErrBadFrame):
+		case errors.Is(err, ErrEnd):
 			return err
+		case errors.Is(err, ErrFrameSize), errors.Is(err, ErrBadFrame):
+			if r.bad++; r.bad < r.BadRun {
+				return err
+			}
+			err = fmt.Errorf("%d bad frames in a row, the last: %w", r.bad, err)
+			r.bad = 0
 		}
 		r.src.Close()
 		r.src = nil
