@@ -28,7 +28,7 @@ DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) &
 # Debian architecture:GOARCH:GOARM
 DEB_ARCHES := amd64:amd64: arm64:arm64: armhf:arm:7
 
-.PHONY: all build test test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
+.PHONY: negatives cascade all build test test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
 
 all: build
 
@@ -47,6 +47,8 @@ help:
 	@echo "deb         Debian packages for amd64, arm64 and armhf into dist/ (nfpm, a Go tool of this module)"
 	@echo "deb-test    install the amd64 package with dpkg, check it, run posed -check-config as its user, purge it (root)"
 	@echo "model       retrain models/default.gllim (and its card) from DATA=$(DATA)"
+	@echo "negatives   fetch Debian's wallpaper packages (face-free pictures) into $(NEGATIVES)"
+	@echo "cascade     train the turned-face cascades (two halves, measured, then all) from DATA and the negatives"
 	@echo "eval        measure the default recipe (LOPO on Pointing'04, 5-fold on AFLW2000) into models/default.md"
 
 build:
@@ -108,6 +110,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseY4MHeader$$' -fuzztime 60s ./device/
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitJPEGs$$' -fuzztime 60s ./device/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadUsers$$' -fuzztime 60s ./publish/
+	$(GO) test -run '^$$' -fuzz '^FuzzLimitConn$$' -fuzztime 60s ./publish/
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }
@@ -174,6 +177,38 @@ deb-test: deb
 
 model: build
 	bin/posectl train $(MODEL_FLAGS) -temperatures $(TEMPERATURES) -o models/default.gllim
+
+# Face-free pictures for the turned-face cascade's negatives: Debian's
+# wallpaper packages, downloaded (not installed) and unpacked into
+# build/negatives; never committed. One picture in three is kept out of
+# training to measure false detections.
+NEGATIVE_PACKAGES := gnome-backgrounds mate-backgrounds ukui-wallpapers lomiri-wallpapers lomiri-wallpapers-20.04 \
+	plasma-workspace-wallpapers sway-backgrounds
+NEGATIVES ?= build/negatives
+negatives: $(NEGATIVES)/.unpacked
+$(NEGATIVES)/.unpacked:
+	@mkdir -p $(NEGATIVES)/debs
+	cd $(NEGATIVES)/debs && { apt-get download $(NEGATIVE_PACKAGES) 2>/dev/null || \
+		{ apt-get update -qq && apt-get download $(NEGATIVE_PACKAGES); }; }
+	for f in $(NEGATIVES)/debs/*.deb; do dpkg-deb -x "$$f" $(NEGATIVES)/unpacked || exit 1; done
+	@touch $@
+
+# The turned-face cascade (posectl cascade: pico's learning, faces with
+# 40 <= |yaw| <= 90 turned one way, run mirrored for the other): one on each
+# half of the persons, measured on the other half (posectl detections),
+# then one on all of them, shipped as infer/detect/cascade/turned. Each
+# training resumes from its checkpoint in build/cascade.
+CASCADE_FPR ?= 1e-6
+TURNED_SCORES ?= 2,3,5
+CASCADE_DATA := -data $(DATA)/pointing04,$(DATA)/aflw2000 -negatives $(NEGATIVES)/unpacked/usr/share -cache $(CACHE)
+CASCADE_FLAGS := $(CASCADE_DATA) -view 40,90 -target-fpr $(CASCADE_FPR)
+cascade: build negatives
+	@mkdir -p build/cascade
+	bin/posectl cascade $(CASCADE_FLAGS) -half 0 -o build/cascade/turned-h0.cascade
+	bin/posectl cascade $(CASCADE_FLAGS) -half 1 -o build/cascade/turned-h1.cascade
+	bin/posectl cascade $(CASCADE_FLAGS) -o infer/detect/cascade/turned -checkpoint build/cascade/turned.ckpt
+	bin/posectl detections $(CASCADE_DATA) -cascades build/cascade/turned-h0.cascade,build/cascade/turned-h1.cascade -half 0 \
+		-turned-scores $(TURNED_SCORES)
 
 # The shipped recipe, each fold choosing its temperature as `make model`
 # does: Pointing'04 leaving one person out (AFLW2000 always in training),

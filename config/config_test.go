@@ -144,6 +144,8 @@ func TestHostileValuesRefused(t *testing.T) {
 		{"mqtt: {listen: \"127.0.0.1:99999\"}\n", "mqtt.listen: \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535"},
 		{"source:\n  width: abc\nmqtt:\n  qos: x\n", "source.width: cannot unmarshal !!str `abc` into int (line 2)"},
 		{"source:\n  width: abc\nmqtt:\n  qos: x\n", "mqtt.qos: cannot unmarshal !!str `x` into int (line 4)"},
+		{"detect: {min_score: 0}\n", "detect.min_score: 0 is not above 0"},
+		{"detect: {turned: true, turned_score: -1}\n", "detect.turned_score: -1 is not above 0"},
 	} {
 		_, err := Parse([]byte(c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -157,7 +159,7 @@ func TestHostileValuesRefused(t *testing.T) {
 			t.Errorf("%.60q: %s, want it to say %q", c.yaml, msg, c.want)
 		}
 	}
-	for _, ok := range []string{"device: kitchen-cam_2\n", "metrics: {listen: \"\"}\n", "mqtt: {listen: \"[::1]:0\"}\n", "source: {width: 320.0}\n"} {
+	for _, ok := range []string{"device: kitchen-cam_2\n", "metrics: {listen: \"\"}\n", "mqtt: {listen: \"[::1]:0\"}\n", "source: {width: 320.0}\n", "detect: {turned: false, turned_score: 0}\n"} {
 		if _, err := Parse([]byte(ok)); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -9,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/infer/track"
 )
 
 // commander records what a Control publishes.
@@ -107,5 +110,75 @@ func TestStateFileNoLeftover(t *testing.T) {
 	}
 	if _, err := os.Lstat(path + ".tmp"); !os.IsNotExist(err) {
 		t.Errorf("temporary file left: %v", err)
+	}
+}
+
+func quietControl(t *testing.T, dir string, logs *bytes.Buffer) *Control {
+	if logs == nil {
+		logs = &bytes.Buffer{}
+	}
+	return NewControl(dir, nil, slog.New(slog.NewTextHandler(logs, nil)), config.Zero{Seconds: 3})
+}
+
+func frontFace() track.Face {
+	return track.Face{Angles: [3]float64{20, 5, 0}, Has: [3]bool{true, true, true}}
+}
+
+// set/zero clear during a measurement cancels it (before, the measurement
+// set the pose when it ended, undoing the clear), and a control stopped
+// by a reload drops its measurement (before, it was written to the state
+// directory and applied only after the next restart).
+func TestZeroMeasurementCancelled(t *testing.T) {
+	for _, how := range []string{"clear", "stop"} {
+		dir := t.TempDir()
+		c := quietControl(t, dir, nil)
+		if err := c.Handle("zero", []byte("0.2")); err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			c.Sample(frontFace())
+		}
+		if how == "clear" {
+			if err := c.Handle("zero", []byte("clear")); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			c.Stop()
+		}
+		time.Sleep(400 * time.Millisecond)
+		if z := c.ZeroState(); z != nil {
+			t.Errorf("%s during a measurement: neutral pose %+v set when it ended", how, z)
+		}
+		if _, err := os.Stat(filepath.Join(dir, zeroFile)); !os.IsNotExist(err) {
+			t.Errorf("%s during a measurement: %s written", how, zeroFile)
+		}
+	}
+	// Not cancelled, it sets the pose.
+	c := quietControl(t, t.TempDir(), nil)
+	c.Handle("zero", []byte("0.1"))
+	for range 5 {
+		c.Sample(frontFace())
+	}
+	time.Sleep(300 * time.Millisecond)
+	if z := c.ZeroState(); z == nil || z.Frames != 5 {
+		t.Errorf("measured neutral pose %+v", z)
+	}
+}
+
+// A measured neutral pose that cannot be read is logged, not silently
+// ignored; a neutral pose from the configuration says no measurement time
+// (before: "set":"0001-01-01T00:00:00Z").
+func TestZeroFileAndConfigState(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, zeroFile), 0o700)
+	var logs bytes.Buffer
+	quietControl(t, dir, &logs)
+	if !strings.Contains(logs.String(), "cannot read the measured neutral pose") {
+		t.Errorf("an unreadable %s is not logged: %s", zeroFile, logs.String())
+	}
+	c := NewControl("", nil, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)), config.Zero{Yaw: 10})
+	b, _ := json.Marshal(c.ZeroState())
+	if strings.Contains(string(b), "set") {
+		t.Errorf("a configured neutral pose: %s", b)
 	}
 }

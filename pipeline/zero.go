@@ -39,7 +39,9 @@ type zero struct {
 	pose      atomic.Pointer[neutralPose] // nil: none
 	cfg       config.Zero
 	measuring atomic.Bool
-	mu        sync.Mutex        // guards samples
+	gen       atomic.Uint64     // bumped by each start, clear and stop: a measurement ends only if still the latest
+	timer     *time.Timer       // the measurement's end (guarded by mu)
+	mu        sync.Mutex        // guards samples and timer
 	samples   []rotation.Matrix // while measuring: the primary face's poses so far
 }
 
@@ -58,7 +60,9 @@ func (c *Control) loadZero(cfg config.Zero) {
 	c.zero.cfg = cfg
 	if c.StateDir != "" {
 		f := filepath.Join(c.StateDir, zeroFile)
-		if b, err := config.ReadFileLimited(f); err == nil {
+		b, err := config.ReadFileLimited(f)
+		switch {
+		case err == nil:
 			var m publish.ZeroMsg
 			if err := json.Unmarshal(b, &m); err != nil || m.Source != "measured" || !(m.Yaw >= -180 && m.Yaw <= 180 && m.Pitch >= -180 && m.Pitch <= 180 && m.Roll >= -180 && m.Roll <= 180) {
 				c.Log.Warn("ignoring a damaged neutral pose", "file", f, "err", err)
@@ -66,6 +70,9 @@ func (c *Control) loadZero(cfg config.Zero) {
 				c.setNeutral(&m)
 				return
 			}
+		case !errors.Is(err, os.ErrNotExist):
+			// Unreadable or too large: said, not silently ignored.
+			c.Log.Warn("cannot read the measured neutral pose: using the configuration's", "file", f, "err", err)
 		}
 	}
 	if cfg.Yaw != 0 || cfg.Pitch != 0 || cfg.Roll != 0 {
@@ -129,6 +136,11 @@ func (c *Control) zeroCommand(payload []byte) error {
 	secs := c.zero.cfg.Seconds
 	switch {
 	case strings.EqualFold(arg, "clear"):
+		// A measurement under way is cancelled: it would set what was
+		// just cleared when it ends.
+		if c.cancelZero() {
+			c.Log.Info("neutral pose measurement cancelled by clear")
+		}
 		if c.StateDir != "" {
 			if err := os.Remove(filepath.Join(c.StateDir, zeroFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("forgetting the neutral pose: %w", err)
@@ -152,22 +164,50 @@ func (c *Control) zeroCommand(payload []byte) error {
 	if !c.zero.measuring.CompareAndSwap(false, true) {
 		return errors.New("a neutral pose is being measured already")
 	}
+	gen := c.zero.gen.Add(1)
 	c.zero.mu.Lock()
 	c.zero.samples = c.zero.samples[:0]
+	c.zero.timer = time.AfterFunc(time.Duration(secs*float64(time.Second)), func() { c.finishZero(gen) })
 	c.zero.mu.Unlock()
 	c.Log.Info("measuring the neutral pose", "seconds", secs)
-	time.AfterFunc(time.Duration(secs*float64(time.Second)), c.finishZero)
 	return nil
+}
+
+// cancelZero stops a measurement under way (it sets nothing) and reports
+// whether there was one.
+func (c *Control) cancelZero() bool {
+	c.zero.gen.Add(1)
+	c.zero.mu.Lock()
+	if c.zero.timer != nil {
+		c.zero.timer.Stop()
+		c.zero.timer = nil
+	}
+	c.zero.mu.Unlock()
+	return c.zero.measuring.Swap(false)
+}
+
+// Stop ends the control with its pipeline (a reload, a shutdown): a
+// neutral pose being measured is dropped, not set later behind the next
+// pipeline's back.
+func (c *Control) Stop() {
+	if c != nil && c.cancelZero() {
+		c.Log.Warn("neutral pose measurement interrupted (posed is restarting or stopping): send set/zero again")
+	}
 }
 
 // finishZero ends a measurement: the mean pose of the samples becomes the
 // neutral pose, kept in the state directory; too few samples is an error
 // on the error topic, and the neutral pose stays as it was.
-func (c *Control) finishZero() {
-	c.zero.measuring.Store(false)
+func (c *Control) finishZero(gen uint64) {
+	// Held to the end: a clear or stop waits for it, then undoes it.
 	c.zero.mu.Lock()
+	defer c.zero.mu.Unlock()
+	if c.zero.gen.Load() != gen { // cleared or stopped meanwhile
+		return
+	}
+	c.zero.measuring.Store(false)
+	c.zero.timer = nil
 	samples := append([]rotation.Matrix(nil), c.zero.samples...)
-	c.zero.mu.Unlock()
 	if len(samples) < minZeroFrames {
 		c.fail(publish.CommandZero, fmt.Errorf("the primary face was seen in %d frames while measuring, fewer than %d: neutral pose unchanged", len(samples), minZeroFrames))
 		return

@@ -56,6 +56,7 @@ type FaceMsg struct {
 	Track    uint64     `json:"track"`
 	Box      [4]float64 `json:"box"`
 	Score    float64    `json:"score"`
+	View     string     `json:"view"` // the detector's view that found it: frontal, yaw+ (turned, nose towards the image's left) or yaw-
 	Yaw      *float64   `json:"yaw,omitempty"`
 	Pitch    *float64   `json:"pitch,omitempty"`
 	Roll     *float64   `json:"roll,omitempty"`
@@ -103,7 +104,7 @@ type ZeroMsg struct {
 	Roll   float64   `json:"roll"`
 	Source string    `json:"source"` // config, or measured (set/zero)
 	Frames int       `json:"frames,omitempty"`
-	Set    time.Time `json:"set,omitempty"`
+	Set    time.Time `json:"set,omitzero"` // when it was measured (none for the configuration's)
 }
 
 // StateMsg is the retained summary on <prefix>/<device>/state.

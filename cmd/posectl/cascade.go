@@ -68,7 +68,10 @@ func runCascade(args []string, stdout io.Writer) error {
 	o := def
 	out := fs.String("o", "", "cascade file to write (pigo's format)")
 	ckpt := fs.String("checkpoint", "", "checkpoint file, written after every stage and resumed from (default: the output + .ckpt)")
-	jitter := fs.Int("jitter", 8, "windows per face: the box and jitter−1 seeded moves of it")
+	var jitter cascade.Jitter
+	fs.IntVar(&jitter.N, "jitter", 8, "windows per face: the box and jitter−1 seeded moves of it")
+	fs.Float64Var(&jitter.Centre, "jitter-centre", 0.05, "σ of the moves of a face window's centre, in sides")
+	fs.Float64Var(&jitter.Scale, "jitter-scale", 0.08, "σ of the moves of a face window's log-side")
 	fs.IntVar(&o.Depth, "depth", def.Depth, "tree depth")
 	fs.IntVar(&o.Tests, "tests", def.Tests, "random pixel comparisons tried per node")
 	fs.Uint64Var(&o.Seed, "seed", def.Seed, "random seed")
@@ -115,13 +118,13 @@ func runCascade(args []string, stdout io.Writer) error {
 	for k, i := range trainI {
 		imgs[k], boxes[k] = bank.Images[i], bank.FaceBox(i)
 	}
-	faces := cascade.Faces(trainS, imgs, boxes, view, *jitter, o.Seed)
-	bg, nPics, err := backgrounds(cd, trainS, imgs)
+	faces := cascade.Faces(trainS, imgs, boxes, view, jitter, o.Seed)
+	bg, nPics, err := backgrounds(cd, trainS, imgs, boxes)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "view %s, half %d: %d face windows from %d faces (%d faces did not fit their image), %d backgrounds (%d pictures, mirrored, and %d photographs of people away from the face)\n",
-		view, cd.half, len(faces.Windows), len(faces.Images), faces.Skipped, len(bg.Images), nPics, len(bg.Images)-2*nPics)
+	fmt.Fprintf(stdout, "view %s, half %d: %d face windows from %d faces (%d faces did not fit their image), %d backgrounds (%d pictures, mirrored and turned, and %d photographs of people)\n",
+		view, cd.half, len(faces.Windows), len(faces.Images), faces.Skipped, len(bg.Images), nPics, len(bg.Images)-4*nPics)
 	o.Progress = func(p cascade.Progress) {
 		if p.StageTrees == 0 {
 			fmt.Fprintf(stdout, "  stage %2d mining: %d negatives, %.3g windows drawn, cascade FPR %.3g (%s)\n",
@@ -150,11 +153,13 @@ func runCascade(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// backgrounds are the face-free pictures not held out (and their
-// mirrors), and the data set's photographs of people of the training
-// persons with their face boxes (enlarged 1.6×, hair and ears included)
-// avoided. It returns them and the number of pictures.
-func backgrounds(cd cascadeData, samples []dataset.Sample, imgs []*image.Gray) (cascade.Backgrounds, int, error) {
+// backgrounds are the face-free pictures not held out (each also
+// mirrored, transposed, and both), and the photographs of the training
+// persons with their face boxes (see cascade.Backgrounds: windows near a
+// face that are not a detection of it are negatives). AFLW2000's
+// photographs give only windows on their face: their crowds hold faces
+// nobody labelled. It returns them and the number of pictures.
+func backgrounds(cd cascadeData, samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box) (cascade.Backgrounds, int, error) {
 	pics, err := cascade.ReadPictures(cd.negatives, cd.maxSide)
 	if err != nil {
 		return cascade.Backgrounds{}, 0, fmt.Errorf("%w (make negatives fetches them)", err)
@@ -165,20 +170,17 @@ func backgrounds(cd cascadeData, samples []dataset.Sample, imgs []*image.Gray) (
 		if cascade.HeldOut(p.Name) {
 			continue
 		}
-		bg.Images = append(bg.Images, p.Img, p.Img.Mirror())
-		bg.Avoid = append(bg.Avoid, nil, nil)
+		t := p.Img.Transpose()
+		bg.Images = append(bg.Images, p.Img, p.Img.Mirror(), t, t.Mirror())
+		bg.Faces = append(bg.Faces, nil, nil, nil, nil)
+		bg.NearOnly = append(bg.NearOnly, false, false, false, false)
 		n++
 	}
 	for i, s := range samples {
-		// Only Pointing'04: one person on a plain wall. AFLW2000's crowds
-		// hold faces nobody labelled.
-		if s.Set != "pointing04" {
-			continue
-		}
-		cx, cy := s.Box.Centre()
-		r := 0.8 * math.Max(s.Box.W, s.Box.H)
+		b := boxes[i]
 		bg.Images = append(bg.Images, cascade.FromGray(imgs[i]))
-		bg.Avoid = append(bg.Avoid, [][4]int{{int(cx - r), int(cy - r), int(cx + r + 1), int(cy + r + 1)}})
+		bg.Faces = append(bg.Faces, [][4]int{{int(b.X), int(b.Y), int(math.Ceil(b.X + b.W)), int(math.Ceil(b.Y + b.H))}})
+		bg.NearOnly = append(bg.NearOnly, s.Set != "pointing04")
 	}
 	return bg, n, nil
 }

@@ -24,6 +24,9 @@ func runDetections(args []string, stdout io.Writer) error {
 	cd.register(fs)
 	files := fs.String("cascades", "", "turned-face cascades (comma-separated); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); empty: facefinder alone")
 	scores := fs.String("turned-scores", "2", "smallest scores of turned faces to measure (comma-separated)")
+	def := detect.DefaultParams()
+	shift := fs.Float64("turned-shift", def.TurnedShift, "the turned cascade's window step, a fraction of its side")
+	scale := fs.Float64("turned-scale", def.TurnedScale, "the turned cascade's window growth between scales")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,8 +71,10 @@ func runDetections(args []string, stdout io.Writer) error {
 	for _, ms := range minScores {
 		var dets []*detect.Detector
 		for _, c := range cs {
-			d, err := detect.NewViews(cd.df.p, append([]detect.ViewCascade{{View: detect.Frontal, Cascade: detect.Facefinder(), MinScore: cd.df.p.MinScore}},
-				detect.TurnedViews(c, ms)...)...)
+			p := cd.df.p
+			p.TurnedScore, p.TurnedShift, p.TurnedScale = ms, *shift, *scale
+			d, err := detect.NewViews(p, append([]detect.ViewCascade{{View: detect.Frontal, Cascade: detect.Facefinder(), MinScore: p.MinScore}},
+				detect.TurnedViews(c, p)...)...)
 			if err != nil {
 				return err
 			}
@@ -98,7 +103,7 @@ func runDetections(args []string, stdout io.Writer) error {
 		}
 		for _, set := range []string{"pointing04", "aflw2000"} {
 			var found, total [6]int
-			falses, photos := 0, 0
+			falses, near, photos := 0, 0, 0
 			for _, s := range samples {
 				if s.Set != set || !s.HasYaw {
 					continue
@@ -123,6 +128,9 @@ func runDetections(args []string, stdout io.Writer) error {
 						hit = true
 					} else {
 						falses++
+						if overlaps(f.Box, s.Box) {
+							near++
+						}
 					}
 				}
 				if hit {
@@ -137,7 +145,8 @@ func runDetections(args []string, stdout io.Writer) error {
 			for b := range found {
 				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(found[b])/float64(max(total[b], 1))))
 			}
-			row = append(row, fmt.Sprintf("%.3f", float64(falses)/float64(photos)), fmt.Sprintf("%.3f", float64(ffp)/float64(len(frames))))
+			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(falses)/float64(photos), float64(near)/float64(photos)),
+				fmt.Sprintf("%.3f", float64(ffp)/float64(len(frames))))
 			fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
 		}
 	}
@@ -153,6 +162,12 @@ func matches(det, label feature.Box) bool {
 	side := math.Sqrt(label.W * label.H)
 	r := det.W / side
 	return math.Abs(dx-lx) <= side/2 && math.Abs(dy-ly) <= side/2 && r >= 0.5 && r <= 2.5
+}
+
+// overlaps reports whether a detection that does not match the face still
+// covers part of it (a misplaced box rather than a phantom face).
+func overlaps(det, label feature.Box) bool {
+	return det.X < label.X+label.W && label.X < det.X+det.W && det.Y < label.Y+label.H && label.Y < det.Y+det.H
 }
 
 // faceFreeFrames are 640×480 frames of the held-out pictures: each whole

@@ -47,8 +47,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		return fmt.Errorf("%s: %w", cfg.Model.Path, err)
 	}
 	d := cfg.Detect
-	det, err := detect.New(detect.Params{MinSize: d.MinSize, MaxSize: d.MaxSize, Shift: d.Shift, Scale: d.Scale, IoU: d.IoU, MinScore: d.MinScore,
-		Turned: d.Turned, TurnedScore: d.TurnedScore})
+	det, err := newDetector(d)
 	if err != nil {
 		return err
 	}
@@ -96,6 +95,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		return err
 	}
 	ctl.Attach(pub)
+	defer ctl.Stop()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
@@ -133,6 +133,14 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	err = loop.Run(ctx)
 	log.Info("posed stopping", "frames", met.FramesProcessed.Load(), "dropped", met.FramesDropped.Load())
 	return err
+}
+
+// newDetector is the detector of the configuration's detect block.
+func newDetector(d config.Detect) (*detect.Detector, error) {
+	p := detect.DefaultParams()
+	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore
+	p.Turned, p.TurnedScore = d.Turned, d.TurnedScore
+	return detect.New(p)
 }
 
 // haURL is the device's configuration_url in Home Assistant: mqtt.ha_url,

@@ -172,3 +172,39 @@ func TestClassifyMatchesScan(t *testing.T) {
 		t.Fatalf("Classify kept %d windows, the scanner %d", len(got), len(want))
 	}
 }
+
+// The vector tree walk reaches the same leaf as the Go walk for every
+// window, random trees and pixels included, windows at the very start of
+// the pixels (walked in Go: the vector walk reads 3 bytes before a pixel)
+// and counts that are not multiples of 8.
+func TestWalkVectorMatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	const w, h = 97, 83
+	pix := make([]byte, w*h)
+	for i := range pix {
+		pix[i] = uint8(rng.IntN(256))
+	}
+	var sc scanner
+	for trial := range 200 {
+		codes := make([]int8, 4*63)
+		for i := range codes {
+			codes[i] = int8(rng.IntN(255) - 127)
+		}
+		s := 8 + rng.IntN(60)
+		o1, o2 := sc.offsets(codes, 6, s, w)
+		half := s/2 + 1
+		var cand []int32
+		for r := half; r <= h-half; r += 1 + rng.IntN(3) {
+			for c := half; c <= w-half; c += 1 + rng.IntN(3) {
+				cand = append(cand, int32(r*w+c))
+			}
+		}
+		cand = cand[:rng.IntN(len(cand)+1)]
+		got := slices.Clone(sc.walk(cand, o1, o2, pix, 6))
+		want := make([]int32, len(cand))
+		walkGo(want, cand, o1, o2, pix, 6)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d (side %d, %d windows, vector %v): leaves differ", trial, s, len(cand), vectorWalk)
+		}
+	}
+}

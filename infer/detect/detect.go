@@ -21,6 +21,9 @@ import (
 //go:embed cascade/facefinder
 var facefinder []byte
 
+//go:embed cascade/turned
+var turned []byte
+
 // Params configure the detector. The defaults suit 640×480 frames.
 type Params struct {
 	MinSize  int     // smallest face side in pixels
@@ -29,11 +32,20 @@ type Params struct {
 	Scale    float64 // growth of the window between scales
 	IoU      float64 // detections overlapping more than this are merged
 	MinScore float64 // clustered detections scoring lower are dropped
+	// Turned adds the cascade for turned faces (the embedded
+	// cascade/turned, as it is and mirrored) to facefinder; TurnedScore is
+	// its MinScore.
+	Turned      bool
+	TurnedScore float64
+	// TurnedShift and TurnedScale are the turned cascade's window step
+	// and growth between scales: coarser than facefinder's, as it was
+	// trained on faces moved by more (0: Shift and Scale).
+	TurnedShift, TurnedScale float64
 }
 
 // DefaultParams are good for 640×480 frames: faces from 60 to 400 pixels.
 func DefaultParams() Params {
-	return Params{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2}
+	return Params{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, TurnedScore: 2, TurnedShift: 0.1, TurnedScale: 1.2}
 }
 
 // Validate returns an error naming the first unusable setting.
@@ -49,6 +61,14 @@ func (p Params) Validate() error {
 		return fmt.Errorf("detect: scale %g not in (1, 2]", p.Scale)
 	case !(p.IoU >= 0 && p.IoU <= 1):
 		return fmt.Errorf("detect: IoU %g not in [0, 1]", p.IoU)
+	case !(p.MinScore > 0):
+		return fmt.Errorf("detect: min score %g: want above 0", p.MinScore)
+	case p.Turned && !(p.TurnedScore > 0):
+		return fmt.Errorf("detect: turned score %g: want above 0", p.TurnedScore)
+	case !(p.TurnedShift >= 0 && p.TurnedShift <= 1):
+		return fmt.Errorf("detect: turned shift %g not in [0, 1]", p.TurnedShift)
+	case !(p.TurnedScale == 0 || p.TurnedScale > 1 && p.TurnedScale <= 2):
+		return fmt.Errorf("detect: turned scale %g not 0 or in (1, 2]", p.TurnedScale)
 	}
 	return nil
 }
@@ -81,19 +101,25 @@ type Face struct {
 	View  View
 }
 
-// ViewCascade is a cascade a detector runs, the view it stands for and
-// the smallest score of a face it reports.
+// ViewCascade is a cascade a detector runs, the view it stands for, the
+// smallest score of a face it reports, and its scan's window step and
+// growth between scales (0: the detector's Params).
 type ViewCascade struct {
-	View     View
-	Cascade  *Cascade
-	MinScore float64
+	View         View
+	Cascade      *Cascade
+	MinScore     float64
+	Shift, Scale float64
 }
 
 // TurnedViews are the two views of a cascade trained on faces turned one
-// way (yaw > 0): as it is and mirrored.
-func TurnedViews(c *Cascade, minScore float64) []ViewCascade {
-	return []ViewCascade{{YawPositive, c, minScore}, {YawNegative, c.Mirrored(), minScore}}
+// way (yaw > 0): as it is and mirrored, scanned with p's turned settings.
+func TurnedViews(c *Cascade, p Params) []ViewCascade {
+	return []ViewCascade{{YawPositive, c, p.TurnedScore, p.TurnedShift, p.TurnedScale},
+		{YawNegative, c.Mirrored(), p.TurnedScore, p.TurnedShift, p.TurnedScale}}
 }
+
+// FacefinderBytes returns the embedded facefinder file, as pigo ships it.
+func FacefinderBytes() []byte { return slices.Clip(facefinder) }
 
 // Facefinder returns pigo's frontal cascade, embedded in the binary.
 func Facefinder() *Cascade { return facefinderCascade }
@@ -106,6 +132,18 @@ var facefinderCascade = func() *Cascade {
 	return c
 }()
 
+// Turned returns the embedded cascade for turned faces (yaw > 0; see
+// cascade/TURNED.md), trained by posectl cascade (make cascade).
+func Turned() *Cascade { return turnedCascade }
+
+var turnedCascade = func() *Cascade {
+	c, err := ParseCascade(turned)
+	if err != nil {
+		panic("detect: the embedded turned cascade: " + err.Error()) // a build problem; a test checks it
+	}
+	return c
+}()
+
 // Detector runs its cascades over frames. It is safe for concurrent use:
 // the cascades are read-only, buffers belong to callers.
 type Detector struct {
@@ -113,9 +151,14 @@ type Detector struct {
 	views []ViewCascade
 }
 
-// New returns a detector with the embedded facefinder cascade alone.
+// New returns a detector with the embedded facefinder cascade and, if
+// p.Turned, the embedded cascade for turned faces in both its views.
 func New(p Params) (*Detector, error) {
-	return NewViews(p, ViewCascade{Frontal, facefinderCascade, p.MinScore})
+	views := []ViewCascade{{View: Frontal, Cascade: facefinderCascade, MinScore: p.MinScore}}
+	if p.Turned {
+		views = append(views, TurnedViews(turnedCascade, p)...)
+	}
+	return NewViews(p, views...)
 }
 
 // NewViews returns a detector running the given cascades, each face
@@ -134,6 +177,9 @@ func NewViews(p Params, views ...ViewCascade) (*Detector, error) {
 		}
 		if !(v.MinScore > 0) {
 			return nil, fmt.Errorf("detect: view %s: min score %g: want above 0", v.View, v.MinScore)
+		}
+		if !(v.Shift >= 0 && v.Shift <= 1) || !(v.Scale == 0 || v.Scale > 1 && v.Scale <= 2) {
+			return nil, fmt.Errorf("detect: view %s: shift %g, scale %g: want shift in [0, 1], scale 0 or in (1, 2]", v.View, v.Shift, v.Scale)
 		}
 	}
 	return &Detector{p: p, views: slices.Clone(views)}, nil
@@ -179,9 +225,15 @@ func (d *Detector) DetectInto(b *Buffers, img *image.Gray, region image.Rectangl
 		return b.faces[:0]
 	}
 	off := (region.Min.Y-img.Rect.Min.Y)*img.Stride + (region.Min.X - img.Rect.Min.X)
-	sp := scanParams{MinSize: d.p.MinSize, MaxSize: min(d.p.MaxSize, w, h), Shift: d.p.Shift, Scale: d.p.Scale}
 	faces := b.faces[:0]
 	for _, v := range d.views {
+		sp := scanParams{MinSize: d.p.MinSize, MaxSize: min(d.p.MaxSize, w, h), Shift: d.p.Shift, Scale: d.p.Scale}
+		if v.Shift > 0 {
+			sp.Shift = v.Shift
+		}
+		if v.Scale > 0 {
+			sp.Scale = v.Scale
+		}
 		b.raw = b.sc.scan(b.raw[:0], v.Cascade, img.Pix[off:], img.Stride, h, w, sp)
 		for _, r := range cluster(b.raw, d.p.IoU, b) {
 			if float64(r.Q) < v.MinScore {

@@ -162,7 +162,7 @@ func TestClusterMatchesPigo(t *testing.T) {
 // With reused buffers, a detection allocates nothing (pigo's RunCascade
 // allocates its slice of windows every time).
 func TestDetectIntoAllocatesNothing(t *testing.T) {
-	d, err := NewViews(DefaultParams(), append([]ViewCascade{{Frontal, Facefinder(), 2}}, TurnedViews(Facefinder(), 2)...)...)
+	d, err := NewViews(DefaultParams(), append([]ViewCascade{{View: Frontal, Cascade: Facefinder(), MinScore: 2}}, TurnedViews(Facefinder(), DefaultParams())...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,5 +176,29 @@ func TestDetectIntoAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(5, func() { d.DetectInto(&b, g, g.Rect) }); n != 0 {
 		t.Errorf("DetectInto allocates %.0f times per frame", n)
+	}
+}
+
+// A face found by several views is reported once, by the view whose
+// score is the larger multiple of its MinScore; faces apart, or of one
+// view (merged by the clustering already), all stay.
+func TestMergeViews(t *testing.T) {
+	d, err := NewViews(DefaultParams(), ViewCascade{View: Frontal, Cascade: Facefinder(), MinScore: 2},
+		ViewCascade{View: YawPositive, Cascade: Facefinder(), MinScore: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := func(x float64) feature.Box { return feature.Box{X: x, Y: 50, W: 100, H: 100} }
+	faces := []Face{
+		{Box: box(0), Score: 5, View: Frontal},       // 2.5× its minimum
+		{Box: box(10), Score: 30, View: YawPositive}, // 3×: wins the overlap
+		{Box: box(20), Score: 4, View: Frontal},      // under the turned face too: dropped
+		{Box: box(400), Score: 2, View: Frontal},     // apart: stays
+		{Box: box(410), Score: 3, View: Frontal},     // overlapping, same view: stays
+	}
+	got := d.mergeViews(slices.Clone(faces))
+	want := []Face{faces[1], faces[3], faces[4]}
+	if !slices.Equal(got, want) {
+		t.Errorf("merged %v, want %v", got, want)
 	}
 }

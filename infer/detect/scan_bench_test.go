@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"image"
 	"image/draw"
 	"path/filepath"
@@ -50,4 +51,31 @@ func BenchmarkScan(b *testing.B) {
 			w = sc.scan(w[:0], ff, g.Pix, g.Stride, 480, 640, sp)
 		}
 	})
+}
+
+// BenchmarkTurned: the embedded turned cascade's two views over a 640×480
+// frame, at its default scan and at coarser ones, beside facefinder and
+// pigo in the same run (the floor: pigo's facefinder alone).
+func BenchmarkTurned(b *testing.B) {
+	g := frame640(b)
+	p := DefaultParams()
+	ref, _ := pigo.NewPigo().Unpack(facefinder)
+	b.Run("pigo-facefinder", func(b *testing.B) {
+		for b.Loop() {
+			ref.RunCascade(pigo.CascadeParams{MinSize: p.MinSize, MaxSize: p.MaxSize, ShiftFactor: p.Shift, ScaleFactor: p.Scale,
+				ImageParams: pigo.ImageParams{Pixels: g.Pix, Rows: 480, Cols: 640, Dim: g.Stride}}, 0)
+		}
+	})
+	for _, s := range [][2]float64{{0.1, 1.1}, {0.1, 1.2}, {0.15, 1.1}, {0.15, 1.2}} {
+		b.Run(fmt.Sprintf("both-views-%g-%g", s[0], s[1]), func(b *testing.B) {
+			var sc scanner
+			var w []Window
+			m := Turned().Mirrored()
+			sp := scanParams{p.MinSize, p.MaxSize, s[0], s[1]}
+			for b.Loop() {
+				w = sc.scan(w[:0], Turned(), g.Pix, g.Stride, 480, 640, sp)
+				w = sc.scan(w, m, g.Pix, g.Stride, 480, 640, sp)
+			}
+		})
+	}
 }

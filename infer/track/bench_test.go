@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	pigo "github.com/esimov/pigo/core"
+
 	"github.com/edgepose/posed/train/dataset/datatest"
 
 	"github.com/edgepose/posed/infer/detect"
@@ -39,6 +41,11 @@ func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
 // trackerWith is a tracker on the default model with 2 refinement steps
 // and the detector's default settings but for the smallest face size.
 func trackerWith(tb testing.TB, cfg Config, minSize int) (*Tracker, *pose.Estimator) {
+	return trackerTurned(tb, cfg, minSize, false)
+}
+
+// trackerTurned is trackerWith, with the turned cascade if turned.
+func trackerTurned(tb testing.TB, cfg Config, minSize int, turned bool) (*Tracker, *pose.Estimator) {
 	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
 	if err != nil {
 		tb.Fatal(err)
@@ -48,7 +55,7 @@ func trackerWith(tb testing.TB, cfg Config, minSize int) (*Tracker, *pose.Estima
 		tb.Fatal(err)
 	}
 	p := detect.DefaultParams()
-	p.MinSize = minSize
+	p.MinSize, p.Turned = minSize, turned
 	det, err := detect.New(p)
 	if err != nil {
 		tb.Fatal(err)
@@ -70,21 +77,48 @@ func BenchmarkFrame(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	turned := detect.DefaultParams()
+	turned.Turned = true
+	all, err := detect.New(turned)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("detect", func(b *testing.B) {
 		var buf detect.Buffers
 		b.ReportAllocs()
 		loopMedian(b, func() { det.DetectInto(&buf, img, img.Rect) })
 	})
-	b.Run("detected-frame", func(b *testing.B) {
-		tr, _ := defaultTracker(b, 1)
-		tr.Process(img)
+	b.Run("detect-turned", func(b *testing.B) {
+		var buf detect.Buffers
 		b.ReportAllocs()
-		loopMedian(b, func() {
-			if len(tr.Process(img)) == 0 {
-				b.Fatal("no face")
-			}
-		})
+		loopMedian(b, func() { all.DetectInto(&buf, img, img.Rect) })
 	})
+	// detect-pigo: the detection posed ran before its own scanner, pigo's
+	// RunCascade and clustering, for the ratio in the same run.
+	b.Run("detect-pigo", func(b *testing.B) {
+		var d pigoDetector
+		b.ReportAllocs()
+		loopMedian(b, func() { d.DetectInto(nil, img, img.Rect) })
+	})
+	// detected-frame: detection (facefinder and the turned cascade both
+	// ways, as the daemon runs by default), matching and the pose of the
+	// face; detected-frame-pigo the same with pigo's facefinder alone.
+	for _, c := range []struct {
+		name string
+		det  Detector
+	}{{"detected-frame", all}, {"detected-frame-pigo", new(pigoDetector)}} {
+		b.Run(c.name, func(b *testing.B) {
+			tr, _ := defaultTracker(b, 1)
+			tr.det = c.det
+			tr.Process(img)
+			b.ReportAllocs()
+			loopMedian(b, func() {
+				if len(tr.Process(img)) == 0 {
+					b.Fatal("no face")
+				}
+			})
+		})
+	}
 	b.Run("tracked-frame", func(b *testing.B) {
 		tr, _ := defaultTracker(b, 1<<30)
 		tr.Process(img) // the first frame detects
@@ -129,6 +163,29 @@ func BenchmarkFrame(b *testing.B) {
 		loopMedian(b, func() { w.Estimate(img, box) })
 		b.ReportMetric(float64(len(m.Members)+1), "members")
 	})
+}
+
+// pigoDetector is facefinder run by pigo itself: RunCascade and
+// ClusterDetections (which detect's clustering reproduces exactly).
+type pigoDetector struct{ c *pigo.Pigo }
+
+func (d *pigoDetector) DetectInto(_ *detect.Buffers, img *image.Gray, r image.Rectangle) []detect.Face {
+	if d.c == nil {
+		var err error
+		if d.c, err = pigo.NewPigo().Unpack(detect.FacefinderBytes()); err != nil {
+			panic(err)
+		}
+	}
+	p := detect.DefaultParams()
+	raw := d.c.RunCascade(pigo.CascadeParams{MinSize: 60, MaxSize: 400, ShiftFactor: p.Shift, ScaleFactor: p.Scale,
+		ImageParams: pigo.ImageParams{Pixels: img.Pix, Rows: img.Rect.Dy(), Cols: img.Rect.Dx(), Dim: img.Stride}}, 0)
+	var out []detect.Face
+	for _, c := range d.c.ClusterDetections(raw, p.IoU) {
+		if float64(c.Q) >= p.MinScore {
+			out = append(out, detect.Face{Box: feature.SquareAt(float64(c.Col), float64(c.Row), float64(c.Scale)), Score: float64(c.Q)})
+		}
+	}
+	return out
 }
 
 // loopMedian runs f under b.Loop and reports, beside the mean, the median

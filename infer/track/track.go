@@ -33,6 +33,7 @@ type Face struct {
 	ID     uint64
 	Box    feature.Box // smoothed, pixels
 	Score  float64     // the last detection's score
+	View   detect.View // the view of the last detection (frontal, or turned one way)
 	Angles [3]float64  // yaw, pitch, roll (degrees), smoothed
 	Std    [3]float64
 	Has    [3]bool // which angles the model predicts
@@ -225,7 +226,7 @@ func (t *Tracker) match(faces []detect.Face) {
 		}
 		used[best] = true
 		tr.missed = 0
-		tr.face.Score = faces[best].Score
+		tr.face.Score, tr.face.View = faces[best].Score, faces[best].View
 		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() {
 			// Without box refinement the detection is the best box there
 			// is; with it, a track that the detection only half overlaps
@@ -239,7 +240,7 @@ func (t *Tracker) match(faces []detect.Face) {
 			continue
 		}
 		tr := t.newTrack()
-		tr.face.Score = f.Score
+		tr.face.Score, tr.face.View = f.Score, f.View
 		tr.raw = t.calib.Apply(f.Box)
 		tr.from, tr.fresh = tr.raw, true
 		t.tracks = append(t.tracks, tr)

@@ -43,7 +43,7 @@ func (v View) Has(yaw float64) bool { return math.Abs(yaw) >= v.Lo && math.Abs(y
 // by the parity of their number, other sets by a hash of the person.
 func Half(s dataset.Sample) int {
 	if s.Set == "pointing04" {
-		if n, err := strconv.Atoi(strings.TrimLeft(s.Subject, "personPerson0")); err == nil {
+		if n, err := strconv.Atoi(s.Subject); err == nil {
 			return n % 2
 		}
 	}
@@ -60,12 +60,18 @@ type FaceSet struct {
 	Skipped int   // faces whose box does not fit inside the image
 }
 
+// Jitter is how the face windows are moved: N windows per face, the box
+// itself and N−1 seeded moves of its centre (σ Centre of its side) and
+// log-side (σ Scale), as the scan meets faces between its steps.
+type Jitter struct {
+	N             int
+	Centre, Scale float64
+}
+
 // Faces builds the positive windows: for each sample i of view v, its
 // image (mirrored when its yaw is negative) and box boxes[i] (the box the
-// daemon's pose model expects, see headpose.Bank.FaceBox), as it is and
-// jitter−1 more times moved by seeded draws (centre σ 3 % of the side,
-// log-scale σ 5 %), as the scan meets faces between its steps.
-func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v View, jitter int, seed uint64) FaceSet {
+// daemon's pose model expects, see headpose.Bank.FaceBox), moved by j.
+func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v View, j Jitter, seed uint64) FaceSet {
 	var fs FaceSet
 	for i, s := range samples {
 		if !s.HasYaw || !v.Has(s.Yaw) {
@@ -78,13 +84,13 @@ func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v 
 		im := FromGray(g)
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		added := false
-		for j := range max(jitter, 1) {
+		for k := range max(j.N, 1) {
 			cx, cy := box.Centre()
 			side := math.Sqrt(box.W * box.H)
-			if j > 0 {
-				cx += rng.NormFloat64() * 0.03 * side
-				cy += rng.NormFloat64() * 0.03 * side
-				side *= math.Exp(rng.NormFloat64() * 0.05)
+			if k > 0 {
+				cx += rng.NormFloat64() * j.Centre * side
+				cy += rng.NormFloat64() * j.Centre * side
+				side *= math.Exp(rng.NormFloat64() * j.Scale)
 			}
 			w := Window{Img: int32(len(fs.Images)), R: int32(math.Round(cy)), C: int32(math.Round(cx)), S: int32(math.Round(side))}
 			if !w.fits(&im) {
@@ -140,6 +146,19 @@ func (im Image) Mirror() Image {
 		src, dst := im.Pix[y*im.W:(y+1)*im.W], out.Pix[y*im.W:(y+1)*im.W]
 		for x := range im.W {
 			dst[im.W-1-x] = src[x]
+		}
+	}
+	return out
+}
+
+// Transpose returns the image with rows and columns swapped (a quarter
+// turn and a mirror): textures at other orientations, which pixel
+// comparisons tell apart.
+func (im Image) Transpose() Image {
+	out := Image{Pix: make([]uint8, len(im.Pix)), W: im.H, H: im.W}
+	for y := range im.H {
+		for x := range im.W {
+			out.Pix[x*out.W+y] = im.Pix[y*im.W+x]
 		}
 	}
 	return out

@@ -107,13 +107,32 @@ type Progress struct {
 	Elapsed                  time.Duration
 }
 
-// Backgrounds are images without a face to learn from (beyond Avoid): the
-// negatives are windows drawn from them.
+// Backgrounds are the images negatives are drawn from: face-free pictures,
+// and photographs of people, whose windows near a face that are not a
+// detection of it teach the cascade where a face's box is.
 type Backgrounds struct {
 	Images []Image
-	// Avoid lists, per image, rectangles (x0, y0, x1, y1) no negative
-	// window may overlap (faces in photographs of people).
-	Avoid [][][4]int
+	// Faces lists, per image (or none), the face boxes in it as
+	// (x0, y0, x1, y1). A window is a negative only if it is no detection
+	// of any of them (notDetection).
+	Faces [][][4]int
+	// NearOnly marks images (or none) of which only windows overlapping a
+	// listed face may be negatives: photographs of crowds whose other
+	// faces nobody labelled.
+	NearOnly []bool
+}
+
+// notDetection reports whether a window (centre r, c, side s) is far
+// enough from a face box to be a negative: its centre more than 0.6 of the
+// face's side from the face's centre, or its side outside 0.4–3 times the
+// face's. (A detection counts when its centre is within 0.5 of a side and
+// its side within 0.5–2.5 times, see posectl detections: the margins keep
+// near-misses of the rule out of the negatives.)
+func notDetection(r, c, s int, f [4]int) bool {
+	side := float64(f[2]-f[0]+f[3]-f[1]) / 2
+	cx, cy := float64(f[0]+f[2])/2, float64(f[1]+f[3])/2
+	ratio := float64(s) / side
+	return math.Abs(float64(c)-cx) > 0.6*side || math.Abs(float64(r)-cy) > 0.6*side || ratio < 0.4 || ratio > 3
 }
 
 // ErrStopped is returned (wrapped) when the context ends a training; the
@@ -137,8 +156,8 @@ func Train(ctx context.Context, faceImgs []Image, faces []Window, bg Backgrounds
 			return nil, fmt.Errorf("cascade: face window %d (%+v) is not inside its image", i, w)
 		}
 	}
-	if len(bg.Avoid) != 0 && len(bg.Avoid) != len(bg.Images) {
-		return nil, fmt.Errorf("cascade: %d avoid lists for %d background images", len(bg.Avoid), len(bg.Images))
+	if len(bg.Faces) != 0 && len(bg.Faces) != len(bg.Images) || len(bg.NearOnly) != 0 && len(bg.NearOnly) != len(bg.Images) {
+		return nil, fmt.Errorf("cascade: %d face lists and %d near-only marks for %d background images", len(bg.Faces), len(bg.NearOnly), len(bg.Images))
 	}
 	l := &learner{o: o, faceImgs: faceImgs, faces: faces, bg: bg, start: time.Now(),
 		imgs: append(slices.Clip(faceImgs), bg.Images...),
@@ -233,6 +252,8 @@ func (l *learner) stage(ctx context.Context, k int, negs []Window) ([]Window, er
 	minTPR, maxTrees := l.o.minTPR(k), l.o.maxTrees(k)
 	var thr float32
 	var tpr, fpr float64
+	first := l.c.Trees()
+	var partial [][]float32 // faces' running sums after each tree of the stage
 	for t := 0; ; t++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStopped, err)
@@ -252,6 +273,11 @@ func (l *learner) stage(ctx context.Context, k int, negs []Window) ([]Window, er
 			ss[i].out += tr.eval(&imgs[ss[i].w.Img], ss[i].w)
 		})
 		tr.appendTo(l.c, noThreshold)
+		sums := make([]float32, nPos)
+		for i := range sums {
+			sums[i] = ss[i].out
+		}
+		partial = append(partial, sums)
 		thr, tpr, fpr = stageThreshold(ss, nPos, minTPR)
 		done := fpr <= l.o.MaxFPR || t+1 >= maxTrees
 		l.report(Progress{Stage: k, StageTrees: t + 1, Trees: l.c.Trees(), TPR: tpr, FPR: fpr, Faces: nPos,
@@ -262,13 +288,36 @@ func (l *learner) stage(ctx context.Context, k int, negs []Window) ([]Window, er
 		}
 	}
 	l.c.Thresholds[l.c.Trees()-1] = thr
+	tighten(l.c.Thresholds[first:l.c.Trees()-1], partial, ss[:nPos], thr)
+	// The negatives the stage still passes (the trees' own thresholds
+	// included) carry over to the next.
 	kept := negs[:0]
 	for _, s := range ss[nPos:] {
-		if s.out > thr {
+		im := &l.imgs[s.w.Img]
+		if _, ok := l.c.ClassifyUpTo(im.Pix, im.W, int(s.w.R), int(s.w.C), int(s.w.S), l.c.Trees()); ok {
 			kept = append(kept, s.w)
 		}
 	}
 	return kept, nil
+}
+
+// tighten gives the trees inside a stage thresholds of their own (a soft
+// cascade): tree t's is just below the smallest running sum, after t, of
+// the faces that pass the stage's threshold thr. No face the stage keeps
+// is lost, and a window without one is rejected as soon as its sum falls
+// below every kept face's, instead of at the stage's last tree.
+func tighten(thresholds []float32, partial [][]float32, faces []sample, thr float32) {
+	for t := range thresholds {
+		low := float32(math.Inf(1))
+		for i, f := range faces {
+			if f.out > thr {
+				low = min(low, partial[t][i])
+			}
+		}
+		if !math.IsInf(float64(low), 1) {
+			thresholds[t] = math.Nextafter32(low, float32(math.Inf(-1)))
+		}
+	}
 }
 
 // stageThreshold returns the largest threshold that keeps at least minTPR
@@ -376,7 +425,7 @@ func (l *learner) mine(ctx context.Context, k int, negs []Window, want int) ([]W
 
 // mineBatch draws mineBatch windows of batch b and returns those the
 // cascade passes (with Img indexing bg.Images) and how many of the draws
-// were windows that may be negatives (not overlapping a face).
+// were windows that may be negatives.
 func (l *learner) mineBatch(k, b int) ([]Window, int64) {
 	rng := rand.New(rand.NewPCG(l.o.Seed^0x6e6567, uint64(k)<<40|uint64(b)))
 	var out []Window
@@ -393,7 +442,7 @@ func (l *learner) mineBatch(k, b int) ([]Window, int64) {
 		h := s/2 + 1
 		r := h + rng.IntN(im.H-2*h+1)
 		c := h + rng.IntN(im.W-2*h+1)
-		if l.overlapsFace(i, r, c, s) {
+		if !l.negative(i, r, c, s) {
 			continue
 		}
 		tried++
@@ -431,7 +480,7 @@ func (l *learner) scanBatch(k, b, per int) ([]Window, int64) {
 	out := make([]Window, 0, len(found))
 	for _, w := range found {
 		r, c := w.Row+dy, w.Col+dx
-		if !l.overlapsFace(i, r, c, w.Scale) {
+		if l.negative(i, r, c, w.Scale) {
 			out = append(out, Window{Img: int32(i), R: int32(r), C: int32(c), S: int32(w.Scale)})
 		}
 	}
@@ -443,17 +492,21 @@ func (l *learner) scanBatch(k, b, per int) ([]Window, int64) {
 	return out[:min(per, len(out))], sc.Windows() - before
 }
 
-func (l *learner) overlapsFace(i, r, c, s int) bool {
-	if len(l.bg.Avoid) == 0 {
-		return false
+// negative reports whether the window of background i centred on (r, c)
+// with side s may be a negative (Backgrounds).
+func (l *learner) negative(i, r, c, s int) bool {
+	if len(l.bg.Faces) == 0 {
+		return true
 	}
+	near := false
 	x0, y0, x1, y1 := c-s/2, r-s/2, c+s/2, r+s/2
-	for _, a := range l.bg.Avoid[i] {
-		if x0 < a[2] && a[0] < x1 && y0 < a[3] && a[1] < y1 {
-			return true
+	for _, f := range l.bg.Faces[i] {
+		if !notDetection(r, c, s, f) {
+			return false
 		}
+		near = near || x0 < f[2] && f[0] < x1 && y0 < f[3] && f[1] < y1
 	}
-	return false
+	return near || len(l.bg.NearOnly) == 0 || !l.bg.NearOnly[i]
 }
 
 // fingerprint identifies a training: its options and every face window and
@@ -481,9 +534,7 @@ func (l *learner) fingerprint() string {
 			h.Write(im.Pix)
 		}
 	}
-	for _, a := range l.bg.Avoid {
-		fmt.Fprint(h, a)
-	}
+	fmt.Fprint(h, l.bg.Faces, l.bg.NearOnly)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
