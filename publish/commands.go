@@ -66,20 +66,33 @@ func (p *Publisher) subscribeCommands(c mqtt.Client) {
 	}()
 }
 
-// runCommands carries out commands one at a time.
+// runCommands carries out commands one at a time; told to stop, it carries
+// out those already received, then returns.
 func (p *Publisher) runCommands() {
-	defer p.wg.Done()
+	defer close(p.cmdDone)
 	for {
 		select {
-		case <-p.done:
-			return
-		case c := <-p.cmdQueue:
-			if err := p.commands(c.name, c.payload); err != nil {
-				p.CommandError(c.name, err)
-			} else {
-				p.log.Info("command carried out", "command", c.name)
+		case <-p.cmdStop:
+			for {
+				select {
+				case c := <-p.cmdQueue:
+					p.runCommand(c)
+				default:
+					return
+				}
 			}
+		case c := <-p.cmdQueue:
+			p.runCommand(c)
 		}
+	}
+}
+
+// runCommand carries out one command and reports how it went.
+func (p *Publisher) runCommand(c command) {
+	if err := p.commands(c.name, c.payload); err != nil {
+		p.CommandError(c.name, err)
+	} else {
+		p.log.Info("command carried out", "command", c.name)
 	}
 }
 

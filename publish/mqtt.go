@@ -50,6 +50,8 @@ type Publisher struct {
 	discoverySaved               bool // stale cleared and announced recorded (under mu)
 	commands                     CommandHandler
 	cmdQueue                     chan command
+	cmdStop, cmdDone             chan struct{} // runCommands: told to stop, stopped
+	cmdOnce                      sync.Once
 	lastHA                       HAMsg
 	lastHATime                   time.Time // zero until the first HA message
 
@@ -152,26 +154,11 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	if pw != "" {
 		o.SetPassword(pw)
 	}
-	if cfg.CA != "" || cfg.Cert != "" {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		if cfg.CA != "" {
-			pem, err := os.ReadFile(cfg.CA)
-			if err != nil {
-				return nil, fmt.Errorf("publish: mqtt.ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("publish: mqtt.ca: %s holds no PEM certificate", cfg.CA)
-			}
-			tc.RootCAs = pool
-		}
-		if cfg.Cert != "" {
-			c, err := tls.LoadX509KeyPair(cfg.Cert, cfg.Key)
-			if err != nil {
-				return nil, fmt.Errorf("publish: mqtt.cert/key: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{c}
-		}
+	tc, err := TLSConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
 		o.SetTLSConfig(tc)
 	}
 	p.announced = p.discovery()
@@ -182,10 +169,38 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	go p.loop()
 	if p.commands != nil {
 		p.cmdQueue = make(chan command, 8)
-		p.wg.Add(1)
+		p.cmdStop, p.cmdDone = make(chan struct{}), make(chan struct{})
 		go p.runCommands()
 	}
 	return p, nil
+}
+
+// TLSConfig returns the TLS settings of cfg (nil without mqtt.ca and
+// mqtt.cert), its files read and checked.
+func TLSConfig(cfg config.MQTT) (*tls.Config, error) {
+	if cfg.CA == "" && cfg.Cert == "" {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.CA != "" {
+		pem, err := os.ReadFile(cfg.CA)
+		if err != nil {
+			return nil, fmt.Errorf("publish: mqtt.ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("publish: mqtt.ca: %s holds no PEM certificate", cfg.CA)
+		}
+		tc.RootCAs = pool
+	}
+	if cfg.Cert != "" {
+		c, err := tls.LoadX509KeyPair(cfg.Cert, cfg.Key)
+		if err != nil {
+			return nil, fmt.Errorf("publish: mqtt.cert/key: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{c}
+	}
+	return tc, nil
 }
 
 // connectLoop makes the first connection, retrying with exponential
@@ -456,6 +471,16 @@ func (p *Publisher) Counters() (published, dropped uint64, connected bool) {
 // (then with ctx's error, after stopping the publishing goroutine and
 // disconnecting all the same).
 func (p *Publisher) Shutdown(ctx context.Context) error {
+	// Commands received are carried out first (a detect OFF sent just
+	// after a reload must not be lost), and their replies go out with the
+	// rest of the queue.
+	if p.cmdStop != nil {
+		p.cmdOnce.Do(func() { close(p.cmdStop) })
+		select {
+		case <-p.cmdDone:
+		case <-ctx.Done():
+		}
+	}
 	flushed := make(chan struct{})
 	select {
 	case p.queue <- outMsg{flush: flushed}:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -43,7 +44,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func onePose(seq uint64, yaw float64) PoseMsg {
 	return PoseMsg{
 		Camera: "test", Seq: seq, Captured: time.Now(), Width: 640, Height: 480,
-		Faces: []FaceMsg{{Track: 1, Box: [4]float64{200, 120, 360, 280}, Score: 9.5, Yaw: &yaw}},
+		Faces: []FaceMsg{{Track: 1, Box: [4]float64{200, 120, 360, 280}, Score: 9.5, View: "frontal", Yaw: &yaw}},
 	}
 }
 
@@ -497,5 +498,58 @@ func TestRetainedCommandIgnored(t *testing.T) {
 	defer mu.Unlock()
 	if len(done) != 1 {
 		t.Errorf("commands carried out: %v, want the live reload only", done)
+	}
+}
+
+// Commands received before a shutdown are carried out, not dropped: a
+// detect OFF sent just after a reload reached posed and was lost as the
+// publisher stopped (the command goroutine chose between its queue and
+// its stop at random). Here the first command shuts the publisher down
+// while the second waits in the queue.
+func TestShutdownCarriesOutReceivedCommands(t *testing.T) {
+	broker := mqtttest.Start(t)
+	for trial := range 5 {
+		var mu sync.Mutex
+		var done []string
+		var p *Publisher
+		first := make(chan struct{})
+		release := make(chan struct{})
+		handler := func(name string, _ []byte) error {
+			if name == "reload" {
+				close(first)
+				<-release // the next command arrives meanwhile
+			}
+			mu.Lock()
+			done = append(done, name)
+			mu.Unlock()
+			return nil
+		}
+		var err error
+		p, err = New(testMQTT(broker.Addr()), fmt.Sprintf("cam%d", trial), quiet(), nil, WithCommands(handler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitConnected(t, p, 5*time.Second)
+		time.Sleep(200 * time.Millisecond) // subscribed
+		cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID(fmt.Sprintf("s%d", trial)))
+		if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatal(tok.Error())
+		}
+		base := fmt.Sprintf("posed/cam%d/set/", trial)
+		cl.Publish(base+"reload", 1, false, "PRESS").WaitTimeout(5 * time.Second)
+		<-first
+		cl.Publish(base+"detect", 1, false, "OFF").WaitTimeout(5 * time.Second)
+		time.Sleep(100 * time.Millisecond) // received and queued
+		stopped := make(chan error, 1)
+		go func() { stopped <- shutdown(p, 3*time.Second) }()
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+		<-stopped
+		cl.Disconnect(50)
+		mu.Lock()
+		if fmt.Sprint(done) != "[reload detect]" {
+			t.Errorf("trial %d: carried out %v, want [reload detect]", trial, done)
+		}
+		mu.Unlock()
 	}
 }

@@ -560,3 +560,37 @@ func background(cfg config.Config) func() error {
 	go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
 	return func() error { cancel(); return <-done }
 }
+
+// -check-config checks what start checks: a model that does not load and
+// a listen address that is taken fail it, naming the field. (Before, it
+// said "configuration ok" for both, and a reload to them stopped posed.)
+func TestCheckConfigChecksStart(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.gllim")
+	os.WriteFile(short, good[:len(good)/2], 0o644)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	cfgFile := filepath.Join(dir, "posed.yaml")
+	for _, c := range []struct{ yaml, want string }{
+		{fmt.Sprintf("model: {path: %s}\nmetrics: {listen: \"\"}\n", short), "model.path"},
+		{fmt.Sprintf("metrics: {listen: %q}\n", held.Addr().String()), "metrics.listen"},
+		{fmt.Sprintf("metrics: {listen: \"\"}\nmqtt: {broker: embedded, listen: %q}\n", held.Addr().String()), "mqtt.listen"},
+	} {
+		os.WriteFile(cfgFile, []byte(c.yaml), 0o644)
+		var stdout, stderr bytes.Buffer
+		args := []string{"-check-config", "-config", cfgFile}
+		if !strings.Contains(c.yaml, "model:") {
+			args = append(args, "-model", filepath.Join("..", "..", "models", "default.gllim"))
+		}
+		if code := realMain(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: exit %d, %s%s", c.yaml, code, stdout.String(), stderr.String())
+		}
+	}
+}

@@ -90,8 +90,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *check {
-		if _, err := os.Stat(cfg.Model.Path); err != nil {
-			fmt.Fprintln(stderr, "posed: config: model.path:", err)
+		if err := checkStart(cfg, nil); err != nil {
+			fmt.Fprintln(stderr, "posed: config:", err)
 			return 2
 		}
 		fmt.Fprintln(stdout, "posed: configuration ok")
@@ -134,6 +134,12 @@ func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, st
 	reload := func() error {
 		c, err := load()
 		if err != nil {
+			return err
+		}
+		// Everything the new configuration needs is checked before the
+		// running one is stopped: a reload to a model that does not load or
+		// a port that is taken is refused, posed keeps running.
+		if err := checkStart(c, &cfg); err != nil {
 			return err
 		}
 		select {

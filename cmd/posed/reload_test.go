@@ -110,6 +110,19 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		t.Errorf("an invalid configuration on SIGHUP stopped posed (available %q)", last("two"))
 	}
 
+	// A configuration whose model is cut short is valid YAML but cannot
+	// start: refused before anything stops. (Before: posed stopped.)
+	good, _ := os.ReadFile(model)
+	short := filepath.Join(dir, "short.gllim")
+	os.WriteFile(short, good[:len(good)/3], 0o644)
+	os.WriteFile(cfgFile, []byte(fmt.Sprintf("device: three\nsource: {path: %s, fps: 10, loop: true}\nmodel: {path: %s}\nmqtt: {broker: tcp://%s}\nmetrics: {listen: \"\"}\n", seq, short, broker.Addr())), 0o644)
+	cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(time.Second)
+	if cmd.ProcessState != nil || last("two") != "online" || !strings.Contains(logs.String(), "model.path") {
+		t.Errorf("a reload to a truncated model: available %q\n%s", last("two"), logs.String())
+	}
+	os.WriteFile(cfgFile, []byte("device: three\nmqtt: {qos: 7}\n"), 0o644)
+
 	// The reload command does the same, and says why it refuses.
 	errs := mqtttest.Collect(t, broker.Addr(), "posed/two/error")
 	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("reloader"))
