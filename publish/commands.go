@@ -96,12 +96,37 @@ func (p *Publisher) runCommand(c command) {
 	}
 }
 
-// CommandError reports a refused command on the error topic and in the log.
+// refusedLogged is how many refused commands a minute are logged one by
+// one; beyond it a flood is summed up once the minute is over.
+const refusedLogged = 10
+
+// CommandError reports a refused command on the error topic and in the
+// log (at most refusedLogged lines a minute: a flood of bad commands
+// must not flood the log). A reply that cannot be sent is counted as
+// dropped.
 func (p *Publisher) CommandError(name string, err error) {
-	p.log.Warn("command refused", "command", name, "err", err)
-	b, _ := json.Marshal(ErrorMsg{Schema: SchemaVersion, Device: p.device, Command: name, Error: err.Error(), Time: time.Now().UTC()})
+	p.refusedMu.Lock()
+	now := time.Now()
+	if now.Sub(p.refusedSince) >= time.Minute {
+		if p.refusedQuiet > 0 {
+			p.log.Warn("refused commands not logged one by one", "count", p.refusedQuiet, "since", p.refusedSince.Format(time.RFC3339))
+		}
+		p.refusedSince, p.refusedN, p.refusedQuiet = now, 0, 0
+	}
+	p.refusedN++
+	loud := p.refusedN <= refusedLogged
+	if !loud {
+		p.refusedQuiet++
+	}
+	p.refusedMu.Unlock()
+	if loud {
+		p.log.Warn("command refused", "command", name, "err", err)
+	}
+	b, _ := json.Marshal(ErrorMsg{Schema: SchemaVersion, Device: p.device, Command: name, Error: err.Error(), Time: now.UTC()})
 	if p.connected.Load() {
 		p.enqueue(outMsg{topic: p.base + TopicError, qos: 1, payload: b})
+	} else {
+		p.drop(false)
 	}
 }
 

@@ -66,10 +66,13 @@ type Publisher struct {
 	// The last connection failure and when it was last logged, so that a
 	// broker refusing every attempt is logged when its reason changes and
 	// at most once a minute otherwise.
-	failMu     sync.Mutex
-	lastFail   string
-	lastLogged time.Time
-	failures   uint64
+	refusedMu              sync.Mutex // CommandError's log limit
+	refusedSince           time.Time
+	refusedN, refusedQuiet int
+	failMu                 sync.Mutex
+	lastFail               string
+	lastLogged             time.Time
+	failures               uint64
 }
 
 // failLogEvery is how often an unchanged connection failure is logged again.

@@ -553,3 +553,31 @@ func TestShutdownCarriesOutReceivedCommands(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// A flood of bad commands is refused one by one on the error topic, but
+// logs at most refusedLogged lines a minute (5939 lines in one flood
+// before).
+func TestRefusedCommandsLogLimited(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	p, err := New(testMQTT(mqtttest.FreeAddr(t)), "cam", log, nil, WithCommands(func(string, []byte) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(p, time.Second)
+	_, dropped0, _ := p.Counters()
+	for range 500 {
+		p.CommandError("detect", errors.New("payload \"maybe\" is not ON or OFF"))
+	}
+	mu.Lock()
+	lines := strings.Count(logs.String(), "command refused")
+	mu.Unlock()
+	if lines != refusedLogged {
+		t.Errorf("500 refusals logged %d lines, want %d", lines, refusedLogged)
+	}
+	// Not connected: each reply is counted as dropped.
+	if _, dropped, _ := p.Counters(); dropped-dropped0 != 500 {
+		t.Errorf("%d replies counted as dropped, want 500", dropped-dropped0)
+	}
+}
