@@ -493,6 +493,12 @@ func TestReplayMappedFileCutShort(t *testing.T) {
 // SIGBUS crash: the scan at open reads the mapping too. (Before, the scan
 // read it unguarded and the test binary died.)
 func TestReplayRewrittenWhileOpened(t *testing.T) {
+	if os.Getenv("POSED_EMULATED") != "" {
+		// qemu reports faults without their address: the guard can then
+		// only compare the file's size and time, which a rewrite within
+		// one clock tick of the mapping restores.
+		t.Skip("under emulation (POSED_EMULATED): runs natively in make test")
+	}
 	dir := t.TempDir()
 	var y4m bytes.Buffer
 	y4m.WriteString("YUV4MPEG2 W640 H480 F25:1 Ip A1:1 Cmono\n")

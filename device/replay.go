@@ -45,7 +45,8 @@ type Replay struct {
 	// mapped bytes.
 	release func() error
 	mapped  int
-	base    uintptr // the mapping's first byte
+	base    uintptr   // the mapping's first byte
+	modTime time.Time // the file's when it was mapped
 }
 
 // frameData is one frame: a file of a folder, read when it is due (file
@@ -311,8 +312,9 @@ func (r *Replay) guarded(fn func() error) (err error) {
 		// A fault at an address inside the mapping: the file was cut
 		// short under it (it may have been written back to its size by
 		// now, as cp does). Emulators report such faults without an
-		// address: then a file no longer the size that was mapped is the
-		// test. Anything else is a bug: let it crash.
+		// address: then a file no longer the size or the modification
+		// time it had when mapped is the test. Anything else is a bug:
+		// let it crash.
 		re, isRuntime := p.(runtime.Error)
 		if r.release == nil || !isRuntime {
 			panic(p)
@@ -324,7 +326,7 @@ func (r *Replay) guarded(fn func() error) (err error) {
 		inside := addr >= r.base && addr < r.base+uintptr(r.mapped)
 		if addr == 0 {
 			st, serr := os.Stat(r.path)
-			inside = serr != nil || st.Size() != int64(r.mapped)
+			inside = serr != nil || st.Size() != int64(r.mapped) || !st.ModTime().Equal(r.modTime)
 		}
 		if !inside {
 			panic(p)
@@ -338,6 +340,9 @@ func (r *Replay) guarded(fn func() error) (err error) {
 func (r *Replay) setMapping(data []byte, release func() error) {
 	r.release, r.mapped = release, len(data)
 	r.base = uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	if st, err := os.Stat(r.path); err == nil {
+		r.modTime = st.ModTime()
+	}
 }
 
 // next1 is Next without the guard.
