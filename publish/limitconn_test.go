@@ -2,6 +2,7 @@ package publish
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"runtime"
@@ -124,6 +125,9 @@ func TestLargeCommandNotHeld(t *testing.T) {
 	var mu sync.Mutex
 	var done []string
 	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(func(name string, _ []byte) error {
+		if name == "probe" {
+			return errors.New("a probe")
+		}
 		mu.Lock()
 		done = append(done, name)
 		mu.Unlock()
@@ -133,26 +137,32 @@ func TestLargeCommandNotHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(p, 2*time.Second)
-	waitConnected(t, p, 5*time.Second)
-	time.Sleep(200 * time.Millisecond) // subscribed
 	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("big"))
 	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatal(tok.Error())
 	}
 	defer cl.Disconnect(50)
+	// Posed has subscribed once an unknown command is refused.
+	col.WaitFor(t, "the subscription", 20*time.Second, func(ms []mqtttest.Msg) bool {
+		if len(ms) == 0 {
+			cl.Publish("posed/cam/set/probe", 1, false, "x").WaitTimeout(time.Second)
+		}
+		return len(ms) > 0
+	})
+	probes := len(col.All())
 	const size = 20 << 20
 	payload := bytes.Repeat([]byte("x"), size)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	cl.Publish("posed/cam/set/detect", 1, false, payload).WaitTimeout(10 * time.Second)
-	col.WaitFor(t, "the refusal", 10*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 0 })
+	col.WaitFor(t, "the refusal", 10*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > probes })
 	runtime.ReadMemStats(&after)
 	// The sender's own client copies its payload into a packet: allow
 	// that copy, not a second one on posed's side.
 	if grown := after.TotalAlloc - before.TotalAlloc; grown > size+size/2 {
 		t.Errorf("allocated %d MB while a %d MB command went by", grown>>20, size>>20)
 	}
-	if e := string(col.All()[0].Payload); !strings.Contains(e, "20971520 bytes refused") {
+	if e := string(col.All()[probes].Payload); !strings.Contains(e, "20971520 bytes refused") {
 		t.Errorf("refusal: %s", e)
 	}
 	mu.Lock()
@@ -160,4 +170,5 @@ func TestLargeCommandNotHeld(t *testing.T) {
 	if len(done) != 0 {
 		t.Errorf("carried out: %v", done)
 	}
+
 }
