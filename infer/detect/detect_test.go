@@ -28,6 +28,14 @@ func TestEmbeddedCascade(t *testing.T) {
 	if _, err := New(DefaultParams()); err != nil {
 		t.Fatal(err)
 	}
+	// The turned cascade (make cascade) parses and runs in pigo.
+	tc := Turned()
+	if tc.Depth != 6 || tc.Trees() < 20 {
+		t.Errorf("turned cascade: depth %d, %d trees", tc.Depth, tc.Trees())
+	}
+	if _, err := pigo.NewPigo().Unpack(turned); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestParamsValidate(t *testing.T) {
