@@ -11,30 +11,24 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
 // startPosed runs the posed binary on source with the broker at addr.
 func startPosed(t *testing.T, bin, device, source, addr string) *exec.Cmd {
-	model, _ := filepath.Abs(filepath.Join("..", "..", "models", "default.gllim"))
-	cfg := filepath.Join(t.TempDir(), device+".yaml")
-	y := fmt.Sprintf("device: %s\nsource: {path: %s, fps: 10, loop: true}\nmodel: {path: %s}\ndetect: {min_size: 40}\nmqtt: {broker: tcp://%s}\nmetrics: {listen: \"\"}\n",
-		device, source, model, addr)
-	os.WriteFile(cfg, []byte(y), 0o644)
-	c := exec.Command(bin, "-config", cfg)
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	return c
+	return startPosedYAML(t, bin, device, source, fmt.Sprintf("mqtt: {broker: tcp://%s}\nmetrics: {listen: \"\"}\n", addr))
 }
 
 // procStatus reads a kB field of /proc/<pid>/status.
@@ -127,4 +121,136 @@ func hugeHeaderJPEG(t *testing.T) []byte {
 		}
 	}
 	return append(b, make([]byte, 9000-len(b))...)
+}
+
+// startPosedYAML runs the posed binary with extra YAML after the basics.
+func startPosedYAML(t *testing.T, bin, device, source, extra string) *exec.Cmd {
+	model, _ := filepath.Abs(filepath.Join("..", "..", "models", "default.gllim"))
+	cfg := filepath.Join(t.TempDir(), device+".yaml")
+	y := fmt.Sprintf("device: %s\nsource: {path: %s, fps: 10, loop: true}\nmodel: {path: %s}\ndetect: {min_size: 40}\n%s", device, source, model, extra)
+	os.WriteFile(cfg, []byte(y), 0o644)
+	c := exec.Command(bin, "-config", cfg)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	return c
+}
+
+func fds(pid int) int {
+	e, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(e)
+}
+
+// The second field audit's attacks on the built daemon, with what a user
+// relies on measured throughout: poses per second, resident memory,
+// descriptors and restarts.
+func TestFieldAudit(t *testing.T) {
+	var lim syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	lim.Cur = lim.Max
+	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	bin := buildPosed(t)
+	broker := mqtttest.Start(t)
+	seq, _ := yawSequence(t)
+	metrics := mqtttest.FreeAddr(t)
+	p := startPosedYAML(t, bin, "audit", seq, fmt.Sprintf("mqtt: {broker: tcp://%s}\nmetrics: {listen: %q}\n", broker.Addr(), metrics))
+	pid := p.Process.Pid
+	poses := mqtttest.Collect(t, broker.Addr(), "posed/audit/pose")
+	avail := mqtttest.Collect(t, broker.Addr(), "posed/audit/available")
+	poses.WaitFor(t, "poses", 30*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 20 })
+	rate := func(d time.Duration) float64 {
+		n := len(poses.All())
+		time.Sleep(d)
+		return float64(len(poses.All())-n) / d.Seconds()
+	}
+	idleRate, idleRSS, idleFDs := rate(5*time.Second), procStatus(pid, "VmRSS"), fds(pid)
+	t.Logf("idle: %.1f poses/s, VmRSS %d kB, %d fds", idleRate, idleRSS, idleFDs)
+	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("attacker"))
+	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer cl.Disconnect(50)
+
+	// 1. Four 100 MB commands at once.
+	big := make([]byte, 100<<20)
+	done := make(chan struct{})
+	go func() {
+		for range 4 {
+			cl.Publish("posed/audit/set/detect", 1, false, big).WaitTimeout(60 * time.Second)
+		}
+		close(done)
+	}()
+	during := rate(5 * time.Second)
+	<-done
+	time.Sleep(3 * time.Second)
+	rss1 := procStatus(pid, "VmRSS")
+	t.Logf("4 × 100 MB commands: %.1f poses/s meanwhile, VmRSS %d kB after (%.2f× idle), VmHWM %d kB", during, rss1, float64(rss1)/float64(idleRSS), procStatus(pid, "VmHWM"))
+	if rss1 > 2*idleRSS {
+		t.Errorf("RSS %d kB after 100 MB commands, idle %d kB", rss1, idleRSS)
+	}
+
+	// 2. A retained set/reload.
+	onlines := func() int {
+		n := 0
+		for _, m := range avail.All() {
+			if string(m.Payload) == "online" {
+				n++
+			}
+		}
+		return n
+	}
+	before := onlines()
+	cl.Publish("posed/audit/set/reload", 1, true, "PRESS").WaitTimeout(5 * time.Second)
+	during = rate(20 * time.Second)
+	restarts := onlines() - before
+	cl.Publish("posed/audit/set/reload", 1, true, []byte{}).WaitTimeout(5 * time.Second) // cleared
+	t.Logf("a retained reload: %d restarts in 20 s, %.1f poses/s", restarts, during)
+	if restarts != 0 {
+		t.Errorf("a retained reload restarted posed %d times", restarts)
+	}
+
+	// 3. 3000 idle connections to the HTTP listener.
+	var conns []net.Conn
+	for range 3000 {
+		c, err := net.Dial("tcp", metrics)
+		if err != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(time.Second)
+	held := fds(pid)
+	during = rate(8 * time.Second) // the header timeout (5 s) closes them
+	after := fds(pid)
+	for _, c := range conns {
+		c.Close()
+	}
+	t.Logf("%d idle connections: posed holds %d fds after 1 s, %d after 9 s (idle %d); %.1f poses/s", len(conns), held, after, idleFDs, during)
+	if after > idleFDs+40 {
+		t.Errorf("%d fds 9 s after 3000 idle connections, idle %d", after, idleFDs)
+	}
+
+	// 4. Anonymous retained floods on the embedded broker.
+	embedded := mqtttest.FreeAddr(t)
+	q := startPosedYAML(t, bin, "embedded", seq, fmt.Sprintf("mqtt: {broker: embedded, listen: %q}\nmetrics: {listen: \"\"}\n", embedded))
+	qp := mqtttest.Collect(t, embedded, "posed/embedded/pose")
+	qp.WaitFor(t, "poses on the embedded broker", 30*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 20 })
+	qIdle := procStatus(q.Process.Pid, "VmRSS")
+	for i := range 8 {
+		a := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + embedded).SetClientID(fmt.Sprintf("anon%d", i)).SetAutoReconnect(false))
+		if tok := a.Connect(); tok.WaitTimeout(5*time.Second) && tok.Error() == nil {
+			a.Publish(fmt.Sprintf("junk/%d", i), 1, true, make([]byte, 50<<20)).WaitTimeout(10 * time.Second)
+			a.Disconnect(50)
+		}
+	}
+	time.Sleep(3 * time.Second)
+	qRSS := procStatus(q.Process.Pid, "VmRSS")
+	n := len(qp.All())
+	time.Sleep(5 * time.Second)
+	qRate := float64(len(qp.All())-n) / 5
+	t.Logf("8 anonymous 50 MB retained messages on the embedded broker: VmRSS %d kB after (idle %d, %.2f×), %.1f poses/s", qRSS, qIdle, float64(qRSS)/float64(qIdle), qRate)
+	if qRSS > 2*qIdle {
+		t.Errorf("RSS %d kB after anonymous floods, idle %d kB", qRSS, qIdle)
+	}
 }

@@ -124,25 +124,23 @@ func FacefinderBytes() []byte { return slices.Clip(facefinder) }
 // Facefinder returns pigo's frontal cascade, embedded in the binary.
 func Facefinder() *Cascade { return facefinderCascade }
 
-var facefinderCascade = func() *Cascade {
-	c, err := ParseCascade(facefinder)
+var facefinderCascade = mustParse("facefinder", facefinder)
+
+// mustParse parses an embedded cascade: one that does not parse is a
+// build problem (a test checks both).
+func mustParse(name string, b []byte) *Cascade {
+	c, err := ParseCascade(b)
 	if err != nil {
-		panic("detect: the embedded facefinder cascade: " + err.Error()) // a build problem; a test checks it
+		panic("detect: the embedded " + name + " cascade: " + err.Error())
 	}
 	return c
-}()
+}
 
 // Turned returns the embedded cascade for turned faces (yaw > 0; see
 // cascade/TURNED.md), trained by posectl cascade (make cascade).
 func Turned() *Cascade { return turnedCascade }
 
-var turnedCascade = func() *Cascade {
-	c, err := ParseCascade(turned)
-	if err != nil {
-		panic("detect: the embedded turned cascade: " + err.Error()) // a build problem; a test checks it
-	}
-	return c
-}()
+var turnedCascade = mustParse("turned", turned)
 
 // Detector runs its cascades over frames. It is safe for concurrent use:
 // the cascades are read-only, buffers belong to callers.

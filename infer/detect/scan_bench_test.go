@@ -2,36 +2,18 @@ package detect
 
 import (
 	"fmt"
-	"image"
-	"image/draw"
-	"path/filepath"
 	"testing"
 
 	pigo "github.com/esimov/pigo/core"
 
-	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
-
-// frame640 is a Pointing'04 photograph (384×288) in a 640×480 grey frame.
-func frame640(tb testing.TB) *image.Gray {
-	img, err := dataset.LoadGray(filepath.Join(dataset.Root(), "pointing04", "Person05", "person05146+0+0.jpg"))
-	if err != nil {
-		datatest.Missing(tb, "data set not available: %v", err)
-	}
-	f := image.NewGray(image.Rect(0, 0, 640, 480))
-	for i := range f.Pix {
-		f.Pix[i] = 128
-	}
-	draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
-	return f
-}
 
 // BenchmarkScan: facefinder over a 640×480 frame with the daemon's
 // settings (faces of 60–400 px), by pigo's RunCascade (the floor this
 // package must beat) and by the scanner, in the same run.
 func BenchmarkScan(b *testing.B) {
-	g := frame640(b)
+	g := datatest.Frame640(b)
 	ff := mustFacefinder(b)
 	p := DefaultParams()
 	sp := scanParams{p.MinSize, p.MaxSize, p.Shift, p.Scale}
@@ -57,7 +39,7 @@ func BenchmarkScan(b *testing.B) {
 // frame, at its default scan and at coarser ones, beside facefinder and
 // pigo in the same run (the floor: pigo's facefinder alone).
 func BenchmarkTurned(b *testing.B) {
-	g := frame640(b)
+	g := datatest.Frame640(b)
 	p := DefaultParams()
 	ref, _ := pigo.NewPigo().Unpack(facefinder)
 	b.Run("pigo-facefinder", func(b *testing.B) {

@@ -2,7 +2,6 @@ package track
 
 import (
 	"image"
-	"image/draw"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -16,23 +15,7 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
-	"github.com/edgepose/posed/train/dataset"
 )
-
-// frame640 puts a Pointing'04 face photograph (384×288) into a 640×480
-// grey frame.
-func frame640(tb testing.TB) *image.Gray {
-	img, err := dataset.LoadGray(filepath.Join(dataset.Root(), "pointing04", "Person05", "person05146+0+0.jpg"))
-	if err != nil {
-		datatest.Missing(tb, "data set not available: %v", err)
-	}
-	f := image.NewGray(image.Rect(0, 0, 640, 480))
-	for i := range f.Pix {
-		f.Pix[i] = 128
-	}
-	draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
-	return f
-}
 
 func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
 	return trackerWith(tb, Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, 60)
@@ -72,7 +55,7 @@ func trackerTurned(tb testing.TB, cfg Config, minSize int, turned bool) (*Tracke
 //   - pose-step: crop, p-HOG and one forward prediction (per face and
 //     iteration); pose-step-ensemble4 the same with four members.
 func BenchmarkFrame(b *testing.B) {
-	img := frame640(b)
+	img := datatest.Frame640(b)
 	det, err := detect.New(detect.DefaultParams())
 	if err != nil {
 		b.Fatal(err)
@@ -208,7 +191,7 @@ func loopMedian(b *testing.B, f func()) {
 
 // A tracked frame allocates nothing in steady state.
 func TestTrackedFrameDoesNotAllocate(t *testing.T) {
-	img := frame640(t)
+	img := datatest.Frame640(t)
 	tr, _ := defaultTracker(t, 1<<30)
 	if len(tr.Process(img)) == 0 {
 		t.Fatal("no face detected in the test frame")

@@ -4,6 +4,8 @@
 package datatest
 
 import (
+	"image"
+	"image/draw"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,4 +43,20 @@ func File(tb testing.TB, elem ...string) string {
 		Missing(tb, "data set file not available: %v", err)
 	}
 	return p
+}
+
+// Frame640 is a Pointing'04 photograph (person 5, frontal; 384×288) in the
+// middle of a grey 640×480 frame: the frame the benchmarks time.
+func Frame640(tb testing.TB) *image.Gray {
+	tb.Helper()
+	img, err := dataset.LoadGray(File(tb, "pointing04", "Person05", "person05146+0+0.jpg"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := image.NewGray(image.Rect(0, 0, 640, 480))
+	for i := range f.Pix {
+		f.Pix[i] = 128
+	}
+	draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
+	return f
 }
