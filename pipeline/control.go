@@ -83,6 +83,13 @@ func readSwitch(stateDir string, log *slog.Logger) bool {
 	return false
 }
 
+// Restore sets the switch as a previous run in this process left it
+// (a reload), without recording it: it was recorded then, or could not be.
+func (c *Control) Restore(on bool) {
+	c.detect.Store(on)
+	c.apply(on)
+}
+
 // signal tells the loop that the state changed.
 func (c *Control) signal() {
 	select {

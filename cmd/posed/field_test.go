@@ -205,8 +205,12 @@ func TestFieldAudit(t *testing.T) {
 	during = rate(20 * time.Second)
 	restarts := onlines() - before
 	cl.Publish("posed/audit/set/reload", 1, true, []byte{}).WaitTimeout(5 * time.Second) // cleared
+	// Its first delivery is live (MQTT 3.1.1 sends it without the retain
+	// flag to clients already subscribed): one reload, as asked. Every
+	// delivery after (at each resubscription) is flagged and refused: no
+	// loop (119 restarts in 20 s before).
 	t.Logf("a retained reload: %d restarts in 20 s, %.1f poses/s", restarts, during)
-	if restarts != 0 {
+	if restarts > 1 {
 		t.Errorf("a retained reload restarted posed %d times", restarts)
 	}
 

@@ -106,9 +106,10 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done() // SIGTERM or SIGINT: stopping starts now
 		notify("STOPPING=1")
 	}()
+	var carry carried
 	for {
 		log := newLogger(cfg.Log, stderr)
-		next, err := runUntilReload(ctx, cfg, log, stdout, hup, load)
+		next, err := runUntilReload(ctx, cfg, log, stdout, hup, load, &carry)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("posed stopped", "err", err)
 			return 1
@@ -125,7 +126,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 // validates: it then stops the run and returns the new one. A
 // configuration that does not load is logged (and, for the command,
 // answered on the error topic) and changes nothing.
-func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, hup <-chan os.Signal, load func() (config.Config, error)) (*config.Config, error) {
+func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, hup <-chan os.Signal, load func() (config.Config, error), carry *carried) (*config.Config, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The reload command loads the configuration in the command's own
@@ -150,7 +151,7 @@ func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, st
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- runWith(rctx, cfg, log, stdout, reload) }()
+	go func() { done <- runWith(rctx, cfg, log, stdout, reload, carry) }()
 	var next *config.Config
 	for {
 		select {

@@ -138,6 +138,27 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	cl.Publish("posed/two/set/reload", 1, false, "PRESS").WaitTimeout(2 * time.Second)
 	col.WaitFor(t, "device four online after the reload command", 20*time.Second, online("four"))
 
+	// detect OFF sent 50 ms after a reload is not lost, and the switch
+	// outlives the reload though there is no state directory. (Before:
+	// lost silently, detection stayed on.)
+	sw := mqtttest.Collect(t, broker.Addr(), "posed/four/#")
+	onlineAgain := len(online4(col))
+	cl.Publish("posed/four/set/reload", 1, false, "PRESS").WaitTimeout(2 * time.Second)
+	time.Sleep(50 * time.Millisecond)
+	cl.Publish("posed/four/set/detect", 1, false, "OFF").WaitTimeout(2 * time.Second)
+	col.WaitFor(t, "online after the reload", 20*time.Second, func([]mqtttest.Msg) bool { return len(online4(col)) > onlineAgain })
+	time.Sleep(time.Second)
+	sw.WaitFor(t, "detect OFF after the reload", 10*time.Second, func(ms []mqtttest.Msg) bool {
+		var last string
+		for _, m := range ms {
+			if m.Topic == "posed/four/detect" {
+				last = string(m.Payload)
+			}
+		}
+		return last == "OFF"
+	})
+	cl.Publish("posed/four/set/detect", 1, false, "ON").WaitTimeout(2 * time.Second)
+
 	// A storm of SIGHUPs is coalesced: those that arrive while a restart
 	// is under way join it, not one restart per signal. (Before:
 	// 100 SIGHUPs logged 100 reloads, sent RELOADING=1 100 times and
@@ -192,4 +213,15 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// online4 is device four's "online" messages.
+func online4(col *mqtttest.Collector) []mqtttest.Msg {
+	var out []mqtttest.Msg
+	for _, m := range col.On("posed/four/available") {
+		if string(m.Payload) == "online" {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -28,12 +28,17 @@ import (
 // run is the daemon: it returns when ctx ends (clean shutdown) or a replay
 // that does not loop reaches its end.
 func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
-	return runWith(ctx, cfg, log, stdout, nil)
+	return runWith(ctx, cfg, log, stdout, nil, nil)
 }
 
 // runWith is run with the reload command's action (nil: the command is
 // refused).
-func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, reload func() error) error {
+//
+// carry, if not nil, is what one run hands the next in the same process
+// (a reload): the privacy switch as it was, which wins over the state
+// directory's record (that may not have been written, or there may be no
+// state directory).
+func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, reload func() error, carry *carried) error {
 	started := time.Now()
 	m, err := gllim.ReadFile(cfg.Model.Path)
 	if err != nil {
@@ -94,8 +99,14 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	if err != nil {
 		return err
 	}
+	if carry != nil && carry.detect != nil {
+		ctl.Restore(*carry.detect)
+	}
 	ctl.Attach(pub)
 	defer ctl.Stop()
+	if carry != nil {
+		defer func() { on := ctl.Detecting(); carry.detect = &on }()
+	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
@@ -133,6 +144,11 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	err = loop.Run(ctx)
 	log.Info("posed stopping", "frames", met.FramesProcessed.Load(), "dropped", met.FramesDropped.Load())
 	return err
+}
+
+// carried is what a run hands the next one after a reload.
+type carried struct {
+	detect *bool // the privacy switch (nil: none yet)
 }
 
 // newDetector is the detector of the configuration's detect block.
