@@ -39,7 +39,7 @@ help:
 	@echo "run         the daemon on a replayed face sequence with the embedded broker, printing what it publishes"
 	@echo "bench       benchmarks (forward pass, features, EM iteration, per-frame pipeline)"
 	@echo "screenshot  a headless chromium's picture of posed's page with the live view, into docs/live.png"
-	@echo "field       field measurements: broker restarts survived, RSS under a hostile replay (minutes)"
+	@echo "field       field measurements: broker restarts survived, RSS under a hostile replay, the second audit's attacks (minutes)"
 	@echo "fuzz        fuzz the parsers (model file, MAT, config, JPEG/MJPEG/Y4M frame headers, broker users) for a minute each"
 	@echo "lint        gofmt, go vet (amd64 and 32-bit ARM), staticcheck, and the daemon's import-graph check"
 	@echo "cross       static builds for linux/arm64 and linux/arm (GOARM=7) into dist/"
@@ -96,8 +96,9 @@ screenshot: build
 	rc=$$?; kill $$pid; wait $$pid 2>/dev/null; exit $$rc
 	@echo "docs/live.png"
 
-# Field measurements (about 3 minutes): ten broker restarts, and RSS under
-# a replay with hostile images; the figures are in the README.
+# Field measurements (about 4 minutes): ten broker restarts, RSS under
+# a replay with hostile images, and the second audit's attacks (huge commands,
+# a retained reload, idle connections, anonymous floods); figures in the README.
 field:
 	POSED_DATA=$(DATA) $(GO) test -tags field -count=1 -timeout 15m -v -run '^TestField' ./cmd/posed/ | grep -E '^(=== RUN|---|ok|FAIL)|field_test'
 
