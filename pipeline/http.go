@@ -34,8 +34,8 @@ type HTTPServer struct {
 	done chan struct{}
 }
 
-// ServeHTTP serves h on ln within l until Shutdown.
-func ServeHTTP(ln net.Listener, h http.Handler, view *View, l HTTPLimits) *HTTPServer {
+// StartHTTP serves h on ln within l, in the background, until Shutdown.
+func StartHTTP(ln net.Listener, h http.Handler, view *View, l HTTPLimits) *HTTPServer {
 	s := &HTTPServer{
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, WriteTimeout: l.Write,
 			IdleTimeout: l.Idle, MaxHeaderBytes: 16 << 10},

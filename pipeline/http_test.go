@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// serveFlow is runFlow's loop and view behind ServeHTTP with limits.
+// serveFlow is runFlow's loop and view behind StartHTTP with limits.
 // Its frames are noise, shown at 50 a second: megabytes a second that a
 // viewer who stops reading soon cannot take.
 func serveFlow(t *testing.T, l HTTPLimits) (string, *View, *HTTPServer) {
@@ -27,7 +27,7 @@ func serveFlow(t *testing.T, l HTTPLimits) (string, *View, *HTTPServer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := ServeHTTP(ln, met.Handler(time.Second, "test", func() PageInfo { return PageInfo{Device: "cam"} }, view), view, l)
+	srv := StartHTTP(ln, met.Handler(time.Second, "test", func() PageInfo { return PageInfo{Device: "cam"} }, view), view, l)
 	t.Cleanup(func() {
 		sctx, c := context.WithTimeout(context.Background(), time.Second)
 		defer c()

@@ -123,7 +123,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		page := func() pipeline.PageInfo {
 			return pipeline.PageInfo{Device: cfg.Device, Camera: cfg.Source.Path, Model: cfg.Model.Path, Broker: config.RedactURL(cfg.MQTT.Broker)}
 		}
-		srv := pipeline.ServeHTTP(ln, met.Handler(5*time.Second, version, page, view), view, pipeline.DefaultHTTPLimits())
+		srv := pipeline.StartHTTP(ln, met.Handler(5*time.Second, version, page, view), view, pipeline.DefaultHTTPLimits())
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
