@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,6 +74,9 @@ func runCascade(args []string, stdout io.Writer) error {
 	fs.IntVar(&jitter.N, "jitter", 8, "windows per face: the box and jitter−1 seeded moves of it")
 	fs.Float64Var(&jitter.Centre, "jitter-centre", 0.05, "σ of the moves of a face window's centre, in sides")
 	fs.Float64Var(&jitter.Scale, "jitter-scale", 0.08, "σ of the moves of a face window's log-side")
+	setJitter := fs.String("set-jitter", "", "windows per face of some data sets instead of -jitter: set=N,… (e.g. aflw2000=24 to weigh in-the-wild faces more)")
+	fs.IntVar(&jitter.Rotations, "rotations", 0, "more copies of each face's image turned in-plane, each with its windows")
+	fs.Float64Var(&jitter.Rotate, "rotate", 10, "largest in-plane turn of those copies, degrees")
 	fs.IntVar(&o.Depth, "depth", def.Depth, "tree depth")
 	fs.IntVar(&o.Tests, "tests", def.Tests, "random pixel comparisons tried per node")
 	fs.Uint64Var(&o.Seed, "seed", def.Seed, "random seed")
@@ -92,6 +97,17 @@ func runCascade(args []string, stdout io.Writer) error {
 	}
 	if cd.half < -1 || cd.half > 1 {
 		return fmt.Errorf("%w: -half %d is not -1, 0 or 1", errUsage, cd.half)
+	}
+	for _, kv := range splitList(*setJitter) {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 1 {
+			return fmt.Errorf("%w: -set-jitter %q: want set=N with N ≥ 1", errUsage, kv)
+		}
+		if jitter.SetN == nil {
+			jitter.SetN = map[string]int{}
+		}
+		jitter.SetN[k] = n
 	}
 	view, err := cascade.ParseView(cd.view)
 	if err != nil {

@@ -231,3 +231,18 @@ func TestTreeMatchesCascade(t *testing.T) {
 		}
 	}
 }
+
+// rotate turns an image about a point: by 0 it is unchanged; a quarter
+// turn of a square about its centre moves a marked pixel where the turn
+// says (the image's y axis points down: +90° takes right to down).
+func TestRotate(t *testing.T) {
+	im := Image{Pix: make([]uint8, 9*9), W: 9, H: 9}
+	im.Pix[4*9+7] = 255 // row 4, column 7: right of the centre (4.5, 4.5)
+	if got := rotate(im, 4.5, 4.5, 0); !bytes.Equal(got.Pix, im.Pix) {
+		t.Error("a turn by 0 changed the image")
+	}
+	got := rotate(im, 4.5, 4.5, math.Pi/2)
+	if got.Pix[7*9+4] != 255 {
+		t.Errorf("after a quarter turn the pixel is not at row 7, column 4: %v", got.Pix)
+	}
+}

@@ -66,6 +66,14 @@ type FaceSet struct {
 type Jitter struct {
 	N             int
 	Centre, Scale float64
+	// SetN, if it names a face's data set, is that set's N instead (to
+	// weigh a set's faces more).
+	SetN map[string]int
+	// Rotations more copies of each face's image, turned about the box
+	// centre by angles drawn uniformly within ±Rotate degrees, each with
+	// its windows (in-plane turns the scan does not search).
+	Rotations int
+	Rotate    float64
 }
 
 // Faces builds the positive windows: for each sample i of view v, its
@@ -81,32 +89,69 @@ func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v 
 		if s.Yaw < 0 {
 			g, box = mirror(g), mirrorBox(box, g.Rect.Dx())
 		}
-		im := FromGray(g)
+		n := j.N
+		if v, ok := j.SetN[s.Set]; ok {
+			n = v
+		}
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		base := FromGray(g)
+		cx0, cy0 := box.Centre()
 		added := false
-		for k := range max(j.N, 1) {
-			cx, cy := box.Centre()
-			side := math.Sqrt(box.W * box.H)
-			if k > 0 {
-				cx += rng.NormFloat64() * j.Centre * side
-				cy += rng.NormFloat64() * j.Centre * side
-				side *= math.Exp(rng.NormFloat64() * j.Scale)
+		for r := range 1 + j.Rotations {
+			im := base
+			if r > 0 {
+				im = rotate(base, cx0, cy0, (2*rng.Float64()-1)*j.Rotate*math.Pi/180)
 			}
-			w := Window{Img: int32(len(fs.Images)), R: int32(math.Round(cy)), C: int32(math.Round(cx)), S: int32(math.Round(side))}
-			if !w.fits(&im) {
-				continue
+			any := false
+			for k := range max(n, 1) {
+				cx, cy := cx0, cy0
+				side := math.Sqrt(box.W * box.H)
+				if k > 0 {
+					cx += rng.NormFloat64() * j.Centre * side
+					cy += rng.NormFloat64() * j.Centre * side
+					side *= math.Exp(rng.NormFloat64() * j.Scale)
+				}
+				w := Window{Img: int32(len(fs.Images)), R: int32(math.Round(cy)), C: int32(math.Round(cx)), S: int32(math.Round(side))}
+				if !w.fits(&im) {
+					continue
+				}
+				fs.Windows = append(fs.Windows, w)
+				fs.Sample = append(fs.Sample, i)
+				any = true
 			}
-			fs.Windows = append(fs.Windows, w)
-			fs.Sample = append(fs.Sample, i)
-			added = true
+			if any {
+				fs.Images = append(fs.Images, im)
+				added = true
+			}
 		}
 		if !added {
 			fs.Skipped++
-			continue
 		}
-		fs.Images = append(fs.Images, im)
 	}
 	return fs
+}
+
+// rotate returns im turned by theta radians about (cx, cy), bilinear,
+// the edges repeated where the turn uncovers the corners.
+func rotate(im Image, cx, cy, theta float64) Image {
+	out := Image{Pix: make([]uint8, len(im.Pix)), W: im.W, H: im.H}
+	c, s := math.Cos(theta), math.Sin(theta)
+	for y := range im.H {
+		for x := range im.W {
+			// The source point that lands on (x, y): the inverse turn.
+			dx, dy := float64(x)+0.5-cx, float64(y)+0.5-cy
+			fx := math.Min(math.Max(cx+c*dx+s*dy-0.5, 0), float64(im.W-1))
+			fy := math.Min(math.Max(cy-s*dx+c*dy-0.5, 0), float64(im.H-1))
+			x0, y0 := int(fx), int(fy)
+			x1, y1 := min(x0+1, im.W-1), min(y0+1, im.H-1)
+			tx, ty := fx-float64(x0), fy-float64(y0)
+			at := func(x, y int) float64 { return float64(im.Pix[y*im.W+x]) }
+			top := at(x0, y0) + tx*(at(x1, y0)-at(x0, y0))
+			bot := at(x0, y1) + tx*(at(x1, y1)-at(x0, y1))
+			out.Pix[y*im.W+x] = uint8(top + ty*(bot-top) + 0.5)
+		}
+	}
+	return out
 }
 
 // FromGray copies g into an Image.
