@@ -46,6 +46,10 @@ func runEval(args []string, stdout io.Writer) error {
 	plot := fs.String("plot", "", "with -sweep-k: write an SVG plot of BIC and MAE against K")
 	card := fs.String("card", "", "append the measured accuracy to this model card")
 	learnT := fs.String("learn-temperature", "", "each fold chooses its temperature among these, as posectl train does, on 20 % of its training persons held out of a second training (cases without -temperature use it)")
+	profile := fs.Float64("profile", 0, "also train a profile expert per fold on the faces with |yaw| ≥ this (each mirrored to turn one way) and let it answer for turned heads")
+	profileGate := fs.Float64("profile-gate", 40, "with -profile: the model's |yaw| from which the expert answers")
+	profileK := fs.Int("profile-k", 0, "with -profile: the expert's mixture components (0: -k)")
+	profileMembers := fs.Int("profile-members", 1, "with -profile: the expert's ensemble members")
 	models := fs.String("models", "", "keep each fold's trained model in this folder and reuse it when the training settings and images are the same (to measure other test-time settings without training again)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -144,7 +148,16 @@ func runEval(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds, Models: *models, Temperatures: temps,
+		var expert *headpose.Expert
+		if *profile > 0 {
+			xo := o
+			xo.Profile, xo.Members = *profile, *profileMembers
+			if *profileK > 0 {
+				xo.EM.K = *profileK
+			}
+			expert = &headpose.Expert{Train: xo, Gate: *profileGate}
+		}
+		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds, Models: *models, Temperatures: temps, Expert: expert,
 			Progress: func(done, total int, f headpose.Fold) {
 				bar.done()
 				var parts []string
@@ -181,6 +194,9 @@ func runEval(args []string, stdout io.Writer) error {
 		}
 		if o.Members > 1 {
 			title += fmt.Sprintf(", %d members", o.Members)
+		}
+		if expert != nil {
+			title += fmt.Sprintf(", profile expert |yaw| ≥ %g (K=%d, %d members) from %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), expert.Gate)
 		}
 	}
 	took := time.Since(start).Round(time.Second)

@@ -315,3 +315,27 @@ func parseInts(s string) ([]int, error) {
 	}
 	return out, nil
 }
+
+// parseInterspersed parses args with fs, flags before, between or after
+// the positional arguments (`predict a.jpg -model m.gllim` as well as
+// `predict -model m.gllim a.jpg`), and returns the positional ones. After
+// "--" every argument is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at the first positional argument, and consumes a
+		// "--" just before it: keep everything after a "--" as it is.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

@@ -16,13 +16,14 @@ import (
 func runInspect(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the header as JSON")
-	if err := fs.Parse(args); err != nil {
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want one model file, got %d arguments", errUsage, fs.NArg())
+	if len(files) != 1 {
+		return fmt.Errorf("%w: want one model file, got %d arguments", errUsage, len(files))
 	}
-	path := fs.Arg(0)
+	path := files[0]
 	m, err := gllim.ReadFile(path)
 	if err != nil {
 		return err

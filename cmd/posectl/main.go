@@ -59,6 +59,9 @@ func main() {
 			case errors.Is(err, errUsage):
 				fmt.Fprintf(os.Stderr, "posectl %s: %v\nusage: posectl %s\n", name, err, c.usage)
 				os.Exit(2)
+			case errors.Is(err, errNoFace):
+				fmt.Fprintf(os.Stderr, "posectl %s: %v\n", name, err)
+				os.Exit(3)
 			case err != nil:
 				fmt.Fprintf(os.Stderr, "posectl %s: %v\n", name, err)
 				os.Exit(1)

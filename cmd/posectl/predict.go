@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -46,14 +47,15 @@ func runPredict(args []string, stdout io.Writer) error {
 	modelPath := fs.String("model", "models/default.gllim", "model file")
 	boxFlag := fs.String("box", "", "x,y,w,h: estimate from this box instead of detecting")
 	drawPath := fs.String("draw", "", "write a PNG with detected (red) and refined (green) boxes and the pose as 3-D axes (one image only)")
-	if err := fs.Parse(args); err != nil {
+	images, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
+	if len(images) == 0 {
 		return fmt.Errorf("%w: no image given", errUsage)
 	}
-	if *drawPath != "" && fs.NArg() != 1 {
-		return fmt.Errorf("%w: -draw takes one image, got %d", errUsage, fs.NArg())
+	if *drawPath != "" && len(images) != 1 {
+		return fmt.Errorf("%w: -draw takes one image, got %d", errUsage, len(images))
 	}
 	var fixed *feature.Box
 	if *boxFlag != "" {
@@ -78,7 +80,8 @@ func runPredict(args []string, stdout io.Writer) error {
 	calib := detect.CalibrationOf(m.Calibration)
 	wk := est.NewWorker()
 	enc := json.NewEncoder(stdout)
-	for _, path := range fs.Args() {
+	var faceless []string
+	for _, path := range images {
 		img, err := dataset.LoadGray(path)
 		if err != nil {
 			return err
@@ -113,7 +116,7 @@ func runPredict(args []string, stdout io.Writer) error {
 			}
 		}
 		if len(starts) == 0 {
-			fmt.Fprintf(os.Stderr, "posectl predict: %s: no face found\n", path)
+			faceless = append(faceless, path)
 		}
 		if *drawPath != "" {
 			if err := drawResults(*drawPath, img, starts, results, fixed == nil); err != nil {
@@ -121,8 +124,16 @@ func runPredict(args []string, stdout io.Writer) error {
 			}
 		}
 	}
+	if len(faceless) > 0 {
+		return fmt.Errorf("%w in %s (of %d images): give the face's box with -box x,y,w,h, or try a smaller -min-size (now %d px) or -det-score (now %g)",
+			errNoFace, strings.Join(faceless, ", "), len(images), df.p.MinSize, df.p.MinScore)
+	}
 	return nil
 }
+
+// errNoFace: the detector found no face in an image (exit status 3, so that
+// a script tells it from a broken model or image).
+var errNoFace = errors.New("no face found")
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
