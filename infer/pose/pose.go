@@ -65,6 +65,55 @@ type Estimator struct {
 	settings Settings
 	angle    [3]int // output index of yaw, pitch, roll; −1 if absent
 	shift    [3]int // output index of dx, dy, ds; −1 if absent
+	// The profile expert (WithExpert): nil without one.
+	expert *gllim.Forward
+	gate   float64 // |yaw| from which the expert answers
+	// The expert's σ factors over the model's, per output, so that the
+	// model's factor applied at the end leaves the expert's.
+	expertStd []float64
+}
+
+// WithExpert returns a copy of e that hands turned heads to x, a profile
+// expert (posectl train -profile): a model of the same outputs trained on
+// faces with |yaw| ≥ some bound, all mirrored to turn one way (yaw > 0).
+// Where e's model predicts |yaw| ≥ gate, the expert predicts from the
+// features — mirrored first if that yaw is negative, its yaw, roll and dx
+// then negated back — and its answer replaces the model's, box shift
+// included: a mixture of two experts whose gate is the first one's yaw.
+func (e *Estimator) WithExpert(x *gllim.Model, gate float64) (*Estimator, error) {
+	if e.angle[0] < 0 {
+		return nil, fmt.Errorf("pose: a profile expert needs a model that predicts yaw")
+	}
+	if !(gate > 0 && gate < 90) {
+		return nil, fmt.Errorf("pose: profile expert gate %g°: want 0 < gate < 90", gate)
+	}
+	if x.Params.D != e.model.Params.D || len(x.Outputs) != len(e.model.Outputs) {
+		return nil, fmt.Errorf("pose: profile expert has D=%d and %d outputs, the model D=%d and %d", x.Params.D, len(x.Outputs), e.model.Params.D, len(e.model.Outputs))
+	}
+	for i, o := range x.Outputs {
+		if o.Name != e.model.Outputs[i].Name {
+			return nil, fmt.Errorf("pose: profile expert output %d is %q, the model's %q", i, o.Name, e.model.Outputs[i].Name)
+		}
+	}
+	if err := feature.CheckRecipe(x.Features); err != nil {
+		return nil, fmt.Errorf("pose: profile expert: %w", err)
+	}
+	f, err := gllim.NewForward(x)
+	if err != nil {
+		return nil, fmt.Errorf("pose: profile expert: %w", err)
+	}
+	if e.settings.Temperature != 0 {
+		if f, err = f.WithTemperature(e.settings.Temperature); err != nil {
+			return nil, err
+		}
+	}
+	c := *e
+	c.expert, c.gate = f, gate
+	c.expertStd = make([]float64, len(x.Outputs))
+	for i, o := range x.Outputs {
+		c.expertStd[i] = o.Uncertainty() / e.model.Outputs[i].Uncertainty()
+	}
+	return &c, nil
 }
 
 // New prepares an estimator. It fails if the model was trained on other
@@ -142,7 +191,9 @@ type Worker struct {
 	mpred  gllim.Prediction // the mirrored face's prediction
 	y, ym  []float32        // features, and mirrored features
 	perm   []int
-	negate []bool // outputs that change sign under mirroring
+	negate []bool           // outputs that change sign under mirroring
+	xpr    *gllim.Predictor // the profile expert's
+	xpred  gllim.Prediction
 	// The angles to report and their standard deviations (Settings.Densest).
 	kept, keptStd [3]float64
 	sum, sumStd   [3]float64 // over the iterations (Settings.Average)
@@ -151,7 +202,7 @@ type Worker struct {
 // NewWorker returns a Worker; it is not safe for concurrent use.
 func (e *Estimator) NewWorker() *Worker {
 	w := &Worker{e: e, pr: e.fwd.NewPredictor(), pred: e.fwd.NewPrediction(), y: make([]float32, feature.Dim)}
-	if e.settings.Mirror {
+	if e.settings.Mirror || e.expert != nil {
 		w.mpred = e.fwd.NewPrediction()
 		w.ym = make([]float32, feature.Dim)
 		w.perm = feature.MirrorPermutation()
@@ -159,6 +210,9 @@ func (e *Estimator) NewWorker() *Worker {
 		for i, o := range e.model.Outputs {
 			w.negate[i] = o.Name == Yaw || o.Name == Roll || o.Name == DX
 		}
+	}
+	if e.expert != nil {
+		w.xpr, w.xpred = e.expert.NewPredictor(), e.expert.NewPrediction()
 	}
 	return w
 }
@@ -168,12 +222,13 @@ func (e *Estimator) NewWorker() *Worker {
 // (the two answers are far from independent, so this does not shrink them).
 func (w *Worker) predict() {
 	w.pr.Predict(&w.pred, w.y)
-	if w.perm == nil {
+	if w.e.expert != nil {
+		w.askExpert()
+	}
+	if !w.e.settings.Mirror {
 		return
 	}
-	for d, j := range w.perm {
-		w.ym[d] = w.y[j]
-	}
+	w.mirror()
 	w.pr.Predict(&w.mpred, w.ym)
 	n := len(w.pred.Mean)
 	for i := range w.pred.Mean {
@@ -185,6 +240,47 @@ func (w *Worker) predict() {
 		w.pred.Cov[i*n+i] = 0.5 * (w.pred.Cov[i*n+i] + w.mpred.Cov[i*n+i])
 	}
 	w.pred.LogDensity = 0.5 * (w.pred.LogDensity + w.mpred.LogDensity)
+}
+
+// mirror fills w.ym with the mirrored face's features.
+func (w *Worker) mirror() {
+	for d, j := range w.perm {
+		w.ym[d] = w.y[j]
+	}
+}
+
+// askExpert replaces w.pred by the profile expert's answer where the
+// model's yaw is past the gate. The expert knows faces turned one way
+// (yaw > 0): a face turned the other way is mirrored for it and its answer
+// mirrored back.
+func (w *Worker) askExpert() {
+	e := w.e
+	yaw := w.pred.Mean[e.angle[0]]
+	if math.Abs(yaw) < e.gate {
+		return
+	}
+	y := w.y
+	if yaw < 0 {
+		w.mirror()
+		y = w.ym
+	}
+	w.xpr.Predict(&w.xpred, y)
+	n := len(w.pred.Mean)
+	for i, m := range w.xpred.Mean {
+		if yaw < 0 && w.negate[i] {
+			m = -m
+		}
+		w.pred.Mean[i] = m
+		f := e.expertStd[i]
+		for j := range n {
+			c := w.xpred.Cov[i*n+j] * f * e.expertStd[j]
+			if yaw < 0 && w.negate[i] != w.negate[j] {
+				c = -c
+			}
+			w.pred.Cov[i*n+j] = c
+		}
+	}
+	w.pred.LogDensity = w.xpred.LogDensity
 }
 
 // Features returns the last feature vector computed.

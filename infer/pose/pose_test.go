@@ -71,3 +71,90 @@ func TestEstimateDoesNotAllocate(t *testing.T) {
 		t.Errorf("Estimate allocates %.0f times", a)
 	}
 }
+
+// constant returns a one-component model of the outputs whose forward
+// prediction is c whatever the features (A = 0), and, with slope ≠ 0, whose
+// first output also grows with feature d (the inverse model y_d = slope·t₀).
+func constant(names []string, c []float64, d int, slope float64) *gllim.Model {
+	m := model(names...)
+	copy(m.Params.C, c)
+	m.Params.A[d*len(names)] = slope
+	m.Params.B[d] = slope * c[0]
+	return m
+}
+
+// The profile expert answers where the model's yaw is past the gate, from
+// the mirrored face's features when that yaw is negative (its yaw, roll and
+// dx negated back), and the model answers below the gate.
+func TestProfileExpert(t *testing.T) {
+	names := []string{Yaw, Roll, DX, DY}
+	img := image.NewGray(image.Rect(0, 0, 200, 160))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i*7 + i/200*13)
+	}
+	box := feature.Box{X: 40, Y: 30, W: 90, H: 90}
+	var ex feature.Extractor
+	y := make([]float32, feature.Dim)
+	ex.Extract(y, img, box)
+	perm := feature.MirrorPermutation()
+	ym := make([]float32, feature.Dim)
+	for i, j := range perm {
+		ym[i] = y[j]
+	}
+	// The expert's yaw depends on feature d, which mirroring moves: its
+	// answer from the face and from the mirrored face differ.
+	d := 0
+	for d = range y {
+		if y[d] != y[perm[d]] {
+			break
+		}
+	}
+	expert := constant(names, []float64{70, 5, 0.1, 0.02}, d, 0.01)
+	xf, err := gllim.NewForward(expert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(f []float32) gllim.Prediction {
+		p := xf.NewPrediction()
+		xf.NewPredictor().Predict(&p, f)
+		return p
+	}
+	direct, mirrored := ask(y), ask(ym)
+	if direct.Mean[0] == mirrored.Mean[0] {
+		t.Fatal("the test's expert does not tell the face from its mirror")
+	}
+	for _, c := range []struct {
+		yaw  float64
+		want []float64
+	}{
+		{50, direct.Mean},
+		{-50, []float64{-mirrored.Mean[0], -mirrored.Mean[1], -mirrored.Mean[2], mirrored.Mean[3]}},
+		{20, []float64{20, 1, 0, 0}},
+		{-39.9, []float64{-39.9, 1, 0, 0}},
+	} {
+		e, err := New(constant(names, []float64{c.yaw, 1, 0, 0}, 0, 0), Settings{MaxIter: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err = e.WithExpert(expert, 40); err != nil {
+			t.Fatal(err)
+		}
+		r := e.NewWorker().Estimate(img, box)
+		if math.Abs(r.Angles[0]-c.want[0]) > 1e-4 || math.Abs(r.Angles[2]-c.want[1]) > 1e-4 {
+			t.Errorf("model yaw %g: yaw, roll %.4f, %.4f, want %.4f, %.4f", c.yaw, r.Angles[0], r.Angles[2], c.want[0], c.want[1])
+		}
+		want := Move(box, c.want[2], c.want[3], 0)
+		if math.Abs(r.Box.X-want.X) > 1e-3 || math.Abs(r.Box.Y-want.Y) > 1e-3 {
+			t.Errorf("model yaw %g: box %v, want %v", c.yaw, r.Box, want)
+		}
+	}
+	e, _ := New(model(Yaw, Pitch), DefaultSettings())
+	for name, x := range map[string]*gllim.Model{"other outputs": model(Yaw, Roll), "fewer outputs": model(Yaw)} {
+		if _, err := e.WithExpert(x, 40); err == nil {
+			t.Errorf("expert with %s accepted", name)
+		}
+	}
+	if _, err := e.WithExpert(model(Yaw, Pitch), 95); err == nil {
+		t.Error("gate 95° accepted")
+	}
+}

@@ -46,8 +46,17 @@ type LOPOOptions struct {
 	// fold's training persons held out of a second training. Evaluation
 	// cases without a temperature of their own use it.
 	Temperatures []float64
+	// Expert, if set, trains a profile expert beside each fold's model and
+	// measures the two together (pose.Estimator.WithExpert).
+	Expert *Expert
 	// Progress, when set, is called after each fold.
 	Progress func(done, total int, f Fold)
+}
+
+// Expert is a profile expert trained beside a model: Train.Profile > 0.
+type Expert struct {
+	Train Options
+	Gate  float64 // the model's |yaw| from which the expert answers
 }
 
 // LOPO trains one model per person of Set on every other image of the bank
@@ -154,7 +163,7 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 				}
 			}
 		}
-		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, evals, o.Models)
+		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, o.Expert, evals, o.Models)
 		if err != nil {
 			return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
 		}
@@ -199,10 +208,27 @@ const modelCacheVersion = 1
 // cachedTrainAndTest is trainAndTest with the fold's model read from, or
 // kept in, the folder models ("" keeps nothing). A model read back has no
 // training result (nil).
-func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []EvalOptions, models string) ([]*Report, *train.Result, error) {
+func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, models string) ([]*Report, *train.Result, error) {
 	if models == "" {
-		return trainAndTest(b, trainIdx, testIdx, o, evals)
+		return trainAndTest(b, trainIdx, testIdx, o, x, evals)
 	}
+	m, first, err := cachedEnsemble(b, trainIdx, o, models)
+	if err != nil {
+		return nil, nil, err
+	}
+	var xm *gllim.Model
+	if x != nil {
+		if xm, _, err = cachedEnsemble(b, trainIdx, x.Train, models); err != nil {
+			return nil, nil, fmt.Errorf("profile expert: %w", err)
+		}
+	}
+	reps, err := testModel(b, m, xm, x, trainIdx, testIdx, evals)
+	return reps, first, err
+}
+
+// cachedEnsemble returns the model (an ensemble if o.Members > 1) that o
+// trains on trainIdx, each member read from, or kept in, the folder models.
+func cachedEnsemble(b *Bank, trainIdx []int, o Options, models string) (*gllim.Model, *train.Result, error) {
 	// An ensemble's members are the single models of consecutive seeds
 	// (train.FitEnsemble): keep each alone, so that ensembles of other
 	// sizes share them.
@@ -228,8 +254,7 @@ func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []Eva
 	if o.Members > 1 {
 		o.record(&m.Training, b)
 	}
-	reps, err := testModel(b, m, trainIdx, testIdx, evals)
-	return reps, first, err
+	return m, first, nil
 }
 
 // cachedModel returns the model o trains on trainIdx, read from the folder
@@ -267,18 +292,25 @@ func cachedModel(b *Bank, trainIdx []int, o Options, models string) (*gllim.Mode
 // trainAndTest trains on trainIdx and evaluates on testIdx under each of
 // evals; under the detected condition the calibration is learnt on the
 // training images.
-func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, evals []EvalOptions) ([]*Report, *train.Result, error) {
+func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions) ([]*Report, *train.Result, error) {
 	m, res, err := Train(b, trainIdx, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	reps, err := testModel(b, m, trainIdx, testIdx, evals)
+	var xm *gllim.Model
+	if x != nil {
+		if xm, _, err = Train(b, trainIdx, x.Train); err != nil {
+			return nil, nil, fmt.Errorf("profile expert: %w", err)
+		}
+	}
+	reps, err := testModel(b, m, xm, x, trainIdx, testIdx, evals)
 	return reps, res, err
 }
 
-// testModel evaluates m on testIdx under each of evals; under the detected
-// condition the calibration is learnt on the training images.
-func testModel(b *Bank, m *gllim.Model, trainIdx, testIdx []int, evals []EvalOptions) ([]*Report, error) {
+// testModel evaluates m (with the profile expert xm if x is set) on testIdx
+// under each of evals; under the detected condition the calibration is
+// learnt on the training images.
+func testModel(b *Bank, m, xm *gllim.Model, x *Expert, trainIdx, testIdx []int, evals []EvalOptions) ([]*Report, error) {
 	var reps []*Report
 	for _, eo := range evals {
 		if eo.Condition == Detected {
@@ -291,6 +323,11 @@ func testModel(b *Bank, m *gllim.Model, trainIdx, testIdx []int, evals []EvalOpt
 		est, err := pose.New(m, settings)
 		if err != nil {
 			return nil, err
+		}
+		if x != nil {
+			if est, err = est.WithExpert(xm, x.Gate); err != nil {
+				return nil, err
+			}
 		}
 		rep, err := Evaluate(est, b, testIdx, eo)
 		if err != nil {

@@ -49,6 +49,12 @@ type Options struct {
 	// EM's local optima differ from seed to seed, and averaging them
 	// removes much of that variance.
 	Members int
+	// Profile > 0 trains a profile expert (pose.Estimator.WithExpert): only
+	// faces with |yaw| ≥ Profile degrees, each mirrored where its yaw is
+	// negative so that every row turns the same way (yaw ≥ Profile). The
+	// model then spends all its components on turned heads of one side and
+	// sees each of them from both sides' faces.
+	Profile float64
 	EM      train.Config
 }
 
@@ -103,6 +109,9 @@ func (o Options) Validate(b *Bank) error {
 			}
 		}
 	}
+	if o.Profile < 0 || o.Profile >= 90 {
+		return fmt.Errorf("headpose: profile expert from |yaw| ≥ %g°: want 0 (none) to below 90", o.Profile)
+	}
 	if o.Members < 0 || o.Members > 64 {
 		return fmt.Errorf("headpose: %d ensemble members: want 1 to 64 (0 means 1)", o.Members)
 	}
@@ -125,35 +134,58 @@ func (o Options) flips(set string) bool {
 // TrainingSet assembles t (N×Lt) and y (N×D) from every view of the bank's
 // images idx (augmented views included), each at its face box and, for
 // pose-bb or UseShifted, at its moved boxes, and mirrored where o.Flip says.
+// A profile expert (o.Profile > 0) keeps the turned faces only, each in the
+// copy (as it is or mirrored) whose yaw is ≥ o.Profile.
 func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 	names, _ := o.Outputs()
 	boxes := 1
 	if o.Variant == VariantPoseBB || o.UseShifted {
 		boxes = 1 + b.Shifts
 	}
+	flips := func(i int) int {
+		if o.Profile > 0 || o.flips(b.Samples[i].Set) {
+			return 2
+		}
+		return 1
+	}
+	// keep says whether the copy of view v mirrored (fl = 1) or not is a row.
+	keep := func(v *View, fl int) bool {
+		if o.Profile == 0 {
+			return true
+		}
+		yaw := v.Yaw
+		if fl == 1 {
+			yaw = -yaw
+		}
+		return yaw >= o.Profile
+	}
 	n := 0
 	for _, i := range idx {
-		f := 1
-		if o.flips(b.Samples[i].Set) {
-			f = 2
+		for _, k := range b.ViewsOf[i] {
+			for fl := range flips(i) {
+				if keep(&b.Views[k], fl) {
+					n += boxes
+				}
+			}
 		}
-		n += len(b.ViewsOf[i]) * boxes * f
+	}
+	if n == 0 {
+		return nil, nil
 	}
 	t := mat.NewDense(n, len(names), nil)
 	y := mat.NewDense(n, feature.Dim, nil)
 	perm := feature.MirrorPermutation()
 	row := 0
 	for _, i := range idx {
-		flips := 1
-		if o.flips(b.Samples[i].Set) {
-			flips = 2
-		}
 		for _, k := range b.ViewsOf[i] {
 			v := &b.Views[k]
 			for a := 0; a < boxes; a++ {
 				sh := v.Target(a)
 				f := v.Feat[a]
-				for fl := 0; fl < flips; fl++ {
+				for fl := range flips(i) {
+					if !keep(v, fl) {
+						continue
+					}
 					sign := 1.0
 					if fl == 1 {
 						sign = -1
@@ -200,6 +232,12 @@ func Train(b *Bank, idx []int, o Options) (*gllim.Model, *train.Result, error) {
 		return nil, nil, err
 	}
 	t, y := o.TrainingSet(b, idx)
+	if t == nil && o.Profile > 0 {
+		return nil, nil, fmt.Errorf("headpose: no training face has |yaw| ≥ %g° (the profile expert's range)", o.Profile)
+	}
+	if t == nil {
+		return nil, nil, fmt.Errorf("headpose: no training face")
+	}
 	rs, err := train.FitEnsemble(t, y, o.EM, max(o.Members, 1))
 	if err != nil {
 		return nil, nil, err
@@ -263,6 +301,9 @@ func (o Options) Settings(b *Bank) map[string]string {
 		"init_pcs": strconv.Itoa(c.InitPCs), "zero_roll": strconv.FormatBool(o.ZeroRoll), "gamma_floor": f(c.GammaFloor),
 		"var_floor": f(c.VarFloor), "members": strconv.Itoa(max(o.Members, 1)),
 		"yaw_boxes": strconv.FormatBool(bo.YawBoxes), "moves": string(bo.Moves), "augment": strings.Join(aug, ","), "augment_sets": strings.Join(bo.AugmentSets, ","),
+	}
+	if o.Profile > 0 {
+		s["profile"] = f(o.Profile)
 	}
 	if bo.Moves == DetectorMoves {
 		s["move_scale"] = f(bo.MoveScale)
