@@ -407,12 +407,24 @@ func Parse(data []byte) (Config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		p = append(p, withFields(err, lines)...)
+		// A value of the wrong type (or an unknown key) leaves its field
+		// at the default and the decoder goes on: check the rest too, so
+		// that every problem is listed at once. Anything else is a
+		// document that did not decode.
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return Config{}, p
+		}
+	}
+	if err := c.Validate(); err != nil {
+		var vp Problems
+		if !errors.As(err, &vp) {
+			vp = Problems{err.Error()}
+		}
+		p = append(p, vp...)
 	}
 	if len(p) > 0 {
 		return Config{}, p
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
 	}
 	return c, nil
 }

@@ -79,6 +79,23 @@ log: {level: loud}
 	}
 }
 
+// A value of the wrong type does not hide the other fields' problems.
+func TestTypeErrorDoesNotHideOthers(t *testing.T) {
+	_, err := Parse([]byte("mqtt:\n  qos: \"x\"\n  max_rate: -1\nsource:\n  width: 640.5\n  height: 5\n"))
+	var p Problems
+	if !errors.As(err, &p) {
+		t.Fatalf("error %v is not a problem list", err)
+	}
+	for _, want := range []string{"mqtt.qos:", "mqtt.max_rate:", "source.width:", "source.height:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("no problem for %s in:\n%v", strings.TrimSuffix(want, ":"), err)
+		}
+	}
+	if len(p) != 4 {
+		t.Errorf("%d problems, want 4:\n%v", len(p), err)
+	}
+}
+
 func TestLoadNamesFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "posed.yaml")
 	os.WriteFile(path, []byte("mqtt:\n  qos: 7\n"), 0o644)
