@@ -348,9 +348,18 @@ func (p *Publisher) send(m outMsg) {
 	}
 	t := p.client.Publish(m.topic, m.qos, m.retained, m.payload)
 	if m.qos > 0 {
-		if !t.WaitTimeout(tokenWait) {
+		timer := time.NewTimer(tokenWait)
+		select {
+		case <-t.Done():
+			timer.Stop()
+		case <-timer.C:
 			p.drop(m.pose)
 			p.log.Warn("mqtt: publish not acknowledged in time", "topic", m.topic, "wait", tokenWait)
+			return
+		case <-p.done:
+			// Shutting down: its deadline, not tokenWait, bounds the wait.
+			timer.Stop()
+			p.drop(m.pose)
 			return
 		}
 		if err := t.Error(); err != nil {
@@ -494,7 +503,13 @@ func (p *Publisher) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	p.stopOnce.Do(func() { close(p.done) })
-	p.wg.Wait()
+	stopped := make(chan struct{})
+	go func() { p.wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		p.log.Warn("mqtt: publisher still busy at the shutdown deadline")
+	}
 	if p.print != nil {
 		fmt.Fprintf(p.print, "%s offline\n", p.base+TopicAvailable)
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,6 +112,22 @@ func (m *Mosquitto) Stop() {
 		m.cmd.Process.Kill()
 		m.cmd.Wait()
 		m.cmd = nil
+	}
+}
+
+// Freeze stops the broker (SIGSTOP) without closing its connections: a
+// broker that hangs, whose clients wait for acknowledgements that do not
+// come. Thaw (SIGCONT) lets it go on; Stop ends a frozen broker too.
+func (m *Mosquitto) Freeze() {
+	if m.cmd != nil && m.cmd.Process != nil {
+		m.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// Thaw resumes a frozen broker.
+func (m *Mosquitto) Thaw() {
+	if m.cmd != nil && m.cmd.Process != nil {
+		m.cmd.Process.Signal(syscall.SIGCONT)
 	}
 }
 
