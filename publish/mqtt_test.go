@@ -104,9 +104,10 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 	elapsed := time.Since(start)
 	p.Pose(PoseMsg{Camera: "test", Seq: calls + 1, Captured: time.Now(), Width: 640, Height: 480})
 	col.WaitFor(t, "faces gone", 5*time.Second, func([]mqtttest.Msg) bool {
-		ms := col.On("posed/cam/primary")
-		return strings.Contains(string(col.On("posed/cam/pose")[len(col.On("posed/cam/pose"))-1].Payload), `"faces":[]`) &&
-			len(ms) > 0 && strings.Contains(string(ms[len(ms)-1].Payload), `"face":null`)
+		pose, ok1 := col.Last("posed/cam/pose")
+		primary, ok2 := col.Last("posed/cam/primary")
+		return ok1 && ok2 && strings.Contains(string(pose.Payload), `"faces":[]`) &&
+			strings.Contains(string(primary.Payload), `"face":null`)
 	})
 	p.Stats(StatsMsg{})
 

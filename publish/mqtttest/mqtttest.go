@@ -205,6 +205,20 @@ func (c *Collector) On(topic string) []Msg {
 	return out
 }
 
+// Last returns the last message so far on one topic, and whether there
+// was one. (Indexing On's result by the length of another call of On
+// panics when a message arrives between the two.)
+func (c *Collector) Last(topic string) (Msg, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.msgs) - 1; i >= 0; i-- {
+		if c.msgs[i].Topic == topic {
+			return c.msgs[i], true
+		}
+	}
+	return Msg{}, false
+}
+
 // WaitFor polls until cond holds on the messages so far, and fails the
 // test after d.
 func (c *Collector) WaitFor(t testing.TB, what string, d time.Duration, cond func([]Msg) bool) {
