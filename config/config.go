@@ -51,7 +51,7 @@ type Source struct {
 	Path    string        `yaml:"path"`
 	Width   int           `yaml:"width"`
 	Height  int           `yaml:"height"`
-	FPS     float64       `yaml:"fps"`     // camera rate, or replay pace (0: as fast as possible)
+	FPS     float64       `yaml:"fps"`     // camera rate, or replay pace (0: as fast as posed processes it, every frame)
 	Format  string        `yaml:"format"`  // camera: auto, yuyv, grey, mjpeg
 	Buffers int           `yaml:"buffers"` // camera: driver buffers (2–4 keep frames fresh)
 	Timeout time.Duration `yaml:"timeout"` // camera: a frame later than this is a failure

@@ -71,6 +71,11 @@ type Loop struct {
 	// Zoning, if not nil, names the zones of each face and chooses the
 	// primary face (else the largest).
 	Zoning *Zoning
+	// Lossless makes capture wait for the processing of the frame before
+	// it instead of replacing it, so that every frame is processed: for a
+	// replay that no clock paces (Lossless(config.Source)). A camera's
+	// frames come whether posed is ready or not: the newest one wins.
+	Lossless bool
 
 	// The last processed frame's number and size, for the message that
 	// says the faces went when detection is switched off.
@@ -81,6 +86,7 @@ type Loop struct {
 	pending *device.Frame
 	free    []*device.Frame
 	ready   chan struct{}   // a frame is pending (capacity 1)
+	taken   chan struct{}   // the pending frame was taken (capacity 1; Lossless)
 	ended   chan error      // capture's reason to stop
 	badSeen map[string]bool // bad-frame errors already logged (capture only)
 }
@@ -120,6 +126,7 @@ func (l *Loop) Run(ctx context.Context) error {
 
 	l.free = []*device.Frame{{}, {}, {}}
 	l.ready = make(chan struct{}, 1)
+	l.taken = make(chan struct{}, 1)
 	l.ended = make(chan error, 1)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -244,6 +251,16 @@ func (l *Loop) capture(ctx context.Context) error {
 		}
 		l.Metrics.FramesIn.Add(1)
 		l.mu.Lock()
+		for l.Lossless && l.pending != nil {
+			l.mu.Unlock()
+			select {
+			case <-l.taken:
+			case <-ctx.Done():
+				l.release(f)
+				return ctx.Err()
+			}
+			l.mu.Lock()
+		}
 		if l.pending != nil {
 			l.free = append(l.free, l.pending)
 			l.Metrics.FramesDropped.Add(1)
@@ -290,6 +307,10 @@ func (l *Loop) take() *device.Frame {
 	defer l.mu.Unlock()
 	f := l.pending
 	l.pending = nil
+	select {
+	case l.taken <- struct{}{}:
+	default:
+	}
 	return f
 }
 

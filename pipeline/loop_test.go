@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
 	"log/slog"
 	"strings"
 	"sync"
@@ -273,5 +277,68 @@ func TestPausedKeepsWatchdogAndHealth(t *testing.T) {
 	defer mu.Unlock()
 	if dogs < 4 {
 		t.Errorf("%d watchdog pings in 400 ms while paused with frames arriving, want one every 20 ms", dogs)
+	}
+}
+
+// slowTracker takes 5 ms a frame, like a busy machine, and sees one face.
+type slowTracker struct{}
+
+func (slowTracker) Process(*image.Gray) []track.Face {
+	time.Sleep(5 * time.Millisecond)
+	return []track.Face{{ID: 1, Box: feature.Box{X: 1, Y: 1, W: 20, H: 20}, Has: [3]bool{true, true, false}}}
+}
+func (slowTracker) Timing() track.Timing { return track.Timing{} }
+
+// An unpaced replay (fps 0) is processed frame by frame however slow the
+// processing: Lossless makes capture wait instead of replacing the
+// pending frame. Without it the same replay loses frames (the control).
+func TestLosslessReplayProcessesEveryFrame(t *testing.T) {
+	dir := t.TempDir()
+	const n = 40
+	for i := range n {
+		g := image.NewGray(image.Rect(0, 0, 64, 48))
+		g.Pix[i] = 255
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%03d.png", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := png.Encode(f, g); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	cfg := config.Source{Path: dir}
+	if !Lossless(cfg) {
+		t.Fatal("an unpaced replay is not lossless")
+	}
+	if Lossless(config.Source{Path: dir, FPS: 15}) || Lossless(config.Source{Path: "/dev/video0"}) {
+		t.Fatal("a paced replay or a camera is lossless")
+	}
+	for _, lossless := range []bool{true, false} {
+		src, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub := &recorder{}
+		l := &Loop{Source: src, Tracker: slowTracker{}, Publisher: pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Lossless: lossless}
+		if err := l.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+		m := l.Metrics
+		if !lossless {
+			if m.FramesDropped.Load() == 0 {
+				t.Errorf("control: the replay lost no frame to a 5 ms tracker (%d processed)", m.FramesProcessed.Load())
+			}
+			continue
+		}
+		if m.FramesProcessed.Load() != n || m.FramesDropped.Load() != 0 || len(pub.poses) != n {
+			t.Errorf("lossless: %d of %d frames processed, %d dropped, %d poses", m.FramesProcessed.Load(), n, m.FramesDropped.Load(), len(pub.poses))
+		}
+		for i, p := range pub.poses {
+			if p.Seq != uint64(i+1) {
+				t.Fatalf("pose %d is frame %d", i, p.Seq)
+			}
+		}
 	}
 }

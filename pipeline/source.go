@@ -20,6 +20,13 @@ func Open(s config.Source) (device.Source, error) {
 	return device.OpenReplay(s.Path, device.ReplayOptions{FPS: s.FPS, Loop: s.Loop})
 }
 
+// Lossless reports whether every frame of the source should be processed
+// (Loop.Lossless): a replay with no pace (fps 0) is read as fast as posed
+// processes it, not faster.
+func Lossless(s config.Source) bool {
+	return !strings.HasPrefix(s.Path, "/dev/") && s.FPS == 0
+}
+
 // NewSource is the configured source, re-opened with backoff when it
 // fails or vanishes; each change of its status is counted in met, logged,
 // and published (retained) on the camera topic, and Home Assistant hears

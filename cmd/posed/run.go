@@ -139,7 +139,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		Source: &pipeline.Oriented{Source: src, Rotate: cfg.Source.Rotate, Flip: cfg.Source.Flip}, Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      publish.StateMsg{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
 		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, View: view, Control: ctl,
-		Zoning: pipeline.NewZoning(cfg.Zones, cfg.Primary),
+		Zoning: pipeline.NewZoning(cfg.Zones, cfg.Primary), Lossless: pipeline.Lossless(cfg.Source),
 	}
 	err = loop.Run(ctx)
 	log.Info("posed stopping", "frames", met.FramesProcessed.Load(), "dropped", met.FramesDropped.Load())
