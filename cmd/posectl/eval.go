@@ -50,6 +50,8 @@ func runEval(args []string, stdout io.Writer) error {
 	profileGate := fs.Float64("profile-gate", 40, "with -profile: the model's |yaw| from which the expert answers")
 	profileK := fs.Int("profile-k", 0, "with -profile: the expert's mixture components (0: -k)")
 	profileMembers := fs.Int("profile-members", 1, "with -profile: the expert's ensemble members")
+	profileWeight := fs.Float64("profile-weight", 1, "with -profile: the weight of the expert's answer against the model's (1: it replaces it)")
+	profileOutputs := fs.String("profile-outputs", "", "with -profile: the outputs the expert answers (comma-separated; default all)")
 	models := fs.String("models", "", "keep each fold's trained model in this folder and reuse it when the training settings and images are the same (to measure other test-time settings without training again)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -155,7 +157,7 @@ func runEval(args []string, stdout io.Writer) error {
 			if *profileK > 0 {
 				xo.EM.K = *profileK
 			}
-			expert = &headpose.Expert{Train: xo, Gate: *profileGate}
+			expert = &headpose.Expert{Train: xo, Gate: *profileGate, Weight: *profileWeight, Outputs: splitList(*profileOutputs)}
 		}
 		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds, Models: *models, Temperatures: temps, Expert: expert,
 			Progress: func(done, total int, f headpose.Fold) {
@@ -196,7 +198,10 @@ func runEval(args []string, stdout io.Writer) error {
 			title += fmt.Sprintf(", %d members", o.Members)
 		}
 		if expert != nil {
-			title += fmt.Sprintf(", profile expert |yaw| ≥ %g (K=%d, %d members) from %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), expert.Gate)
+			title += fmt.Sprintf(", profile expert |yaw| ≥ %g (K=%d, %d members) from %g, weight %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), expert.Gate, expert.Weight)
+			if expert.Outputs != nil {
+				title += " for " + strings.Join(expert.Outputs, ",")
+			}
 		}
 	}
 	took := time.Since(start).Round(time.Second)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"slices"
 
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
@@ -68,24 +69,42 @@ type Estimator struct {
 	// The profile expert (WithExpert): nil without one.
 	expert *gllim.Forward
 	gate   float64 // |yaw| from which the expert answers
+	// The expert's weight per output (0 where the model answers alone).
+	expertW []float64
 	// The expert's σ factors over the model's, per output, so that the
 	// model's factor applied at the end leaves the expert's.
 	expertStd []float64
 }
 
-// WithExpert returns a copy of e that hands turned heads to x, a profile
-// expert (posectl train -profile): a model of the same outputs trained on
-// faces with |yaw| ≥ some bound, all mirrored to turn one way (yaw > 0).
-// Where e's model predicts |yaw| ≥ gate, the expert predicts from the
+// Expert is a profile expert (posectl train -profile): a model of the
+// same outputs trained on faces with |yaw| ≥ some bound, all mirrored to
+// turn one way (yaw > 0).
+type Expert struct {
+	Model *gllim.Model
+	Gate  float64 // the model's |yaw| from which the expert answers
+	// Weight of the expert's answer against the model's, in (0, 1]
+	// (0 means 1: it replaces the model's).
+	Weight float64
+	// Outputs the expert answers (nil: all); the model answers the rest.
+	Outputs []string
+}
+
+// WithExpert returns a copy of e that hands turned heads to x.Model.
+// Where e's model predicts |yaw| ≥ x.Gate, the expert predicts from the
 // features — mirrored first if that yaw is negative, its yaw, roll and dx
-// then negated back — and its answer replaces the model's, box shift
-// included: a mixture of two experts whose gate is the first one's yaw.
-func (e *Estimator) WithExpert(x *gllim.Model, gate float64) (*Estimator, error) {
+// then negated back — and its answer is blended into the model's for the
+// outputs it answers: a mixture of two experts whose gate is the first
+// one's yaw.
+func (e *Estimator) WithExpert(xp Expert) (*Estimator, error) {
+	x, gate := xp.Model, xp.Gate
 	if e.angle[0] < 0 {
 		return nil, fmt.Errorf("pose: a profile expert needs a model that predicts yaw")
 	}
 	if !(gate > 0 && gate < 90) {
 		return nil, fmt.Errorf("pose: profile expert gate %g°: want 0 < gate < 90", gate)
+	}
+	if !(xp.Weight >= 0 && xp.Weight <= 1) {
+		return nil, fmt.Errorf("pose: profile expert weight %g: want 0 < w ≤ 1", xp.Weight)
 	}
 	if x.Params.D != e.model.Params.D || len(x.Outputs) != len(e.model.Outputs) {
 		return nil, fmt.Errorf("pose: profile expert has D=%d and %d outputs, the model D=%d and %d", x.Params.D, len(x.Outputs), e.model.Params.D, len(e.model.Outputs))
@@ -93,6 +112,21 @@ func (e *Estimator) WithExpert(x *gllim.Model, gate float64) (*Estimator, error)
 	for i, o := range x.Outputs {
 		if o.Name != e.model.Outputs[i].Name {
 			return nil, fmt.Errorf("pose: profile expert output %d is %q, the model's %q", i, o.Name, e.model.Outputs[i].Name)
+		}
+	}
+	w := xp.Weight
+	if w == 0 {
+		w = 1
+	}
+	weights := make([]float64, len(x.Outputs))
+	for i, o := range x.Outputs {
+		if xp.Outputs == nil || slices.Contains(xp.Outputs, o.Name) {
+			weights[i] = w
+		}
+	}
+	for _, n := range xp.Outputs {
+		if x.OutputIndex(n) < 0 {
+			return nil, fmt.Errorf("pose: profile expert asked for %q, which the model does not predict", n)
 		}
 	}
 	if err := feature.CheckRecipe(x.Features); err != nil {
@@ -108,7 +142,7 @@ func (e *Estimator) WithExpert(x *gllim.Model, gate float64) (*Estimator, error)
 		}
 	}
 	c := *e
-	c.expert, c.gate = f, gate
+	c.expert, c.gate, c.expertW = f, gate, weights
 	c.expertStd = make([]float64, len(x.Outputs))
 	for i, o := range x.Outputs {
 		c.expertStd[i] = o.Uncertainty() / e.model.Outputs[i].Uncertainty()
@@ -266,21 +300,41 @@ func (w *Worker) askExpert() {
 	}
 	w.xpr.Predict(&w.xpred, y)
 	n := len(w.pred.Mean)
+	// The blend of the two answers, output by output: mean and variance of
+	// the mixture (1 − a)·model + a·expert; covariances across outputs of
+	// different weights are dropped (the angles' σ is what is reported).
 	for i, m := range w.xpred.Mean {
+		a := e.expertW[i]
+		if a == 0 {
+			continue
+		}
 		if yaw < 0 && w.negate[i] {
 			m = -m
 		}
-		w.pred.Mean[i] = m
 		f := e.expertStd[i]
+		v := w.xpred.Cov[i*n+i] * f * f
+		m0, v0 := w.pred.Mean[i], w.pred.Cov[i*n+i]
+		mean := (1-a)*m0 + a*m
+		w.pred.Mean[i] = mean
+		w.pred.Cov[i*n+i] = (1-a)*(v0+(m0-mean)*(m0-mean)) + a*(v+(m-mean)*(m-mean))
 		for j := range n {
-			c := w.xpred.Cov[i*n+j] * f * e.expertStd[j]
-			if yaw < 0 && w.negate[i] != w.negate[j] {
-				c = -c
+			if j == i {
+				continue
 			}
-			w.pred.Cov[i*n+j] = c
+			if e.expertW[j] == a && a == 1 {
+				c := w.xpred.Cov[i*n+j] * f * e.expertStd[j]
+				if yaw < 0 && w.negate[i] != w.negate[j] {
+					c = -c
+				}
+				w.pred.Cov[i*n+j] = c
+			} else {
+				w.pred.Cov[i*n+j], w.pred.Cov[j*n+i] = 0, 0
+			}
 		}
 	}
-	w.pred.LogDensity = w.xpred.LogDensity
+	if e.expertW[e.angle[0]] == 1 {
+		w.pred.LogDensity = w.xpred.LogDensity
+	}
 }
 
 // Features returns the last feature vector computed.

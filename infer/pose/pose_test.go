@@ -136,7 +136,7 @@ func TestProfileExpert(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, err = e.WithExpert(expert, 40); err != nil {
+		if e, err = e.WithExpert(Expert{Model: expert, Gate: 40}); err != nil {
 			t.Fatal(err)
 		}
 		r := e.NewWorker().Estimate(img, box)
@@ -148,13 +148,28 @@ func TestProfileExpert(t *testing.T) {
 			t.Errorf("model yaw %g: box %v, want %v", c.yaw, r.Box, want)
 		}
 	}
-	e, _ := New(model(Yaw, Pitch), DefaultSettings())
+	// Half the weight, and the yaw alone: the model keeps the roll.
+	e, err := New(constant(names, []float64{50, 1, 0, 0}, 0, 0), Settings{MaxIter: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err = e.WithExpert(Expert{Model: expert, Gate: 40, Weight: 0.5, Outputs: []string{Yaw}}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.NewWorker().Estimate(img, box)
+	if want := 0.5*50 + 0.5*direct.Mean[0]; math.Abs(r.Angles[0]-want) > 1e-4 || r.Angles[2] != 1 {
+		t.Errorf("half-weight yaw-only expert: yaw, roll %.4f, %.4f, want %.4f, 1", r.Angles[0], r.Angles[2], want)
+	}
+	if _, err := e.WithExpert(Expert{Model: expert, Gate: 40, Outputs: []string{"nose"}}); err == nil {
+		t.Error("an expert for an output the model lacks accepted")
+	}
+	e, _ = New(model(Yaw, Pitch), DefaultSettings())
 	for name, x := range map[string]*gllim.Model{"other outputs": model(Yaw, Roll), "fewer outputs": model(Yaw)} {
-		if _, err := e.WithExpert(x, 40); err == nil {
+		if _, err := e.WithExpert(Expert{Model: x, Gate: 40}); err == nil {
 			t.Errorf("expert with %s accepted", name)
 		}
 	}
-	if _, err := e.WithExpert(model(Yaw, Pitch), 95); err == nil {
+	if _, err := e.WithExpert(Expert{Model: model(Yaw, Pitch), Gate: 95}); err == nil {
 		t.Error("gate 95° accepted")
 	}
 }
