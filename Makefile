@@ -64,7 +64,7 @@ test:
 	# races when it resumes in-flight QoS 1 messages after a reconnect,
 	# eclipse-paho/paho.mqtt.golang#703, open; the race detector flags it
 	# in our reconnect tests.)
-	$(GO) test -count=1 -race ./pipeline/
+	$(GO) test -count=1 -race ./pipeline/...
 
 # The pure packages for linux/arm64 under qemu-aarch64 (the NEON kernels
 # among them), then the daemon built for 32-bit ARM (GOARM=7, the pure-Go

@@ -282,3 +282,22 @@ func TestWriteStateFile(t *testing.T) {
 		t.Error("writing into a missing folder succeeded")
 	}
 }
+
+// WriteStateFile leaves no temporary file when writing fails.
+func TestStateFileNoLeftover(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x")
+	if err := os.Symlink("/dev/full", path+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteStateFile(path, []byte("ON\n"))
+	if err == nil || !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no space") {
+		t.Fatalf("writing to a full device: %v", err)
+	}
+	if _, err := os.Lstat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left: %v", err)
+	}
+}

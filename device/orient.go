@@ -1,10 +1,8 @@
-package pipeline
+package device
 
 import (
 	"context"
 	"image"
-
-	"github.com/edgepose/posed/device"
 )
 
 // Oriented turns each frame of Source upright: rotated by Rotate degrees
@@ -12,14 +10,16 @@ import (
 // right swap; "vertical": top and bottom swap; "none" or ""). It works in
 // the capture goroutine, into a buffer it swaps with the frame's.
 type Oriented struct {
-	Source Source
+	Source interface {
+		Next(ctx context.Context, dst *Frame) error
+	}
 	Rotate int
 	Flip   string
 	spare  *image.Gray
 }
 
 // Next reads a frame from the source and turns it.
-func (o *Oriented) Next(ctx context.Context, f *device.Frame) error {
+func (o *Oriented) Next(ctx context.Context, f *Frame) error {
 	if err := o.Source.Next(ctx, f); err != nil {
 		return err
 	}

@@ -1,23 +1,37 @@
-// Package pipeline is posed's frame loop: a capture goroutine reads
-// frames from a Source into a one-frame slot (the newest frame wins; one
-// not taken in time is dropped and counted), the processing goroutine runs
-// the Tracker on it and hands poses, state and statistics to a Publisher,
-// and Metrics count it all for /metrics and /healthz. cmd/posed wires the
-// real parts (a camera or replay, pigo and the GLLiM model, MQTT); the
-// interfaces are the loop's own, so its tests use small fakes.
+// Package pipeline is posed's frame loop. A frame's way:
+//
+//	device (camera or replay, turned upright: device.Oriented)
+//	  → capture goroutine → a one-frame slot (the newest frame wins)
+//	  → Tracker (infer/track: detection, tracking, pose)
+//	  → zones (pipeline/zones: the zones of each face, the primary face)
+//	  → neutral (pipeline/neutral: angles relative to the neutral pose)
+//	  → Publisher (publish: MQTT) and the live view (pipeline/web)
+//
+// The processing goroutine is the only one that publishes the frame's
+// messages, the state and the camera's status; pipeline/metrics counts it
+// all for /metrics and /healthz, and pipeline/control's commands switch
+// detection and change the neutral pose between frames. cmd/posed wires
+// the real parts; the interfaces are the loop's own, so its tests use
+// small fakes.
 package pipeline
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/edgepose/posed/device"
-	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/control"
+	"github.com/edgepose/posed/pipeline/metrics"
+	"github.com/edgepose/posed/pipeline/neutral"
+	"github.com/edgepose/posed/pipeline/web"
+	"github.com/edgepose/posed/pipeline/zones"
 	"github.com/edgepose/posed/publish"
 )
 
@@ -38,7 +52,9 @@ type Tracker interface {
 // Publisher takes what the loop reports: publish.Publisher. Its methods
 // must not block.
 type Publisher interface {
-	Pose(publish.PoseMsg)
+	// Pose takes a frame's faces and the index of the primary one (-1:
+	// none); it reads m during the call only.
+	Pose(m *publish.PoseMsg, primary int)
 	Retain(topic string, v any)
 	Stats(publish.StatsMsg)
 	NoFaces()
@@ -49,7 +65,7 @@ type Loop struct {
 	Source    Source
 	Tracker   Tracker
 	Publisher Publisher
-	Metrics   *Metrics // NewMetrics() if nil
+	Metrics   *metrics.Metrics // metrics.NewMetrics() if nil
 	Log       *slog.Logger
 	// State is the retained state message: Run fills in the number of
 	// faces, publishes it as running at the start and as stopped (with
@@ -63,14 +79,16 @@ type Loop struct {
 	Notify   func(state string)
 	// View, if not nil, is offered every processed frame (live view and
 	// snapshots; it costs nothing while nobody watches).
-	View *View
+	View *web.View
 	// Control, if not nil, can switch detection off: frames are then
-	// read and dropped unprocessed, and the state says "paused". Its
-	// neutral pose, if set, makes the published angles relative to it.
-	Control *Control
+	// read and dropped unprocessed, and the state says "paused".
+	Control *control.Control
 	// Zoning, if not nil, names the zones of each face and chooses the
 	// primary face (else the largest).
-	Zoning *Zoning
+	Zoning *zones.Zoning
+	// Neutral, if not nil and set, makes the published angles relative to
+	// it, and measures it from the primary face when asked.
+	Neutral *neutral.Neutral
 	// Lossless makes capture wait for the processing of the frame before
 	// it instead of replacing it, so that every frame is processed: for a
 	// replay that no clock paces (Lossless(config.Source)). A camera's
@@ -81,11 +99,18 @@ type Loop struct {
 	// says the faces went when detection is switched off.
 	lastSeq      uint64
 	lastW, lastH int
+	// The pose message and its faces' storage, reused frame after frame.
+	msg   publish.PoseMsg
+	faces []publish.FaceMsg
+	zones [][]string
 
 	mu      sync.Mutex
 	pending *device.Frame
 	free    []*device.Frame
-	ready   chan struct{}   // a frame is pending (capacity 1)
+	ready   chan struct{} // a frame is pending (capacity 1)
+	camMu   sync.Mutex
+	cams    []device.Status // camera status changes not yet published
+	camSeen chan struct{}   // cams is not empty (capacity 1)
 	taken   chan struct{}   // the pending frame was taken (capacity 1; Lossless)
 	ended   chan error      // capture's reason to stop
 	badSeen map[string]bool // bad-frame errors already logged (capture only)
@@ -99,7 +124,7 @@ const maxBadLogged = 256
 // source ends (a replay that does not loop: nil) or fails for good.
 func (l *Loop) Run(ctx context.Context) error {
 	if l.Metrics == nil {
-		l.Metrics = NewMetrics()
+		l.Metrics = metrics.NewMetrics()
 	}
 	if l.Log == nil {
 		l.Log = slog.Default()
@@ -112,7 +137,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		notify = func(string) {}
 	}
 	l.State.Schema, l.State.Status, l.State.Faces = publish.SchemaVersion, l.status(), 0
-	l.State.Zero = l.Control.ZeroState()
+	l.State.Zero = l.Neutral.State()
 	l.Publisher.Retain(publish.TopicState, l.State)
 	defer func() {
 		// What stays retained after posed stops must agree with
@@ -126,6 +151,11 @@ func (l *Loop) Run(ctx context.Context) error {
 
 	l.free = []*device.Frame{{}, {}, {}}
 	l.ready = make(chan struct{}, 1)
+	l.camMu.Lock()
+	if l.camSeen == nil {
+		l.camSeen = make(chan struct{}, 1)
+	}
+	l.camMu.Unlock()
 	l.taken = make(chan struct{}, 1)
 	l.ended = make(chan error, 1)
 	cctx, cancel := context.WithCancel(ctx)
@@ -180,11 +210,13 @@ func (l *Loop) Run(ctx context.Context) error {
 				l.release(f)
 				l.pause()
 			}
+		case <-l.camSeen:
+			l.publishCamera()
 		case <-l.Control.Changed():
 			if !l.Control.Detecting() {
 				l.pause()
 			}
-			if s, z := l.status(), l.Control.ZeroState(); s != l.State.Status || z != l.State.Zero {
+			if s, z := l.status(), l.Neutral.State(); s != l.State.Status || z != l.State.Zero {
 				l.State.Status, l.State.Zero = s, z
 				l.Publisher.Retain(publish.TopicState, l.State)
 			}
@@ -206,7 +238,7 @@ func (l *Loop) Run(ctx context.Context) error {
 				UptimeS: round3(now.Sub(met.Started).Seconds()), FramesIn: met.FramesIn.Load(), FramesProcessed: p,
 				FramesDropped: met.FramesDropped.Load(), FramesBad: met.FramesBad.Load(),
 				FPS: round3(float64(p-lastProcessed) / now.Sub(lastStats).Seconds()), Faces: met.Faces.Load(),
-				LatencyP50Ms: round3(1000 * met.Stages[StageLatency].Median()),
+				LatencyP50Ms: round3(1000 * met.Stages[metrics.StageLatency].Median()),
 			})
 			lastStats, lastProcessed = now, p
 		}
@@ -274,6 +306,58 @@ func (l *Loop) capture(ctx context.Context) error {
 	}
 }
 
+// CameraStatus takes a change of the camera's status from the source
+// (device.Reopening.OnStatus, in the capture goroutine): the metrics and
+// /healthz hear it at once, the frame loop publishes it.
+func (l *Loop) CameraStatus(st device.Status) {
+	met := l.Metrics
+	met.CameraOnline.Store(st.Online)
+	if st.Online {
+		met.CameraErr.Store("")
+	} else {
+		met.CameraErr.Store(fmt.Sprintf("%v (retry in %v)", st.Err, st.Retry.Round(time.Millisecond)))
+	}
+	l.camMu.Lock()
+	if len(l.cams) < maxCamPending {
+		l.cams = append(l.cams, st)
+	} else {
+		l.cams[len(l.cams)-1] = st // the latest is what counts
+	}
+	if l.camSeen == nil {
+		l.camSeen = make(chan struct{}, 1)
+	}
+	seen := l.camSeen
+	l.camMu.Unlock()
+	select {
+	case seen <- struct{}{}:
+	default:
+	}
+}
+
+// maxCamPending bounds the camera changes waiting for the frame loop.
+const maxCamPending = 16
+
+// publishCamera publishes the camera's status changes (retained): offline
+// with the reason and the retry, which also tells Home Assistant that no
+// face is seen, or online.
+func (l *Loop) publishCamera() {
+	l.camMu.Lock()
+	cams := l.cams
+	l.cams = nil
+	l.camMu.Unlock()
+	for _, st := range cams {
+		msg := publish.CameraMsg{Schema: publish.SchemaVersion, Device: l.State.Device, Camera: l.State.Camera, Status: "online", Changed: time.Now()}
+		if !st.Online {
+			msg.Status, msg.Error, msg.RetryS = "offline", st.Err.Error(), st.Retry.Seconds()
+			l.Log.Warn("camera offline", "camera", l.State.Camera, "err", st.Err, "retry", st.Retry)
+			l.Publisher.NoFaces()
+		} else {
+			l.Log.Info("camera online", "camera", l.State.Camera)
+		}
+		l.Publisher.Retain(publish.TopicCamera, msg)
+	}
+}
+
 // status is the state's status while running: paused while detection is
 // switched off.
 func (l *Loop) status() string {
@@ -290,7 +374,8 @@ func (l *Loop) pause() {
 	if l.State.Faces == 0 {
 		return
 	}
-	l.Publisher.Pose(publish.PoseMsg{Camera: l.State.Camera, Seq: l.lastSeq, Captured: time.Now(), Width: l.lastW, Height: l.lastH, Faces: []publish.FaceMsg{}})
+	l.msg = publish.PoseMsg{Camera: l.State.Camera, Seq: l.lastSeq, Captured: time.Now(), Width: l.lastW, Height: l.lastH, Faces: l.faces[:0]}
+	l.Publisher.Pose(&l.msg, -1)
 	l.State.Faces = 0
 	l.Publisher.Retain(publish.TopicState, l.State)
 }
@@ -324,41 +409,26 @@ func (l *Loop) process(f *device.Frame) {
 	faces := l.Tracker.Process(f.Gray)
 	tm := l.Tracker.Timing()
 	if tm.Detected {
-		met.Stages[StageDetect].Observe(tm.Detect)
+		met.Stages[metrics.StageDetect].Observe(tm.Detect)
 	}
-	met.Stages[StagePose].Observe(tm.Pose)
-	met.Stages[StageFrame].Observe(time.Since(t0))
+	met.Stages[metrics.StagePose].Observe(tm.Pose)
+	met.Stages[metrics.StageFrame].Observe(time.Since(t0))
 	met.FramesProcessed.Add(1)
 	met.Faces.Add(uint64(len(faces)))
 	met.LastFrame.Store(time.Now().UnixNano())
 	l.lastSeq, l.lastW, l.lastH = f.Seq, f.Gray.Rect.Dx(), f.Gray.Rect.Dy()
-	l.View.Offer(f.Gray, faces)
 	prim := l.Zoning.Primary(faces)
 	if prim >= 0 {
-		l.Control.Sample(faces[prim])
+		l.Neutral.Sample(faces[prim])
 	}
+	// The faces as published, made once: the live view draws them, the
+	// publisher encodes them.
+	l.msg = publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
+		Faces: l.faceMsgs(faces)}
+	l.View.Offer(f.Gray, l.msg.Faces)
 	if len(faces) > 0 || l.State.Faces > 0 {
-		msg := publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
-			Faces: make([]publish.FaceMsg, 0, len(faces)), Primary: prim}
-		neutral := l.Control.Neutral()
-		for _, fc := range faces {
-			fm := faceMsg(fc)
-			cx, cy := fc.Box.Centre()
-			fm.Zones = l.Zoning.In(cx, cy)
-			if head, ok := headOf(fc); ok && neutral != nil {
-				// Relative to the neutral pose, composed as rotations
-				// (infer/rotation.Relative); the camera's angles beside.
-				fm.RawYaw, fm.RawPitch, fm.RawRoll = fm.Yaw, fm.Pitch, fm.Roll
-				y, p, r := rotation.Relative(*neutral, head)
-				fm.Yaw, fm.Pitch = ptr2(y), ptr2(p)
-				if fc.Has[2] {
-					fm.Roll = ptr2(r)
-				}
-			}
-			msg.Faces = append(msg.Faces, fm)
-		}
-		l.Publisher.Pose(msg)
-		met.Stages[StageLatency].Observe(time.Since(f.Time))
+		l.Publisher.Pose(&l.msg, prim)
+		met.Stages[metrics.StageLatency].Observe(time.Since(f.Time))
 	}
 	if len(faces) != l.State.Faces {
 		l.State.Faces = len(faces)
@@ -366,26 +436,49 @@ func (l *Loop) process(f *device.Frame) {
 	}
 }
 
-func faceMsg(f track.Face) publish.FaceMsg {
-	b := f.Box
-	m := publish.FaceMsg{Track: f.ID, Box: [4]float64{r2(b.X), r2(b.Y), r2(b.X + b.W), r2(b.Y + b.H)}, Score: r2(f.Score), View: f.View.String()}
-	if f.Has[0] {
-		m.Yaw, m.YawStd = ptr2(f.Angles[0]), ptr2(f.Std[0])
+// faceMsgs fills the loop's reused messages with faces: box, score, view,
+// angles (relative to the neutral pose where one is set, the camera's
+// beside) and zones. Nothing is allocated once the buffers have grown to
+// the most faces seen.
+func (l *Loop) faceMsgs(faces []track.Face) []publish.FaceMsg {
+	if cap(l.faces) < len(faces) {
+		l.faces = make([]publish.FaceMsg, len(faces))
+		l.zones = append(l.zones, make([][]string, len(faces)-len(l.zones))...)
 	}
-	if f.Has[1] {
-		m.Pitch, m.PitchStd = ptr2(f.Angles[1]), ptr2(f.Std[1])
+	out := l.faces[:len(faces)]
+	n := l.Neutral.Rotation()
+	for i, f := range faces {
+		b := f.Box
+		m := publish.FaceMsg{Track: f.ID, Box: [4]float64{r2(b.X), r2(b.Y), r2(b.X + b.W), r2(b.Y + b.H)}, Score: r2(f.Score), View: f.View.String()}
+		for a, dst := range [3][2]*publish.Num{{&m.Yaw, &m.YawStd}, {&m.Pitch, &m.PitchStd}, {&m.Roll, &m.RollStd}} {
+			if f.Has[a] {
+				*dst[0], *dst[1] = num2(f.Angles[a]), num2(f.Std[a])
+			}
+		}
+		if y, p, r, ok := neutral.Relative(n, f); ok {
+			m.RawYaw, m.RawPitch, m.RawRoll = m.Yaw, m.Pitch, m.Roll
+			m.Yaw, m.Pitch = num2(y), num2(p)
+			if f.Has[2] {
+				m.Roll = num2(r)
+			}
+		}
+		cx, cy := b.Centre()
+		l.zones[i] = l.Zoning.AppendIn(l.zones[i][:0], cx, cy)
+		if len(l.zones[i]) > 0 {
+			m.Zones = l.zones[i]
+		}
+		out[i] = m
 	}
-	if f.Has[2] {
-		m.Roll, m.RollStd = ptr2(f.Angles[2]), ptr2(f.Std[2])
-	}
-	return m
+	return out
 }
 
-// ptr2 is a pointer to v rounded to two decimals.
-func ptr2(v float64) *float64 { v = r2(v); return &v }
+// num2 is v rounded to two decimals.
+func num2(v float64) publish.Num { return publish.Some(r2(v)) }
 
 // r2 rounds to two decimals, half away from zero.
 func r2(v float64) float64 { return float64(int64(v*100+0.5*sign(v))) / 100 }
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 func sign(v float64) float64 {
 	if v < 0 {

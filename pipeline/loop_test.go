@@ -8,9 +8,9 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +20,9 @@ import (
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/control"
+	"github.com/edgepose/posed/pipeline/metrics"
+	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/publish"
 )
 
@@ -94,15 +97,28 @@ func (t *scriptTracker) Timing() track.Timing {
 
 // recorder is a Publisher that keeps everything.
 type recorder struct {
-	mu      sync.Mutex
-	poses   []publish.PoseMsg
-	states  []publish.StateMsg
-	cameras []publish.CameraMsg
-	stats   []publish.StatsMsg
-	noFaces int
+	mu        sync.Mutex
+	poses     []publish.PoseMsg
+	primaries []int
+	states    []publish.StateMsg
+	cameras   []publish.CameraMsg
+	stats     []publish.StatsMsg
+	noFaces   int
 }
 
-func (r *recorder) Pose(m publish.PoseMsg) { r.mu.Lock(); r.poses = append(r.poses, m); r.mu.Unlock() }
+// Pose keeps a deep copy: the loop reuses the message and its faces.
+func (r *recorder) Pose(m *publish.PoseMsg, primary int) {
+	c := *m
+	c.Faces = nil
+	for _, f := range m.Faces {
+		f.Zones = append([]string(nil), f.Zones...)
+		c.Faces = append(c.Faces, f)
+	}
+	r.mu.Lock()
+	r.poses = append(r.poses, c)
+	r.primaries = append(r.primaries, primary)
+	r.mu.Unlock()
+}
 func (r *recorder) Stats(m publish.StatsMsg) {
 	r.mu.Lock()
 	r.stats = append(r.stats, m)
@@ -150,7 +166,7 @@ func TestLoopPublishes(t *testing.T) {
 		t.Errorf("poses (seq:faces) %s, want 1:1 2:1 3:1 4:0 6:2", got)
 	}
 	f := pub.poses[0].Faces[0]
-	if f.Box != [4]float64{10.12, 5, 30.12, 25} || f.Score != 3.14 || *f.Yaw != 12.35 || *f.Pitch != -3.21 || f.Roll != nil || *f.YawStd != 5 {
+	if f.Box != [4]float64{10.12, 5, 30.12, 25} || f.Score != 3.14 || f.Yaw != publish.Some(12.35) || f.Pitch != publish.Some(-3.21) || f.Roll.Set || f.YawStd != publish.Some(5) {
 		t.Errorf("face message %+v", f)
 	}
 	var states []string
@@ -244,8 +260,9 @@ func (s *streamSource) Next(ctx context.Context, f *device.Frame) error {
 // paused, not failing. (Failed before: no ping after the switch, and
 // "last frame … ago".)
 func TestPausedKeepsWatchdogAndHealth(t *testing.T) {
-	ctl := NewControl("", nil, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)), config.Zero{})
-	ctl.detect.Store(false)
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	ctl := control.New("", nil, neutral.New("", config.Zero{}, log), log)
+	ctl.SetDetect(false)
 	trk := &scriptTracker{faces: map[uint64]int{}, processed: make(chan struct{}, 100)}
 	var mu sync.Mutex
 	dogs := 0
@@ -258,7 +275,7 @@ func TestPausedKeepsWatchdogAndHealth(t *testing.T) {
 				mu.Unlock()
 			}
 		}}
-	l.Metrics = NewMetrics()
+	l.Metrics = metrics.NewMetrics()
 	l.Metrics.CameraOnline.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

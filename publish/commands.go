@@ -12,10 +12,19 @@ import (
 )
 
 // CommandHandler carries out a command (name is what follows set/ in the
-// topic). It runs in the publisher's command goroutine, one command at a
-// time; an error is published on the error topic and logged, and must
-// mean that nothing was changed.
-type CommandHandler func(name string, payload []byte) error
+// topic) and says what to send back. It runs in the publisher's command
+// goroutine, one command at a time; an error is published on the error
+// topic and logged, and must mean that nothing was changed.
+type CommandHandler func(name string, payload []byte) (Reply, error)
+
+// Reply is what a command carried out has the publisher send.
+type Reply struct {
+	Detect   *bool  // the detection switch as it now is (retained on the detect topic)
+	Snapshot []byte // an annotated JPEG for the snapshot topic
+	// Warning: carried out, but the user must know something (the error
+	// topic and the log), e.g. a switch that could not be recorded.
+	Warning error
+}
 
 // WithCommands makes the publisher take commands from
 // <prefix>/<device>/set/+ (subscribed on every connection) and announce
@@ -89,10 +98,20 @@ func (p *Publisher) runCommands() {
 
 // runCommand carries out one command and reports how it went.
 func (p *Publisher) runCommand(c command) {
-	if err := p.commands(c.name, c.payload); err != nil {
+	r, err := p.commands(c.name, c.payload)
+	if err != nil {
 		p.CommandError(c.name, err)
-	} else {
-		p.log.Info("command carried out", "command", c.name)
+		return
+	}
+	p.log.Info("command carried out", "command", c.name)
+	if r.Detect != nil {
+		p.SetDetect(*r.Detect)
+	}
+	if r.Snapshot != nil {
+		p.Snapshot(r.Snapshot)
+	}
+	if r.Warning != nil {
+		p.CommandError(c.name, r.Warning)
 	}
 }
 
@@ -139,6 +158,10 @@ func (p *Publisher) Snapshot(jpeg []byte) {
 	}
 	p.enqueue(outMsg{topic: p.base + TopicSnapshot, qos: 1, payload: jpeg})
 }
+
+// WithDetect is the detection switch as posed starts (published retained
+// on the detect topic at each connection).
+func WithDetect(on bool) Option { return func(p *Publisher) { p.SetDetect(on) } }
 
 // SetDetect publishes (retained) whether detection is on.
 func (p *Publisher) SetDetect(on bool) {

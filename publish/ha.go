@@ -193,24 +193,23 @@ func (p *Publisher) saveDiscovery() {
 // Assistant's sensors read: the primary face's angles (null without one)
 // and the number of faces.
 type HAMsg struct {
-	Schema int      `json:"schema"`
-	Device string   `json:"device"`
-	Faces  int      `json:"faces"`
-	Track  *uint64  `json:"track"`
-	Yaw    *float64 `json:"yaw"`
-	Pitch  *float64 `json:"pitch"`
-	Roll   *float64 `json:"roll"`
+	Schema int    `json:"schema"`
+	Device string `json:"device"`
+	Faces  int    `json:"faces"`
+	Track  Num    `json:"track"`
+	Yaw    Num    `json:"yaw"`
+	Pitch  Num    `json:"pitch"`
+	Roll   Num    `json:"roll"`
 }
 
-// haUpdate publishes m's summary on the HA topic if the number of faces
+// haUpdate publishes the summary of a frame with faces faces and the
+// primary face prim (nil: none) on the HA topic if the number of faces
 // changed, or if ha_interval has passed since the last one and an angle
 // moved by ha_deadband or more.
-func (p *Publisher) haUpdate(m PoseMsg, now time.Time) {
-	h := HAMsg{Schema: SchemaVersion, Device: p.device, Faces: len(m.Faces)}
-	if m.Primary >= 0 && m.Primary < len(m.Faces) {
-		f := m.Faces[m.Primary]
-		tr := f.Track
-		h.Track, h.Yaw, h.Pitch, h.Roll = &tr, round1(f.Yaw), round1(f.Pitch), round1(f.Roll)
+func (p *Publisher) haUpdate(faces int, prim *FaceMsg, now time.Time) {
+	h := HAMsg{Schema: SchemaVersion, Device: p.device, Faces: faces}
+	if prim != nil {
+		h.Track, h.Yaw, h.Pitch, h.Roll = Some(float64(prim.Track)), round1(prim.Yaw), round1(prim.Pitch), round1(prim.Roll)
 	}
 	p.mu.Lock()
 	last, sent := p.lastHA, !p.lastHATime.IsZero()
@@ -229,18 +228,17 @@ func (p *Publisher) haUpdate(m PoseMsg, now time.Time) {
 }
 
 // moved says whether an angle changed by d or more (or appeared, or went).
-func moved(a, b *float64, d float64) bool {
-	if a == nil || b == nil {
-		return (a == nil) != (b == nil)
+func moved(a, b Num, d float64) bool {
+	if !a.Set || !b.Set {
+		return a.Set != b.Set
 	}
-	return math.Abs(*a-*b) >= max(d, 1e-9)
+	return math.Abs(a.V-b.V) >= max(d, 1e-9)
 }
 
 // round1 rounds to 0.1 degree: more digits are noise in Home Assistant.
-func round1(v *float64) *float64 {
-	if v == nil {
-		return nil
+func round1(v Num) Num {
+	if !v.Set {
+		return v
 	}
-	r := math.Round(*v*10) / 10
-	return &r
+	return Some(math.Round(v.V*10) / 10)
 }

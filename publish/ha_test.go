@@ -107,13 +107,13 @@ func TestHomeAssistant(t *testing.T) {
 	// 10 (first: sent), 10.4 (under the deadband), 10.5 after the interval
 	// (still under), 12 (sent), 30 at once (within the interval), no face
 	// (sent at once).
-	p.Pose(onePose(1, 10))
-	p.Pose(onePose(2, 10.4))
+	p.Pose(onePose(1, 10), 0)
+	p.Pose(onePose(2, 10.4), 0)
 	time.Sleep(350 * time.Millisecond)
-	p.Pose(onePose(3, 10.5))
-	p.Pose(onePose(4, 12))
-	p.Pose(onePose(5, 30))
-	p.Pose(PoseMsg{Seq: 6, Captured: time.Now()})
+	p.Pose(onePose(3, 10.5), 0)
+	p.Pose(onePose(4, 12), 0)
+	p.Pose(onePose(5, 30), 0)
+	p.Pose(&PoseMsg{Seq: 6, Captured: time.Now()}, -1)
 	p.Retain(TopicCamera, CameraMsg{Schema: SchemaVersion, Device: "cam", Camera: "x", Status: "offline", Error: "gone", Changed: time.Now()})
 	col.WaitFor(t, "the HA summary with no face", 5*time.Second, func(ms []mqtttest.Msg) bool {
 		for _, m := range ms {

@@ -46,8 +46,9 @@ type limitConn struct {
 	net.Conn
 	br      *bufio.Reader
 	max     int
-	pending []byte // bytes of a rewritten header or packet for the caller
-	left    int    // bytes of the current packet still to pass through
+	pending []byte  // bytes of a rewritten header or packet for the caller
+	left    int     // bytes of the current packet still to pass through
+	hdr     [5]byte // the fixed header being passed on (pending's storage: no allocation per packet)
 }
 
 func newLimitConn(c net.Conn, max int) *limitConn {
@@ -78,7 +79,8 @@ func (c *limitConn) next() error {
 	if err != nil {
 		return err
 	}
-	hdr := []byte{first}
+	// pending is empty whenever next runs: its storage can be reused.
+	hdr := append(c.hdr[:0], first)
 	length, mult := 0, 1
 	for i := 0; ; i++ {
 		if i == 4 {

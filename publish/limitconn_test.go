@@ -124,14 +124,14 @@ func TestLargeCommandNotHeld(t *testing.T) {
 	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/error")
 	var mu sync.Mutex
 	var done []string
-	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(func(name string, _ []byte) error {
+	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(func(name string, _ []byte) (Reply, error) {
 		if name == "probe" {
-			return errors.New("a probe")
+			return Reply{}, errors.New("a probe")
 		}
 		mu.Lock()
 		done = append(done, name)
 		mu.Unlock()
-		return nil
+		return Reply{}, nil
 	}))
 	if err != nil {
 		t.Fatal(err)

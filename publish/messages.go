@@ -57,17 +57,17 @@ type FaceMsg struct {
 	Box      [4]float64 `json:"box"`
 	Score    float64    `json:"score"`
 	View     string     `json:"view"` // the detector's view that found it: frontal, yaw+ (turned, nose towards the image's left) or yaw-
-	Yaw      *float64   `json:"yaw,omitempty"`
-	Pitch    *float64   `json:"pitch,omitempty"`
-	Roll     *float64   `json:"roll,omitempty"`
-	YawStd   *float64   `json:"yaw_std,omitempty"`
-	PitchStd *float64   `json:"pitch_std,omitempty"`
-	RollStd  *float64   `json:"roll_std,omitempty"`
+	Yaw      Num        `json:"yaw,omitzero"`
+	Pitch    Num        `json:"pitch,omitzero"`
+	Roll     Num        `json:"roll,omitzero"`
+	YawStd   Num        `json:"yaw_std,omitzero"`
+	PitchStd Num        `json:"pitch_std,omitzero"`
+	RollStd  Num        `json:"roll_std,omitzero"`
 	// With a neutral pose (zero) set, Yaw, Pitch and Roll are relative to
 	// it and these are the camera-relative angles.
-	RawYaw   *float64 `json:"raw_yaw,omitempty"`
-	RawPitch *float64 `json:"raw_pitch,omitempty"`
-	RawRoll  *float64 `json:"raw_roll,omitempty"`
+	RawYaw   Num      `json:"raw_yaw,omitzero"`
+	RawPitch Num      `json:"raw_pitch,omitzero"`
+	RawRoll  Num      `json:"raw_roll,omitzero"`
 	Zones    []string `json:"zones,omitempty"` // named zones the box centre is in
 }
 
@@ -82,9 +82,6 @@ type PoseMsg struct {
 	Width     int       `json:"width"`
 	Height    int       `json:"height"`
 	Faces     []FaceMsg `json:"faces"` // empty when the faces have gone
-	// Primary is the index in Faces of the face that matters (primary.mode),
-	// -1 for none; it is published on its own topic.
-	Primary int `json:"-"`
 }
 
 // PrimaryMsg is published on <prefix>/<device>/primary with every pose

@@ -29,11 +29,16 @@ type Publisher struct {
 	cfg    config.MQTT
 	device string
 	base   string // <prefix>/<device>/
-	log    *slog.Logger
-	client mqtt.Client
-	print  io.Writer
+	// Every frame's topics, made once.
+	topicPose, topicPrimary string
+	log                     *slog.Logger
+	client                  mqtt.Client
+	print                   io.Writer
 
 	queue    chan outMsg
+	bufs     chan []byte // message buffers paho is done with (Pose)
+	lossless bool        // Pose waits for room in the queue (WithLossless)
+	wait     *time.Timer // the publishing goroutine's acknowledgement timer
 	done     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
@@ -92,7 +97,10 @@ type outMsg struct {
 	retained bool
 	pose     bool
 	payload  []byte
-	after    func() // run by the publishing goroutine once m is sent
+	// pooled: payload comes from p.bufs and goes back once paho is done
+	// with it (its token completed); otherwise the garbage collector has it.
+	pooled bool
+	after  func() // run by the publishing goroutine once m is sent
 	// flush, if not nil, is no message: the publishing goroutine closes
 	// it when it gets there, so everything queued before has been sent.
 	flush chan struct{}
@@ -111,8 +119,10 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	p := &Publisher{
 		cfg: cfg, device: device, base: cfg.Prefix + "/" + device + "/", log: log, print: print,
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
+		bufs:    make(chan []byte, 2*queueLen+4),
 		version: "dev",
 	}
+	p.topicPose, p.topicPrimary = p.base+TopicPose, p.base+TopicPrimary
 	for _, o := range opts {
 		o(p)
 	}
@@ -341,26 +351,23 @@ func (p *Publisher) loop() {
 func (p *Publisher) send(m outMsg) {
 	if !p.client.IsConnectionOpen() {
 		p.drop(m.pose)
+		if m.pooled {
+			p.recycle(m.payload)
+		}
 		return
 	}
 	if p.print != nil {
 		fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
 	}
 	t := p.client.Publish(m.topic, m.qos, m.retained, m.payload)
-	if m.qos > 0 {
-		timer := time.NewTimer(tokenWait)
-		select {
-		case <-t.Done():
-			timer.Stop()
-		case <-timer.C:
-			p.drop(m.pose)
-			p.log.Warn("mqtt: publish not acknowledged in time", "topic", m.topic, "wait", tokenWait)
+	// QoS 0 is not waited for unless its buffer is to be reused: paho
+	// reads the payload until the packet is written.
+	if m.qos > 0 || m.pooled {
+		if !p.await(t, m) {
 			return
-		case <-p.done:
-			// Shutting down: its deadline, not tokenWait, bounds the wait.
-			timer.Stop()
-			p.drop(m.pose)
-			return
+		}
+		if m.pooled {
+			p.recycle(m.payload)
 		}
 		if err := t.Error(); err != nil {
 			p.drop(m.pose)
@@ -371,6 +378,31 @@ func (p *Publisher) send(m outMsg) {
 	p.published.Add(1)
 	if m.pose {
 		p.posePublished.Add(1)
+	}
+}
+
+// await waits for t within tokenWait (on a timer reused from message to
+// message) or until the publisher stops; a message not acknowledged is
+// counted as dropped and its buffer left to paho.
+func (p *Publisher) await(t mqtt.Token, m outMsg) bool {
+	if p.wait == nil {
+		p.wait = time.NewTimer(tokenWait)
+	} else {
+		p.wait.Reset(tokenWait)
+	}
+	select {
+	case <-t.Done():
+		p.wait.Stop()
+		return true
+	case <-p.wait.C:
+		p.drop(m.pose)
+		p.log.Warn("mqtt: publish not acknowledged in time", "topic", m.topic, "wait", tokenWait)
+		return false
+	case <-p.done:
+		// Shutting down: its deadline, not tokenWait, bounds the wait.
+		p.wait.Stop()
+		p.drop(m.pose)
+		return false
 	}
 }
 
@@ -394,11 +426,19 @@ func (p *Publisher) enqueue(m outMsg) bool {
 	}
 }
 
-// Pose publishes a pose message unless the rate cap, the connection or a
-// full queue says no. An empty message (faces gone) is never rate-capped.
-func (p *Publisher) Pose(m PoseMsg) {
+// Pose publishes a pose message, and the primary face's message beside
+// it (primary: the index in m.Faces of the face that matters, -1 for
+// none), unless the rate cap, the connection or a full queue says no. An
+// empty message (faces gone) is never rate-capped. m is read during the
+// call only; nothing is allocated (the messages are encoded into buffers
+// that come back once sent).
+func (p *Publisher) Pose(m *PoseMsg, primary int) {
 	now := time.Now()
-	p.haUpdate(m, now)
+	var prim *FaceMsg
+	if primary >= 0 && primary < len(m.Faces) {
+		prim = &m.Faces[primary]
+	}
+	p.haUpdate(len(m.Faces), prim, now)
 	if p.cfg.MaxRate > 0 && len(m.Faces) > 0 {
 		p.mu.Lock()
 		if now.Sub(p.lastPose) < time.Duration(float64(time.Second)/p.cfg.MaxRate) {
@@ -418,27 +458,64 @@ func (p *Publisher) Pose(m PoseMsg) {
 	if m.Faces == nil {
 		m.Faces = []FaceMsg{}
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		p.log.Error("publish: encoding pose", "err", err)
+	b := appendPose(p.buffer(), m)
+	if !p.enqueuePose(outMsg{topic: p.topicPose, qos: byte(p.cfg.QoS), pose: true, payload: b, pooled: true}) {
+		p.recycle(b)
 		return
 	}
-	if !p.enqueue(outMsg{topic: p.base + TopicPose, qos: byte(p.cfg.QoS), pose: true, payload: b}) {
-		return
+	pm := PrimaryMsg{Schema: SchemaVersion, Device: p.device, Seq: m.Seq, Captured: m.Captured, Face: prim}
+	b = appendPrimary(p.buffer(), &pm)
+	if !p.enqueuePose(outMsg{topic: p.topicPrimary, qos: byte(p.cfg.QoS), payload: b, pooled: true}) {
+		p.recycle(b)
 	}
-	pm := PrimaryMsg{Schema: SchemaVersion, Device: p.device, Seq: m.Seq, Captured: m.Captured}
-	if m.Primary >= 0 && m.Primary < len(m.Faces) {
-		f := m.Faces[m.Primary]
-		pm.Face = &f
+}
+
+// WithLossless makes Pose wait for room in the queue instead of dropping
+// the message: for a replay read as fast as posed processes it, whose
+// every frame is to be published. A camera's frames must never wait.
+func WithLossless(on bool) Option { return func(p *Publisher) { p.lossless = on } }
+
+// enqueuePose queues a frame's message: at once or dropped, or, lossless,
+// when there is room (or dropped as the publisher stops).
+func (p *Publisher) enqueuePose(m outMsg) bool {
+	if !p.lossless {
+		return p.enqueue(m)
 	}
-	if b, err = json.Marshal(pm); err == nil {
-		p.enqueue(outMsg{topic: p.base + TopicPrimary, qos: byte(p.cfg.QoS), payload: b})
+	select {
+	case p.queue <- m:
+		return true
+	case <-p.done:
+		p.drop(m.pose)
+		return false
+	}
+}
+
+// bufCap is the capacity of a pooled message buffer: a pose message of a
+// few faces fits; a larger one grows its buffer, which then stays grown.
+const bufCap = 2048
+
+// buffer returns an empty buffer for a message, from the pool if one is
+// there.
+func (p *Publisher) buffer() []byte {
+	select {
+	case b := <-p.bufs:
+		return b[:0]
+	default:
+		return make([]byte, 0, bufCap)
+	}
+}
+
+// recycle puts a buffer paho no longer reads back in the pool.
+func (p *Publisher) recycle(b []byte) {
+	select {
+	case p.bufs <- b:
+	default:
 	}
 }
 
 // NoFaces tells Home Assistant's topic that no face is seen (as posed
 // stops, or its camera goes).
-func (p *Publisher) NoFaces() { p.haUpdate(PoseMsg{}, time.Now()) }
+func (p *Publisher) NoFaces() { p.haUpdate(0, nil, time.Now()) }
 
 // Retain publishes a retained message (state, camera) and keeps it to
 // re-send after a reconnect.

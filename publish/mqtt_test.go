@@ -41,10 +41,10 @@ func shutdown(p *Publisher, d time.Duration) error {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func onePose(seq uint64, yaw float64) PoseMsg {
-	return PoseMsg{
+func onePose(seq uint64, yaw float64) *PoseMsg {
+	return &PoseMsg{
 		Camera: "test", Seq: seq, Captured: time.Now(), Width: 640, Height: 480,
-		Faces: []FaceMsg{{Track: 1, Box: [4]float64{200, 120, 360, 280}, Score: 9.5, View: "frontal", Yaw: &yaw}},
+		Faces: []FaceMsg{{Track: 1, Box: [4]float64{200, 120, 360, 280}, Score: 9.5, View: "frontal", Yaw: Some(yaw)}},
 	}
 }
 
@@ -98,11 +98,11 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 	const calls = 200
 	start := time.Now()
 	for i := range calls {
-		p.Pose(onePose(uint64(i+1), float64(i%90)))
+		p.Pose(onePose(uint64(i+1), float64(i%90)), 0)
 		time.Sleep(5 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
-	p.Pose(PoseMsg{Camera: "test", Seq: calls + 1, Captured: time.Now(), Width: 640, Height: 480})
+	p.Pose(&PoseMsg{Camera: "test", Seq: calls + 1, Captured: time.Now(), Width: 640, Height: 480}, -1)
 	col.WaitFor(t, "faces gone", 5*time.Second, func([]mqtttest.Msg) bool {
 		pose, ok1 := col.Last("posed/cam/pose")
 		primary, ok2 := col.Last("posed/cam/primary")
@@ -185,7 +185,7 @@ func TestNoBrokerNeverBlocksThenConnects(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for i := range calls {
-			p.Pose(onePose(uint64(i), 0))
+			p.Pose(onePose(uint64(i), 0), 0)
 			if i%100 == 0 {
 				p.Stats(StatsMsg{})
 				p.Retain(TopicState, StateMsg{Status: "running", Faces: i})
@@ -480,11 +480,11 @@ func TestRetainedCommandIgnored(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var done []string
-	handler := func(name string, _ []byte) error {
+	handler := func(name string, _ []byte) (Reply, error) {
 		mu.Lock()
 		done = append(done, name)
 		mu.Unlock()
-		return nil
+		return Reply{}, nil
 	}
 	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(handler))
 	if err != nil {
@@ -526,7 +526,7 @@ func TestShutdownCarriesOutReceivedCommands(t *testing.T) {
 		var p *Publisher
 		first := make(chan struct{})
 		release := make(chan struct{})
-		handler := func(name string, _ []byte) error {
+		handler := func(name string, _ []byte) (Reply, error) {
 			if name == "reload" {
 				close(first)
 				<-release // the next command arrives meanwhile
@@ -534,7 +534,7 @@ func TestShutdownCarriesOutReceivedCommands(t *testing.T) {
 			mu.Lock()
 			done = append(done, name)
 			mu.Unlock()
-			return nil
+			return Reply{}, nil
 		}
 		var err error
 		p, err = New(testMQTT(broker.Addr()), fmt.Sprintf("cam%d", trial), quiet(), nil, WithCommands(handler))
@@ -584,7 +584,7 @@ func TestRefusedCommandsLogLimited(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-	p, err := New(testMQTT(mqtttest.FreeAddr(t)), "cam", log, nil, WithCommands(func(string, []byte) error { return nil }))
+	p, err := New(testMQTT(mqtttest.FreeAddr(t)), "cam", log, nil, WithCommands(func(string, []byte) (Reply, error) { return Reply{}, nil }))
 	if err != nil {
 		t.Fatal(err)
 	}

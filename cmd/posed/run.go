@@ -17,11 +17,17 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline"
+	"github.com/edgepose/posed/pipeline/control"
+	"github.com/edgepose/posed/pipeline/metrics"
+	"github.com/edgepose/posed/pipeline/neutral"
+	"github.com/edgepose/posed/pipeline/web"
+	"github.com/edgepose/posed/pipeline/zones"
 	"github.com/edgepose/posed/publish"
 )
 
@@ -40,49 +46,16 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 // state directory).
 func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, reload func() error, carry *carried) error {
 	started := time.Now()
-	m, err := gllim.ReadFile(cfg.Model.Path)
+	tracker, err := newTracker(cfg, log)
 	if err != nil {
 		return err
 	}
-	// The file's bytes are garbage now: return them before the forward
-	// model is built, so the two never share the peak.
-	debug.FreeOSMemory()
-	est, err := pose.New(m, cfg.Model.Settings())
-	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.Model.Path, err)
-	}
-	d := cfg.Detect
-	det, err := newDetector(d)
-	if err != nil {
-		return err
-	}
-	calib := detect.CalibrationOf(m.Calibration)
-	t := cfg.Track
-	tc := track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd}
-	if r := cfg.Zones.Detect; r != nil {
-		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
-	}
-	tracker := track.New(tc, det, calib, est.NewWorker())
-	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
-		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "temperature", max(m.Temperature, 1),
-		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "broker", config.RedactURL(cfg.MQTT.Broker))
-	// The file's bytes and its float64 weights are garbage now that the
-	// float32 forward model is built: hand that memory back to the system
-	// now rather than over minutes; on a small board it matters.
-	m = nil
-	debug.FreeOSMemory()
-
 	if cfg.MQTT.Broker == "embedded" {
-		a, err := embeddedAuth(&cfg.MQTT, cfg.Device)
-		if err != nil {
-			return err
-		}
-		b, err := publish.StartBroker(cfg.MQTT.Listen, a, log)
+		b, err := startEmbedded(&cfg.MQTT, cfg.Device, log)
 		if err != nil {
 			return err
 		}
 		defer b.Close()
-		log.Info("embedded MQTT broker listening", "addr", b.Addr(), "anonymous", a.Anonymous, "readers", len(a.Readers))
 	}
 	var printTo io.Writer
 	if cfg.MQTT.Print {
@@ -90,20 +63,21 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	}
 	vctx, stopView := context.WithCancel(context.Background())
 	defer stopView()
-	view := pipeline.NewView(vctx)
-	ctl := pipeline.NewControl(cfg.StateDir, view, log, cfg.Zero)
+	view := web.NewView(vctx)
+	n := neutral.New(cfg.StateDir, cfg.Zero, log)
+	defer n.Stop()
+	ctl := control.New(cfg.StateDir, view, n, log)
 	ctl.Reload = reload
-	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
-		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)),
-		publish.WithCommands(ctl.Handle))
-	if err != nil {
-		return err
-	}
 	if carry != nil && carry.detect != nil {
 		ctl.Restore(*carry.detect)
 	}
-	ctl.Attach(pub)
-	defer ctl.Stop()
+	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
+		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)),
+		publish.WithDetect(ctl.Detecting()), publish.WithCommands(ctl.Handle), publish.WithLossless(pipeline.Lossless(cfg.Source)))
+	if err != nil {
+		return err
+	}
+	n.OnFail = pub.CommandError
 	if carry != nil {
 		defer func() { on := ctl.Detecting(); carry.detect = &on }()
 	}
@@ -113,37 +87,99 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		pub.Shutdown(sctx)
 	}()
 
-	met := pipeline.NewMetrics()
+	met := metrics.NewMetrics()
 	met.MQTT, met.MQTTErr = pub.Counters, pub.ConnectionError
 	if cfg.Metrics.Listen != "" {
-		ln, err := net.Listen("tcp", cfg.Metrics.Listen)
+		stop, err := serveHTTP(cfg, met, view, log)
 		if err != nil {
-			return fmt.Errorf("metrics.listen: %w", err)
+			return err
 		}
-		page := func() pipeline.PageInfo {
-			return pipeline.PageInfo{Device: cfg.Device, Camera: cfg.Source.Path, Model: cfg.Model.Path, Broker: config.RedactURL(cfg.MQTT.Broker)}
-		}
-		srv := pipeline.StartHTTP(ln, met.Handler(5*time.Second, version, page, view), view, pipeline.DefaultHTTPLimits())
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-		}()
-		log.Info("metrics listening", "addr", ln.Addr().String())
+		defer stop()
 	}
 
-	src := pipeline.NewSource(cfg.Source, cfg.Device, pub, met, log)
-	defer src.Close()
 	watchdog, _ := daemon.SdWatchdogEnabled(false) // WATCHDOG_USEC for this pid; 0 if off
 	loop := &pipeline.Loop{
-		Source: &pipeline.Oriented{Source: src, Rotate: cfg.Source.Rotate, Flip: cfg.Source.Flip}, Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
+		Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      publish.StateMsg{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
-		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, View: view, Control: ctl,
-		Zoning: pipeline.NewZoning(cfg.Zones, cfg.Primary), Lossless: pipeline.Lossless(cfg.Source),
+		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, View: view, Control: ctl, Neutral: n,
+		Zoning: zones.New(cfg.Zones, cfg.Primary), Lossless: pipeline.Lossless(cfg.Source),
 	}
+	src := pipeline.NewSource(cfg.Source, loop.CameraStatus)
+	defer src.Close()
+	loop.Source = &device.Oriented{Source: src, Rotate: cfg.Source.Rotate, Flip: cfg.Source.Flip}
 	err = loop.Run(ctx)
 	log.Info("posed stopping", "frames", met.FramesProcessed.Load(), "dropped", met.FramesDropped.Load())
 	return err
+}
+
+// newTracker loads the model and builds the detector and the tracker of
+// cfg. The model file's bytes and its float64 weights are handed back to
+// the system as soon as the float32 forward model is built: on a small
+// board the peak matters.
+func newTracker(cfg config.Config, log *slog.Logger) (*track.Tracker, error) {
+	m, err := gllim.ReadFile(cfg.Model.Path)
+	if err != nil {
+		return nil, err
+	}
+	// The file's bytes are garbage now: return them before the forward
+	// model is built, so the two never share the peak.
+	debug.FreeOSMemory()
+	est, err := pose.New(m, cfg.Model.Settings())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Model.Path, err)
+	}
+	d := cfg.Detect
+	det, err := newDetector(d)
+	if err != nil {
+		return nil, err
+	}
+	t := cfg.Track
+	tc := track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd}
+	if r := cfg.Zones.Detect; r != nil {
+		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
+	}
+	tracker := track.New(tc, det, detect.CalibrationOf(m.Calibration), est.NewWorker())
+	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
+		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "temperature", max(m.Temperature, 1),
+		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "broker", config.RedactURL(cfg.MQTT.Broker))
+	m = nil
+	debug.FreeOSMemory()
+	return tracker, nil
+}
+
+// startEmbedded starts the embedded broker of mqtt.broker: embedded (m's
+// credentials are set for the publisher).
+func startEmbedded(m *config.MQTT, device string, log *slog.Logger) (*publish.Broker, error) {
+	a, err := embeddedAuth(m, device)
+	if err != nil {
+		return nil, err
+	}
+	b, err := publish.StartBroker(m.Listen, a, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("embedded MQTT broker listening", "addr", b.Addr(), "anonymous", a.Anonymous, "readers", len(a.Readers))
+	return b, nil
+}
+
+// serveHTTP serves posed's page, /metrics, /healthz and the live view on
+// metrics.listen; stop ends it (live streams at once, other requests
+// within 2 s).
+func serveHTTP(cfg config.Config, met *metrics.Metrics, view *web.View, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", cfg.Metrics.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.listen: %w", err)
+	}
+	page := func() web.PageInfo {
+		return web.PageInfo{Device: cfg.Device, Camera: cfg.Source.Path, Model: cfg.Model.Path, Broker: config.RedactURL(cfg.MQTT.Broker)}
+	}
+	srv := web.StartHTTP(ln, web.Handler(met, 5*time.Second, version, page, view), view, web.DefaultHTTPLimits())
+	log.Info("metrics listening", "addr", ln.Addr().String())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}, nil
 }
 
 // carried is what a run hands the next one after a reload.

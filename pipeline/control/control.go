@@ -1,4 +1,9 @@
-package pipeline
+// Package control carries out posed's commands (publish's set/ topics): the
+// detection switch (the privacy switch, kept in the state directory and
+// failing closed), snapshots from the live view, measuring or clearing the
+// neutral pose, and reloading the configuration. It answers each command
+// with what publish is to send back; it publishes nothing itself.
+package control
 
 import (
 	"context"
@@ -12,27 +17,22 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/pipeline/neutral"
+	"github.com/edgepose/posed/pipeline/web"
 	"github.com/edgepose/posed/publish"
 )
 
 // ErrDetectOff: detection is switched off (the privacy switch): no frame
 // is processed, published or shown.
-var ErrDetectOff = errors.New("detection is off (privacy switch)")
-
-// Commander is what the control publishes besides the loop's messages.
-type Commander interface {
-	SetDetect(on bool)
-	Snapshot(jpeg []byte)
-	CommandError(name string, err error)
-}
+var ErrDetectOff = neutral.ErrDetectOff
 
 // Control holds what commands change and carries them out: the detection
 // switch (kept in the state directory across restarts), snapshots, and
 // reloading the configuration.
 type Control struct {
 	StateDir string
-	View     *View
-	Pub      Commander
+	View     *web.View
+	Neutral  *neutral.Neutral
 	// Reload loads the configuration again and, if it is valid, has posed
 	// restart with it; its error says why not. nil: reload refused.
 	Reload func() error
@@ -40,23 +40,22 @@ type Control struct {
 
 	detect  atomic.Bool
 	changed chan struct{}
-	zero    zero
 }
 
 // detectFile is the file, in the state directory, holding ON or OFF.
 const detectFile = "detect"
 
-// NewControl returns a control with the detection switch as the state
-// directory last recorded it (on if nothing was recorded), and the
-// neutral pose measured last, else zero's. Attach gives it its publisher.
-// The switch fails closed: a recorded state that cannot be read (damaged,
-// too large, a directory, unreadable) starts posed paused, and says so.
-func NewControl(stateDir string, view *View, log *slog.Logger, zero config.Zero) *Control {
-	c := &Control{StateDir: stateDir, View: view, Log: log, changed: make(chan struct{}, 1)}
+// New returns a control with the detection switch as the state directory
+// last recorded it (on if nothing was recorded), carrying out set/zero on
+// n (whose changes it signals). The switch fails closed: a recorded state
+// that cannot be read (damaged, too large, a directory, unreadable) starts
+// posed paused, and says so.
+func New(stateDir string, view *web.View, n *neutral.Neutral, log *slog.Logger) *Control {
+	c := &Control{StateDir: stateDir, View: view, Neutral: n, Log: log, changed: make(chan struct{}, 1)}
 	on := readSwitch(stateDir, log)
 	c.detect.Store(on)
 	c.apply(on)
-	c.loadZero(zero)
+	n.OnChange = c.signal
 	return c
 }
 
@@ -98,25 +97,11 @@ func (c *Control) signal() {
 	}
 }
 
-// fail reports an error of a command that finished later.
-func (c *Control) fail(name string, err error) {
-	if c.Pub != nil {
-		c.Pub.CommandError(name, err)
-	} else {
-		c.Log.Warn("command failed", "command", name, "err", err)
-	}
-}
-
-// Attach sets the publisher of the switch and publishes its state.
-func (c *Control) Attach(pub Commander) {
-	c.Pub = pub
-	pub.SetDetect(c.Detecting())
-}
-
 // Detecting reports whether frames are to be processed.
 func (c *Control) Detecting() bool { return c == nil || c.detect.Load() }
 
-// Changed is signalled when the detection switch changes.
+// Changed is signalled when the detection switch or the neutral pose
+// changes.
 func (c *Control) Changed() <-chan struct{} {
 	if c == nil {
 		return nil
@@ -124,30 +109,27 @@ func (c *Control) Changed() <-chan struct{} {
 	return c.changed
 }
 
-// apply makes the view and the published switch follow on.
+// apply makes the view follow on.
 func (c *Control) apply(on bool) {
 	if on {
 		c.View.Off(nil)
 	} else {
 		c.View.Off(ErrDetectOff)
 	}
-	if c.Pub != nil {
-		c.Pub.SetDetect(on)
-	}
 }
 
-// SetDetect switches detection, records it and publishes it. A switch
-// that cannot be recorded (state directory missing, read-only, full) is
-// switched all the same — someone switching the camera's processing off
-// must find it off — and reported: it will not survive a restart.
-func (c *Control) SetDetect(on bool) error {
+// SetDetect switches detection and records it. A switch that cannot be
+// recorded (state directory missing, read-only, full) is switched all the
+// same — someone switching the camera's processing off must find it off —
+// and the returned warning says it will not survive a restart.
+func (c *Control) SetDetect(on bool) (warning error) {
 	if c.StateDir != "" {
 		v := "OFF\n"
 		if on {
 			v = "ON\n"
 		}
 		if err := config.WriteStateFile(filepath.Join(c.StateDir, detectFile), []byte(v)); err != nil {
-			c.fail(publish.CommandDetect, fmt.Errorf("switched %s, but not recorded (%w): after a restart it will be as recorded before", onOff(on), err))
+			warning = fmt.Errorf("switched %s, but not recorded (%w): after a restart it will be as recorded before", onOff(on), err)
 		}
 	}
 	if c.detect.Swap(on) != on {
@@ -155,7 +137,7 @@ func (c *Control) SetDetect(on bool) error {
 	}
 	c.apply(on)
 	c.signal()
-	return nil
+	return warning
 }
 
 func onOff(on bool) string {
@@ -165,36 +147,35 @@ func onOff(on bool) string {
 	return "off"
 }
 
-// Handle carries out one command (publish.CommandHandler). An error means
-// nothing was changed.
-func (c *Control) Handle(name string, payload []byte) error {
+// Handle carries out one command (publish.CommandHandler) and says what
+// to send back. An error means nothing was changed.
+func (c *Control) Handle(name string, payload []byte) (publish.Reply, error) {
 	switch name {
 	case publish.CommandDetect:
 		on, err := publish.ParseSwitch(payload)
 		if err != nil {
-			return err
+			return publish.Reply{}, err
 		}
-		return c.SetDetect(on)
+		return publish.Reply{Detect: &on, Warning: c.SetDetect(on)}, nil
 	case publish.CommandSnapshot:
 		if !c.Detecting() {
-			return ErrDetectOff
+			return publish.Reply{}, ErrDetectOff
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		j, err := c.View.Snapshot(ctx)
 		if err != nil {
-			return err
+			return publish.Reply{}, err
 		}
-		c.Pub.Snapshot(j)
-		return nil
+		return publish.Reply{Snapshot: j}, nil
 	case publish.CommandZero:
-		return c.zeroCommand(payload)
+		return publish.Reply{}, c.Neutral.Command(payload, c.Detecting())
 	case publish.CommandReload:
 		if c.Reload == nil {
-			return errors.New("reload is not available here")
+			return publish.Reply{}, errors.New("reload is not available here")
 		}
-		return c.Reload()
+		return publish.Reply{}, c.Reload()
 	}
 	known := []string{publish.CommandDetect, publish.CommandSnapshot, publish.CommandZero, publish.CommandReload}
-	return fmt.Errorf("unknown command %q (known: %s)", name, strings.Join(known, ", "))
+	return publish.Reply{}, fmt.Errorf("unknown command %q (known: %s)", name, strings.Join(known, ", "))
 }

@@ -1,11 +1,12 @@
-package pipeline
+// Package metrics counts what posed's frame loop does: frames, faces, the
+// time of each stage, the camera's and the broker's health. It writes them
+// in the Prometheus text format (with the Go runtime's and the process's
+// own figures, read from /proc) and says whether frames flow (/healthz).
+package metrics
 
 import (
 	"fmt"
-	"html"
 	"io"
-	"math"
-	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,7 @@ func newHistogram() Histogram {
 	return Histogram{bounds: b, counts: make([]uint64, len(b)), recent: make([]float64, 256)}
 }
 
+// Observe counts one duration.
 func (h *Histogram) Observe(d time.Duration) {
 	v := d.Seconds()
 	h.mu.Lock()
@@ -84,7 +86,7 @@ func (h *Histogram) Observe(d time.Duration) {
 	h.mu.Unlock()
 }
 
-// median of the recent values, in seconds.
+// Median is the median of the last 256 values, in seconds.
 func (h *Histogram) Median() float64 {
 	h.mu.Lock()
 	n := h.next
@@ -100,7 +102,9 @@ func (h *Histogram) Median() float64 {
 	return v[len(v)/2]
 }
 
-func (m *Metrics) write(w io.Writer, version string) {
+// WriteText writes every metric in the Prometheus text format (version
+// 0.0.4), the runtime's and the process's included.
+func (m *Metrics) WriteText(w io.Writer, version string) {
 	c := func(name, help string, v uint64) { writeMetric(w, name, help, "counter", float64(v)) }
 	g := func(name, help string, v float64) { writeMetric(w, name, help, "gauge", v) }
 	b2f := func(b bool) float64 {
@@ -137,7 +141,7 @@ func (m *Metrics) write(w io.Writer, version string) {
 	writeProcess(w)
 }
 
-// healthy reports whether frames flow: one was processed in the last
+// Healthy reports whether frames flow: one was processed in the last
 // maxAge.
 func (m *Metrics) Healthy(maxAge time.Duration) (bool, string) {
 	if why, _ := m.CameraErr.Load().(string); why != "" && !m.CameraOnline.Load() {
@@ -156,87 +160,4 @@ func (m *Metrics) Healthy(maxAge time.Duration) (bool, string) {
 		return true, fmt.Sprintf("ok: paused (detection switched off), frames arriving, last %v ago", time.Since(time.Unix(0, last)).Round(time.Millisecond))
 	}
 	return true, fmt.Sprintf("ok: %d frames processed, last %v ago", m.FramesProcessed.Load(), time.Since(time.Unix(0, last)).Round(time.Millisecond))
-}
-
-// Handler serves /metrics, /healthz, the page at / and, with a view, the
-// live stream /live and /snapshot.jpg.
-func (m *Metrics) Handler(maxAge time.Duration, version string, page func() PageInfo, view *View) http.Handler {
-	mux := http.NewServeMux()
-	if view != nil {
-		mux.HandleFunc("/live", view.ServeLive)
-		mux.HandleFunc("/snapshot.jpg", view.ServeSnapshot)
-	}
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		m.write(w, version)
-	})
-	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-		ok, why := m.Healthy(maxAge)
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		writeIndex(w, page(), version, why, ok, view != nil)
-	})
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		ok, why := m.Healthy(maxAge)
-		if !ok {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		fmt.Fprintln(w, why)
-		// The broker is a detail of the answer, not its status: frames
-		// flowing is what /healthz vouches for.
-		if m.MQTT != nil {
-			if _, _, conn := m.MQTT(); conn {
-				fmt.Fprintln(w, "mqtt: connected")
-			} else if m.MQTTErr != nil && m.MQTTErr() != "" {
-				fmt.Fprintln(w, "mqtt: not connected:", m.MQTTErr())
-			} else {
-				fmt.Fprintln(w, "mqtt: not connected")
-			}
-		}
-	})
-	return mux
-}
-
-func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-// PageInfo is what posed's page at / says about this daemon.
-type PageInfo struct {
-	Device, Camera, Model, Broker string
-}
-
-// writeIndex writes posed's page at /. (fmt and html.EscapeString, not
-// html/template: its reflection keeps every exported method in the binary,
-// 1.8 MB on linux/arm64, measured.)
-func writeIndex(w io.Writer, p PageInfo, version, health string, ok, live bool) {
-	e := html.EscapeString
-	state := "unhealthy"
-	if ok {
-		state = "healthy"
-	}
-	fmt.Fprintf(w, `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>posed %s</title>
-<style>body{font-family:sans-serif;margin:2em;max-width:40em}dt{font-weight:bold}</style></head>
-<body><h1>posed %s</h1>
-<dl><dt>version</dt><dd>%s</dd>
-<dt>camera</dt><dd>%s</dd>
-<dt>model</dt><dd>%s</dd>
-<dt>broker</dt><dd>%s</dd>
-<dt>health</dt><dd>%s: %s</dd></dl>
-%s<p><a href="/metrics">/metrics</a> (Prometheus) · <a href="/healthz">/healthz</a>%s</p>
-</body></html>
-`, e(p.Device), e(p.Device), e(version), e(p.Camera), e(p.Model), e(p.Broker), state, e(health), liveImg(live), liveLink(live))
-}
-
-func liveImg(live bool) string {
-	if !live {
-		return ""
-	}
-	return `<p><img src="/live" alt="live view: each face's box, track id and pose axes" style="max-width:100%;background:#222"></p>
-`
-}
-
-func liveLink(live bool) string {
-	if !live {
-		return ""
-	}
-	return ` · <a href="/snapshot.jpg">/snapshot.jpg</a>`
 }

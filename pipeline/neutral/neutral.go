@@ -1,9 +1,16 @@
-package pipeline
+// Package neutral holds the neutral pose posed reports angles against: the
+// pose a person holds when looking "straight ahead" for them (a driver at
+// the road, a camera mounted off axis). It is set in the configuration, or
+// measured on command (set/zero) from the primary face and kept in the
+// state directory; a face's angles are then composed with it as rotations.
+package neutral
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +24,10 @@ import (
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/publish"
 )
+
+// ErrDetectOff is what a measurement asked for while detection is off
+// returns (the control's privacy switch).
+var ErrDetectOff = errors.New("detection is off (privacy switch)")
 
 // zeroFile is the file, in the state directory, holding a measured
 // neutral pose (publish.ZeroMsg as JSON).
@@ -33,9 +44,17 @@ type neutralPose struct {
 	r   rotation.Matrix
 }
 
-// zero is the neutral pose and its measurement. The frame loop reads the
-// pose and the measuring flag without a lock.
-type zero struct {
+// Neutral is the neutral pose and its measurement. The frame loop reads
+// the pose and the measuring flag without a lock.
+type Neutral struct {
+	StateDir string
+	Log      *slog.Logger
+	// OnFail reports a measurement that ended without setting a pose
+	// (the publisher's error topic); nil: logged only.
+	OnFail func(command string, err error)
+	// OnChange is called after the pose changes (measured, cleared).
+	OnChange func()
+
 	pose      atomic.Pointer[neutralPose] // nil: none
 	cfg       config.Zero
 	measuring atomic.Bool
@@ -45,19 +64,27 @@ type zero struct {
 	samples   []rotation.Matrix // while measuring: the primary face's poses so far
 }
 
-// headOf is the rotation of a face's pose, if its yaw and pitch are known
+// Head is the rotation of a face's pose, if its yaw and pitch are known
 // (a model without roll counts it as 0).
-func headOf(f track.Face) (rotation.Matrix, bool) {
+func Head(f track.Face) (rotation.Matrix, bool) {
 	if !f.Has[0] || !f.Has[1] {
 		return rotation.Matrix{}, false
 	}
 	return rotation.Head(f.Angles[0], f.Angles[1], f.Angles[2]), true
 }
 
-// loadZero sets the neutral pose: a measured one from the state
-// directory, else the configuration's (none if all its angles are 0).
-func (c *Control) loadZero(cfg config.Zero) {
-	c.zero.cfg = cfg
+// New returns the neutral pose a measured one in stateDir, else cfg's
+// (none if all its angles are 0).
+func New(stateDir string, cfg config.Zero, log *slog.Logger) *Neutral {
+	n := &Neutral{StateDir: stateDir, Log: log}
+	n.load(cfg)
+	return n
+}
+
+// load sets the neutral pose: a measured one from the state directory,
+// else the configuration's (none if all its angles are 0).
+func (c *Neutral) load(cfg config.Zero) {
+	c.cfg = cfg
 	if c.StateDir != "" {
 		f := filepath.Join(c.StateDir, zeroFile)
 		b, err := config.ReadFileLimited(f)
@@ -67,7 +94,7 @@ func (c *Control) loadZero(cfg config.Zero) {
 			if err := json.Unmarshal(b, &m); err != nil || m.Source != "measured" || !(m.Yaw >= -180 && m.Yaw <= 180 && m.Pitch >= -180 && m.Pitch <= 180 && m.Roll >= -180 && m.Roll <= 180) {
 				c.Log.Warn("ignoring a damaged neutral pose", "file", f, "err", err)
 			} else {
-				c.setNeutral(&m)
+				c.set(&m)
 				return
 			}
 		case !errors.Is(err, os.ErrNotExist):
@@ -76,37 +103,37 @@ func (c *Control) loadZero(cfg config.Zero) {
 		}
 	}
 	if cfg.Yaw != 0 || cfg.Pitch != 0 || cfg.Roll != 0 {
-		c.setNeutral(&publish.ZeroMsg{Yaw: cfg.Yaw, Pitch: cfg.Pitch, Roll: cfg.Roll, Source: "config"})
+		c.set(&publish.ZeroMsg{Yaw: cfg.Yaw, Pitch: cfg.Pitch, Roll: cfg.Roll, Source: "config"})
 	} else {
-		c.setNeutral(nil)
+		c.set(nil)
 	}
 }
 
-func (c *Control) setNeutral(m *publish.ZeroMsg) {
+func (c *Neutral) set(m *publish.ZeroMsg) {
 	if m == nil {
-		c.zero.pose.Store(nil)
+		c.pose.Store(nil)
 		return
 	}
-	c.zero.pose.Store(&neutralPose{msg: m, r: rotation.Head(m.Yaw, m.Pitch, m.Roll)})
+	c.pose.Store(&neutralPose{msg: m, r: rotation.Head(m.Yaw, m.Pitch, m.Roll)})
 }
 
-// Neutral returns the neutral pose as a rotation, nil if none is set.
-func (c *Control) Neutral() *rotation.Matrix {
+// Rotation returns the neutral pose as a rotation, nil if none is set.
+func (c *Neutral) Rotation() *rotation.Matrix {
 	if c == nil {
 		return nil
 	}
-	if p := c.zero.pose.Load(); p != nil {
+	if p := c.pose.Load(); p != nil {
 		return &p.r
 	}
 	return nil
 }
 
-// ZeroState is the neutral pose for the state message (nil: none).
-func (c *Control) ZeroState() *publish.ZeroMsg {
+// State is the neutral pose for the state message (nil: none).
+func (c *Neutral) State() *publish.ZeroMsg {
 	if c == nil {
 		return nil
 	}
-	if p := c.zero.pose.Load(); p != nil {
+	if p := c.pose.Load(); p != nil {
 		return p.msg
 	}
 	return nil
@@ -114,31 +141,32 @@ func (c *Control) ZeroState() *publish.ZeroMsg {
 
 // Sample gives a measurement under way the primary face of a processed
 // frame.
-func (c *Control) Sample(f track.Face) {
-	if c == nil || !c.zero.measuring.Load() {
+func (c *Neutral) Sample(f track.Face) {
+	if c == nil || !c.measuring.Load() {
 		return
 	}
-	r, ok := headOf(f)
+	r, ok := Head(f)
 	if !ok {
 		return
 	}
-	c.zero.mu.Lock()
-	if len(c.zero.samples) < 10000 {
-		c.zero.samples = append(c.zero.samples, r)
+	c.mu.Lock()
+	if len(c.samples) < 10000 {
+		c.samples = append(c.samples, r)
 	}
-	c.zero.mu.Unlock()
+	c.mu.Unlock()
 }
 
-// zeroCommand starts measuring the neutral pose over the payload's
-// seconds (zero.seconds if none), or clears it ("clear").
-func (c *Control) zeroCommand(payload []byte) error {
+// Command carries out set/zero: it starts measuring the neutral pose
+// over the payload's seconds (zero.seconds if none), or clears it
+// ("clear"). A measurement needs detection on.
+func (c *Neutral) Command(payload []byte, detecting bool) error {
 	arg := strings.TrimSpace(string(payload))
-	secs := c.zero.cfg.Seconds
+	secs := c.cfg.Seconds
 	switch {
 	case strings.EqualFold(arg, "clear"):
 		// A measurement under way is cancelled: it would set what was
 		// just cleared when it ends.
-		if c.cancelZero() {
+		if c.cancel() {
 			c.Log.Info("neutral pose measurement cancelled by clear")
 		}
 		if c.StateDir != "" {
@@ -146,9 +174,9 @@ func (c *Control) zeroCommand(payload []byte) error {
 				return fmt.Errorf("forgetting the neutral pose: %w", err)
 			}
 		}
-		c.loadZero(c.zero.cfg)
-		c.Log.Info("neutral pose cleared", "now", c.ZeroState())
-		c.signal()
+		c.load(c.cfg)
+		c.Log.Info("neutral pose cleared", "now", c.State())
+		c.changed()
 		return nil
 	case arg == "" || strings.EqualFold(arg, "PRESS"):
 	default:
@@ -158,39 +186,39 @@ func (c *Control) zeroCommand(payload []byte) error {
 		}
 		secs = v
 	}
-	if !c.Detecting() {
+	if !detecting {
 		return ErrDetectOff
 	}
-	if !c.zero.measuring.CompareAndSwap(false, true) {
+	if !c.measuring.CompareAndSwap(false, true) {
 		return errors.New("a neutral pose is being measured already")
 	}
-	gen := c.zero.gen.Add(1)
-	c.zero.mu.Lock()
-	c.zero.samples = c.zero.samples[:0]
-	c.zero.timer = time.AfterFunc(time.Duration(secs*float64(time.Second)), func() { c.finishZero(gen) })
-	c.zero.mu.Unlock()
+	gen := c.gen.Add(1)
+	c.mu.Lock()
+	c.samples = c.samples[:0]
+	c.timer = time.AfterFunc(time.Duration(secs*float64(time.Second)), func() { c.finish(gen) })
+	c.mu.Unlock()
 	c.Log.Info("measuring the neutral pose", "seconds", secs)
 	return nil
 }
 
 // cancelZero stops a measurement under way (it sets nothing) and reports
 // whether there was one.
-func (c *Control) cancelZero() bool {
-	c.zero.gen.Add(1)
-	c.zero.mu.Lock()
-	if c.zero.timer != nil {
-		c.zero.timer.Stop()
-		c.zero.timer = nil
+func (c *Neutral) cancel() bool {
+	c.gen.Add(1)
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
 	}
-	c.zero.mu.Unlock()
-	return c.zero.measuring.Swap(false)
+	c.mu.Unlock()
+	return c.measuring.Swap(false)
 }
 
-// Stop ends the control with its pipeline (a reload, a shutdown): a
+// Stop ends the measurement with its pipeline (a reload, a shutdown): a
 // neutral pose being measured is dropped, not set later behind the next
 // pipeline's back.
-func (c *Control) Stop() {
-	if c != nil && c.cancelZero() {
+func (c *Neutral) Stop() {
+	if c != nil && c.cancel() {
 		c.Log.Warn("neutral pose measurement interrupted (posed is restarting or stopping): send set/zero again")
 	}
 }
@@ -198,18 +226,18 @@ func (c *Control) Stop() {
 // finishZero ends a measurement: the mean pose of the samples becomes the
 // neutral pose, kept in the state directory; too few samples is an error
 // on the error topic, and the neutral pose stays as it was.
-func (c *Control) finishZero(gen uint64) {
+func (c *Neutral) finish(gen uint64) {
 	// Held to the end: a clear or stop waits for it, then undoes it.
-	c.zero.mu.Lock()
-	defer c.zero.mu.Unlock()
-	if c.zero.gen.Load() != gen { // cleared or stopped meanwhile
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen.Load() != gen { // cleared or stopped meanwhile
 		return
 	}
-	c.zero.measuring.Store(false)
-	c.zero.timer = nil
-	samples := append([]rotation.Matrix(nil), c.zero.samples...)
+	c.measuring.Store(false)
+	c.timer = nil
+	samples := append([]rotation.Matrix(nil), c.samples...)
 	if len(samples) < minZeroFrames {
-		c.fail(publish.CommandZero, fmt.Errorf("the primary face was seen in %d frames while measuring, fewer than %d: neutral pose unchanged", len(samples), minZeroFrames))
+		c.fail(fmt.Errorf("the primary face was seen in %d frames while measuring, fewer than %d: neutral pose unchanged", len(samples), minZeroFrames))
 		return
 	}
 	y, p, r := rotation.Mean(samples).Angles()
@@ -220,7 +248,36 @@ func (c *Control) finishZero(gen uint64) {
 			c.Log.Warn("the neutral pose is set but will not outlive a restart", "err", err)
 		}
 	}
-	c.setNeutral(m)
+	c.set(m)
 	c.Log.Info("neutral pose set", "yaw", m.Yaw, "pitch", m.Pitch, "roll", m.Roll, "frames", m.Frames)
-	c.signal()
+	c.changed()
 }
+
+// fail reports a measurement that set nothing.
+func (c *Neutral) fail(err error) {
+	if c.OnFail != nil {
+		c.OnFail(publish.CommandZero, err)
+	} else {
+		c.Log.Warn("neutral pose not measured", "err", err)
+	}
+}
+
+func (c *Neutral) changed() {
+	if c.OnChange != nil {
+		c.OnChange()
+	}
+}
+
+// Relative returns a face's angles relative to the neutral pose n (Rotation),
+// composed as rotations (rotation.Relative), if its yaw and pitch are known.
+func Relative(n *rotation.Matrix, f track.Face) (yaw, pitch, roll float64, ok bool) {
+	head, ok := Head(f)
+	if !ok || n == nil {
+		return 0, 0, 0, false
+	}
+	yaw, pitch, roll = rotation.Relative(*n, head)
+	return yaw, pitch, roll, true
+}
+
+// r2 rounds to two decimals.
+func r2(v float64) float64 { return math.Round(v*100) / 100 }

@@ -1,4 +1,7 @@
-package pipeline
+// Package web is posed's HTTP side: the page at /, /metrics, /healthz and the
+// live view (/live, /snapshot.jpg: annotated frames, drawn only while
+// someone watches), served within limits a small board can afford.
+package web
 
 import (
 	"context"

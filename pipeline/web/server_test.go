@@ -1,4 +1,4 @@
-package pipeline
+package web
 
 import (
 	"context"
@@ -10,24 +10,24 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgepose/posed/pipeline/metrics"
 )
 
-// serveFlow is runFlow's loop and view behind StartHTTP with limits.
+// serveFlow is runFlow's frames and view behind StartHTTP with limits.
 // Its frames are noise, shown at 50 a second: megabytes a second that a
 // viewer who stops reading soon cannot take.
 func serveFlow(t *testing.T, l HTTPLimits) (string, *View, *HTTPServer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	view := NewView(ctx)
 	view.WriteTimeout, view.MaxFPS, view.Quality = 300*time.Millisecond, 50, 100
-	met := NewMetrics()
-	loop := &Loop{Source: &flowSource{w: 640, h: 480, period: 20 * time.Millisecond, noise: true}, Tracker: oneFace{}, Publisher: nopPublisher{}, Metrics: met, View: view}
-	done := make(chan error, 1)
-	go func() { done <- loop.Run(ctx) }()
+	met := metrics.NewMetrics()
+	done := feed(ctx, view, met, 640, 480, 20*time.Millisecond, true)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := StartHTTP(ln, met.Handler(time.Second, "test", func() PageInfo { return PageInfo{Device: "cam"} }, view), view, l)
+	srv := StartHTTP(ln, Handler(met, time.Second, "test", func() PageInfo { return PageInfo{Device: "cam"} }, view), view, l)
 	t.Cleanup(func() {
 		sctx, c := context.WithTimeout(context.Background(), time.Second)
 		defer c()

@@ -1,4 +1,4 @@
-package pipeline
+package web
 
 import (
 	"bytes"
@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/infer/annotate"
-	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/publish"
 )
 
 // View makes annotated JPEGs of the processed frames for people who
@@ -55,10 +56,12 @@ func NewView(ctx context.Context) *View {
 	return v
 }
 
-// Offer hands the view a processed frame and its faces. It returns at
-// once; the view copies the frame only if someone watches, the rate cap
-// allows and the encoder is free.
-func (v *View) Offer(img *image.Gray, faces []track.Face) {
+// Offer hands the view a processed frame and its faces as published. It
+// returns at once; the view copies the frame only if someone watches, the
+// rate cap allows and the encoder is free. The axes are drawn from the
+// camera's angles (raw_* where a neutral pose made the published ones
+// relative): they must match the head in the picture.
+func (v *View) Offer(img *image.Gray, faces []publish.FaceMsg) {
 	if v == nil || v.watchers.Load() == 0 {
 		return
 	}
@@ -78,11 +81,24 @@ func (v *View) Offer(img *image.Gray, faces []track.Face) {
 		copy(v.gray.Pix[y*v.gray.Stride:y*v.gray.Stride+w], img.Pix[o:o+w])
 	}
 	v.faces = v.faces[:0]
-	for _, f := range faces {
-		v.faces = append(v.faces, annotate.Face{Box: f.Box, ID: f.ID, Angles: f.Angles, Has: f.Has})
+	for i := range faces {
+		v.faces = append(v.faces, drawn(&faces[i]))
 	}
 	v.mu.Unlock()
 	v.work <- struct{}{} // capacity 1, and busy was false: never blocks
+}
+
+// drawn is what the view draws of a published face.
+func drawn(f *publish.FaceMsg) annotate.Face {
+	b := f.Box
+	d := annotate.Face{Box: feature.Box{X: b[0], Y: b[1], W: b[2] - b[0], H: b[3] - b[1]}, ID: f.Track}
+	for a, n := range [3][2]publish.Num{{f.Yaw, f.RawYaw}, {f.Pitch, f.RawPitch}, {f.Roll, f.RawRoll}} {
+		if n[1].Set {
+			n[0] = n[1]
+		}
+		d.Angles[a], d.Has[a] = n[0].V, n[0].Set
+	}
+	return d
 }
 
 // Off stops the pictures (privacy: detection switched off) and forgets

@@ -1,4 +1,4 @@
-package pipeline
+package web
 
 import (
 	"bytes"
@@ -15,70 +15,53 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/device"
-	"github.com/edgepose/posed/infer/feature"
-	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/pipeline/metrics"
 )
 
-// flowSource delivers textured w×h frames every period until ctx ends.
-type flowSource struct {
-	w, h   int
-	period time.Duration
-	seq    uint64
-	noise  bool // frames of noise (large JPEGs) instead of gradients
-}
-
-func (s *flowSource) Next(ctx context.Context, f *device.Frame) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(s.period):
-	}
-	if f.Gray == nil || f.Gray.Rect.Dx() != s.w {
-		f.Gray = image.NewGray(image.Rect(0, 0, s.w, s.h))
-	}
-	s.seq++
-	x := uint32(s.seq) | 1
-	for i := range f.Gray.Pix {
-		if s.noise {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
-			f.Gray.Pix[i] = uint8(x)
-		} else {
-			f.Gray.Pix[i] = uint8(i + int(s.seq))
+// feed offers the view a textured w×h frame with one face every period,
+// as the frame loop does, and counts it in met, until ctx ends.
+func feed(ctx context.Context, view *View, met *metrics.Metrics, w, h int, period time.Duration, noise bool) chan error {
+	done := make(chan error, 1)
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	faces := []publish.FaceMsg{{Track: 7, Box: [4]float64{100, 60, 180, 140}, Yaw: publish.Some(30), Pitch: publish.Some(10), Roll: publish.Some(0)}}
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for seq := 1; ; seq++ {
+			select {
+			case <-ctx.Done():
+				done <- ctx.Err()
+				return
+			case <-t.C:
+			}
+			x := uint32(seq) | 1
+			for i := range img.Pix {
+				if noise {
+					x ^= x << 13
+					x ^= x >> 17
+					x ^= x << 5
+					img.Pix[i] = uint8(x)
+				} else {
+					img.Pix[i] = uint8(i + seq)
+				}
+			}
+			view.Offer(img, faces)
+			met.FramesProcessed.Add(1)
+			met.LastFrame.Store(time.Now().UnixNano())
 		}
-	}
-	f.Seq, f.Time = s.seq, time.Now()
-	return nil
+	}()
+	return done
 }
 
-// oneFace reports one face with a box and a pose on every frame.
-type oneFace struct{}
-
-func (oneFace) Process(*image.Gray) []track.Face {
-	return []track.Face{{ID: 7, Box: feature.Box{X: 100, Y: 60, W: 80, H: 80}, Angles: [3]float64{30, 10, 0}, Has: [3]bool{true, true, true}}}
-}
-func (oneFace) Timing() track.Timing { return track.Timing{} }
-
-type nopPublisher struct{}
-
-func (nopPublisher) Pose(publish.PoseMsg)   {}
-func (nopPublisher) Retain(string, any)     {}
-func (nopPublisher) Stats(publish.StatsMsg) {}
-func (nopPublisher) NoFaces()               {}
-
-// runFlow runs a loop on a flowing source with a view and serves its
-// HTTP handler; it returns the server and the view.
+// runFlow feeds a view with frames and serves its HTTP handler; it returns
+// the server and the view.
 func runFlow(t *testing.T) (*httptest.Server, *View) {
 	ctx, cancel := context.WithCancel(context.Background())
 	view := NewView(ctx)
-	met := NewMetrics()
-	l := &Loop{Source: &flowSource{w: 320, h: 240, period: 20 * time.Millisecond}, Tracker: oneFace{}, Publisher: nopPublisher{}, Metrics: met, View: view}
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	srv := httptest.NewServer(met.Handler(time.Second, "test", func() PageInfo { return PageInfo{Device: "cam"} }, view))
+	met := metrics.NewMetrics()
+	done := feed(ctx, view, met, 320, 240, 20*time.Millisecond, false)
+	srv := httptest.NewServer(Handler(met, time.Second, "test", func() PageInfo { return PageInfo{Device: "cam"} }, view))
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
 	return srv, view
 }
@@ -174,36 +157,6 @@ func TestViewOff(t *testing.T) {
 	}
 }
 
-// BenchmarkProcessView: what one processed 640×480 frame costs the frame
-// loop without a viewer and with one (the copy handed to the encoder), the
-// tracker being a stub so that only the loop's own work is timed.
-func BenchmarkProcessView(b *testing.B) {
-	for _, watched := range []bool{false, true} {
-		name := "nobody-watching"
-		if watched {
-			name = "viewer"
-		}
-		b.Run(name, func(b *testing.B) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			view := NewView(ctx)
-			view.MaxFPS = 1e9 // offer every frame the encoder is free for
-			if watched {
-				view.watchers.Add(1)
-			}
-			l := &Loop{Tracker: oneFace{}, Publisher: nopPublisher{}, Metrics: NewMetrics(), View: view}
-			l.free = nil
-			f := &device.Frame{Gray: image.NewGray(image.Rect(0, 0, 640, 480)), Time: time.Now()}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				l.process(f)
-				l.free = l.free[:0]
-			}
-		})
-	}
-}
-
 // BenchmarkOfferAccepted: what the frame loop pays for a frame the view
 // takes (the encoder free, someone watching): the copy of a 640×480 grey
 // frame and its faces. At the 5 fps cap this is paid 5 times a second.
@@ -211,7 +164,7 @@ func BenchmarkOfferAccepted(b *testing.B) {
 	v := &View{MaxFPS: 1e9, Quality: 80, work: make(chan struct{}, 1), updated: make(chan struct{})}
 	v.watchers.Add(1)
 	img := image.NewGray(image.Rect(0, 0, 640, 480))
-	faces := oneFace{}.Process(img)
+	faces := []publish.FaceMsg{{Track: 7, Box: [4]float64{100, 60, 180, 140}, Yaw: publish.Some(30), Pitch: publish.Some(10), Roll: publish.Some(0)}}
 	b.ReportAllocs()
 	for b.Loop() {
 		v.Offer(img, faces)
@@ -219,5 +172,20 @@ func BenchmarkOfferAccepted(b *testing.B) {
 		v.mu.Lock()
 		v.busy = false
 		v.mu.Unlock()
+	}
+}
+
+// The view draws a face where it is and turned as the camera sees it: the
+// box's corners back to a box, and the camera's angles (raw_*) where a
+// neutral pose made the published ones relative.
+func TestDrawnFace(t *testing.T) {
+	f := publish.FaceMsg{Track: 3, Box: [4]float64{10, 20, 110, 140}, Yaw: publish.Some(5), RawYaw: publish.Some(30),
+		Pitch: publish.Some(-4), RawPitch: publish.Some(2)}
+	d := drawn(&f)
+	if d.Box.X != 10 || d.Box.Y != 20 || d.Box.W != 100 || d.Box.H != 120 || d.ID != 3 {
+		t.Errorf("box %+v, id %d", d.Box, d.ID)
+	}
+	if d.Angles != [3]float64{30, 2, 0} || d.Has != [3]bool{true, true, false} {
+		t.Errorf("angles %v %v, want the camera's 30, 2 and no roll", d.Angles, d.Has)
 	}
 }

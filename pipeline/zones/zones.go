@@ -1,4 +1,7 @@
-package pipeline
+// Package zones is the frame's first stage after tracking: it names the
+// configured zones (rectangles of the frame) each face is in and chooses
+// the primary face, the one that attention and Home Assistant follow.
+package zones
 
 import (
 	"sort"
@@ -9,21 +12,25 @@ import (
 
 // Zoning names the zones a face is in and chooses the primary face.
 type Zoning struct {
-	names []string // sorted
+	names []string     // sorted
+	rect  [][4]float64 // rect[i]: the zone names[i]
 	rects map[string][4]float64
 	mode  string
 	point [2]float64
 	zone  string
 }
 
-// NewZoning makes the zoning of a (validated) configuration.
-func NewZoning(z config.Zones, p config.Primary) *Zoning {
+// New makes the zoning of a (validated) configuration.
+func New(z config.Zones, p config.Primary) *Zoning {
 	out := &Zoning{rects: map[string][4]float64{}, mode: p.Mode, zone: p.Zone}
 	for name, r := range z.Named {
 		out.names = append(out.names, name)
 		out.rects[name] = [4]float64{r[0], r[1], r[2], r[3]}
 	}
 	sort.Strings(out.names)
+	for _, n := range out.names {
+		out.rect = append(out.rect, out.rects[n])
+	}
 	if len(p.Point) == 2 {
 		out.point = [2]float64{p.Point[0], p.Point[1]}
 	}
@@ -31,18 +38,21 @@ func NewZoning(z config.Zones, p config.Primary) *Zoning {
 }
 
 // In returns the names of the zones (x, y) is in, sorted; nil if none.
-func (z *Zoning) In(x, y float64) []string {
+func (z *Zoning) In(x, y float64) []string { return z.AppendIn(nil, x, y) }
+
+// AppendIn appends the names of the zones (x, y) is in, sorted, to dst
+// (the frame loop reuses one per face: nothing allocated).
+func (z *Zoning) AppendIn(dst []string, x, y float64) []string {
 	if z == nil {
-		return nil
+		return dst
 	}
-	var out []string
-	for _, n := range z.names {
-		r := z.rects[n]
+	for i, n := range z.names {
+		r := z.rect[i]
 		if x >= r[0] && x < r[2] && y >= r[1] && y < r[3] {
-			out = append(out, n)
+			dst = append(dst, n)
 		}
 	}
-	return out
+	return dst
 }
 
 // Primary returns the index of the face that matters, or -1: the largest

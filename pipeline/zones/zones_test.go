@@ -1,4 +1,4 @@
-package pipeline
+package zones
 
 import (
 	"slices"
@@ -16,7 +16,7 @@ func TestZoning(t *testing.T) {
 		{ID: 1, Box: feature.Box{X: 400, Y: 100, W: 120, H: 120}}, // passenger, largest
 		{ID: 2, Box: feature.Box{X: 100, Y: 100, W: 80, H: 80}},   // driver and left
 	}
-	z := NewZoning(zones, config.Primary{Mode: "largest"})
+	z := New(zones, config.Primary{Mode: "largest"})
 	if got := z.In(faces[1].Box.Centre()); !slices.Equal(got, []string{"driver", "left"}) {
 		t.Errorf("zones of face 2: %v", got)
 	}
@@ -32,11 +32,11 @@ func TestZoning(t *testing.T) {
 		{config.Primary{Mode: "zone", Zone: "driver"}, 1},
 		{config.Primary{Mode: "zone", Zone: "passenger"}, 0},
 	} {
-		if got := NewZoning(zones, c.p).Primary(faces); got != c.want {
+		if got := New(zones, c.p).Primary(faces); got != c.want {
 			t.Errorf("%+v: primary %d, want %d", c.p, got, c.want)
 		}
 	}
-	if got := NewZoning(zones, config.Primary{Mode: "zone", Zone: "left"}).Primary(faces[:1]); got != -1 {
+	if got := New(zones, config.Primary{Mode: "zone", Zone: "left"}).Primary(faces[:1]); got != -1 {
 		t.Errorf("no face in the zone: %d, want -1", got)
 	}
 	if got := (*Zoning)(nil).Primary(nil); got != -1 {

@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/device"
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/metrics"
+	"github.com/edgepose/posed/pipeline/neutral"
+	"github.com/edgepose/posed/pipeline/zones"
+	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/mqtttest"
+	"github.com/edgepose/posed/train/dataset/datatest"
+)
+
+// The whole frame path — the default model's tracker on a real face,
+// zones, a neutral pose, the messages encoded and published to a real
+// mosquitto — allocates what paho's Publish of the frame's two messages
+// allocates, and nothing of its own. The floor is a bare paho client
+// publishing the same payloads at the same QoS, in the same run.
+func TestFramePathAllocatesOnlyPahos(t *testing.T) {
+	img := datatest.Frame640(t)
+	m, err := gllim.ReadFile(filepath.Join("..", "models", "default.gllim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := pose.New(m, pose.DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := detect.DefaultParams()
+	p.MinSize = 60
+	det, err := detect.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A full detection every third frame: both kinds of frame are measured.
+	tr := track.New(track.Config{MaxFaces: 4, Every: 3, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, det, detect.CalibrationOf(m.Calibration), est.NewWorker())
+
+	broker := mqtttest.Start(t)
+	cfg := config.Default().MQTT
+	cfg.Broker, cfg.MaxRate, cfg.HAInterval = "tcp://"+broker.Addr(), 0, time.Hour
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pub, err := publish.New(cfg, "cam", log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { pub.Shutdown(t.Context()) }()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if _, _, ok := pub.Counters(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the publisher did not connect")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	l := &Loop{Tracker: tr, Publisher: pub, Metrics: metrics.NewMetrics(), Log: log,
+		Neutral: neutral.New("", config.Zero{Yaw: 5, Pitch: -3}, log),
+		Zoning:  zones.New(config.Zones{Named: map[string][]float64{"left": {0, 0, 320, 480}, "all": {0, 0, 640, 480}}}, config.Primary{Mode: "largest"}),
+		State:   publish.StateMsg{Device: "cam", Camera: "test"}}
+	f := &device.Frame{Gray: img, Time: time.Now()}
+	published := func() uint64 { n, _, _ := pub.Counters(); return n }
+	frame := func() {
+		f.Seq++
+		want := published() + 2 // pose and primary
+		l.process(f)
+		for published() < want {
+			runtime.Gosched()
+		}
+	}
+	for range 6 { // tracks, buffers and the one HA summary settle
+		frame()
+	}
+	if len(l.msg.Faces) == 0 {
+		t.Fatal("no face in the test frame")
+	}
+	l.free = make([]*device.Frame, 0, 400) // release appends here
+	posed := testing.AllocsPerRun(150, frame)
+
+	c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("floor").SetOrderMatters(false))
+	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("floor client: %v", tok.Error())
+	}
+	defer c.Disconnect(50)
+	payload := make([]byte, 600)
+	qos := byte(cfg.QoS)
+	floor := testing.AllocsPerRun(150, func() {
+		c.Publish("posed/cam/pose", qos, false, payload).Wait()
+		c.Publish("posed/cam/primary", qos, false, payload[:300]).Wait()
+	})
+	t.Logf("a frame with %d face(s): %.0f allocations; paho's Publish of two messages alone: %.0f", len(l.msg.Faces), posed, floor)
+	if posed > floor {
+		t.Errorf("the frame path allocates %.0f times per frame, paho alone %.0f", posed, floor)
+	}
+}
+
+// The loop's own part of a frame (zones, neutral pose, messages, the view
+// with nobody watching) allocates nothing.
+func TestProcessDoesNotAllocate(t *testing.T) {
+	l, f := benchLoop()
+	l.process(f)
+	if a := testing.AllocsPerRun(100, func() { l.process(f); l.free = l.free[:0] }); a != 0 {
+		t.Errorf("process allocates %.0f times per frame", a)
+	}
+}

@@ -1,0 +1,85 @@
+package neutral
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/infer/track"
+)
+
+func quietNeutral(dir string, logs *bytes.Buffer) *Neutral {
+	if logs == nil {
+		logs = &bytes.Buffer{}
+	}
+	return New(dir, config.Zero{Seconds: 3}, slog.New(slog.NewTextHandler(logs, nil)))
+}
+
+func frontFace() track.Face {
+	return track.Face{Angles: [3]float64{20, 5, 0}, Has: [3]bool{true, true, true}}
+}
+
+// set/zero clear during a measurement cancels it (before, the measurement
+// set the pose when it ended, undoing the clear), and a measurement stopped
+// by a reload drops its measurement (before, it was written to the state
+// directory and applied only after the next restart).
+func TestZeroMeasurementCancelled(t *testing.T) {
+	for _, how := range []string{"clear", "stop"} {
+		dir := t.TempDir()
+		c := quietNeutral(dir, nil)
+		if err := c.Command([]byte("0.2"), true); err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			c.Sample(frontFace())
+		}
+		if how == "clear" {
+			if err := c.Command([]byte("clear"), true); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			c.Stop()
+		}
+		time.Sleep(400 * time.Millisecond)
+		if z := c.State(); z != nil {
+			t.Errorf("%s during a measurement: neutral pose %+v set when it ended", how, z)
+		}
+		if _, err := os.Stat(filepath.Join(dir, zeroFile)); !os.IsNotExist(err) {
+			t.Errorf("%s during a measurement: %s written", how, zeroFile)
+		}
+	}
+	// Not cancelled, it sets the pose.
+	c := quietNeutral(t.TempDir(), nil)
+	c.Command([]byte("0.1"), true)
+	for range 5 {
+		c.Sample(frontFace())
+	}
+	time.Sleep(300 * time.Millisecond)
+	if z := c.State(); z == nil || z.Frames != 5 {
+		t.Errorf("measured neutral pose %+v", z)
+	}
+}
+
+// A measured neutral pose that cannot be read is logged, not silently
+// ignored; a neutral pose from the configuration says no measurement time
+// (before: "set":"0001-01-01T00:00:00Z").
+func TestZeroFileAndConfigState(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, zeroFile), 0o700)
+	var logs bytes.Buffer
+	quietNeutral(dir, &logs)
+	if !strings.Contains(logs.String(), "cannot read the measured neutral pose") {
+		t.Errorf("an unreadable %s is not logged: %s", zeroFile, logs.String())
+	}
+	c := New("", config.Zero{Yaw: 10}, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	b, _ := json.Marshal(c.State())
+	if strings.Contains(string(b), "set") {
+		t.Errorf("a configured neutral pose: %s", b)
+	}
+}
