@@ -28,13 +28,13 @@ DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) &
 # Debian architecture:GOARCH:GOARM
 DEB_ARCHES := amd64:amd64: arm64:arm64: armhf:arm:7
 
-.PHONY: negatives cascade all build test test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
+.PHONY: negatives cascade all build test test-deps test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
 
 all: build
 
 help:
 	@echo "build       build $(BINARIES) into bin/ (static, version $(VERSION))"
-	@echo "test        vet and run the unit and end-to-end tests (the CI command; needs mosquitto)"
+	@echo "test        vet and run the unit and end-to-end tests (the CI command; installs what it needs: test-deps)"
 	@echo "test-arm64  run the pure packages' tests for linux/arm64 under qemu-aarch64"
 	@echo "run         the daemon on a replayed face sequence with the embedded broker, printing what it publishes"
 	@echo "bench       benchmarks (forward pass, features, EM iteration, per-frame pipeline)"
@@ -55,7 +55,25 @@ build:
 	@mkdir -p bin
 	$(BUILD) -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
-test:
+# What the tests need from Debian: mosquitto (each test starts its own
+# broker), gcc (the race detector links with cgo) and python3-jinja2 (it
+# renders Home Assistant's templates). Installed with apt-get as root or
+# through sudo; otherwise the command to run is printed and make stops.
+TEST_DEBS := mosquitto gcc python3-jinja2
+test-deps:
+	@missing=""; \
+	command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
+	command -v gcc >/dev/null || missing="$$missing gcc"; \
+	/usr/bin/python3 -c 'import jinja2' 2>/dev/null || missing="$$missing python3-jinja2"; \
+	[ -z "$$missing" ] && exit 0; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \
+	else echo "make test needs these Debian packages:$$missing"; echo "install them as root: apt-get install$$missing"; exit 1; fi; \
+	echo "make test: installing$$missing"; \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	$$sudo systemctl stop mosquitto 2>/dev/null || true # the tests use their own ports, not 1883
+
+test: test-deps
 	$(GO) vet ./...
 	POSED_DATA=$(DATA) $(GO) test -count=1 -timeout 20m ./...
 	# The pure-Go kernels, as on CPUs without AVX2/FMA and other targets.

@@ -29,13 +29,16 @@ json.dump(out, sys.stdout)
 // renderJinja renders each [template, payload] pair with Python's Jinja2.
 func renderJinja(t *testing.T, pairs [][2]string) []string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err == nil {
-		err = exec.Command(py, "-c", "import jinja2").Run()
+	// Debian's python3 first: python3-jinja2 (make test-deps) goes there.
+	py, err := "/usr/bin/python3", exec.Command("/usr/bin/python3", "-c", "import jinja2").Run()
+	if err != nil {
+		if py, err = exec.LookPath("python3"); err == nil {
+			err = exec.Command(py, "-c", "import jinja2").Run()
+		}
 	}
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("python3 with jinja2 is needed (.ci/run installs python3-jinja2): %v", err)
+			t.Fatalf("python3 with jinja2 is needed (make test-deps installs python3-jinja2): %v", err)
 		}
 		t.Skipf("python3 with jinja2 is needed: apt-get install python3-jinja2 (%v)", err)
 	}
