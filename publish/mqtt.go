@@ -357,7 +357,13 @@ func (p *Publisher) send(m outMsg) {
 		return
 	}
 	if p.print != nil {
-		fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
+		if len(m.payload) == 0 && m.retained {
+			// An empty retained message clears the topic: for a discovery
+			// topic, Home Assistant removes the entity.
+			fmt.Fprintf(p.print, "%s (empty: clears the retained message; Home Assistant removes an entity posed no longer announces)\n", m.topic)
+		} else {
+			fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
+		}
 	}
 	t := p.client.Publish(m.topic, m.qos, m.retained, m.payload)
 	// QoS 0 is not waited for unless its buffer is to be reused: paho
