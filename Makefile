@@ -132,6 +132,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitJPEGs$$' -fuzztime 60s ./device/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadUsers$$' -fuzztime 60s ./publish/
 	$(GO) test -run '^$$' -fuzz '^FuzzLimitConn$$' -fuzztime 60s ./publish/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime 60s ./publish/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendFloat$$' -fuzztime 60s ./publish/
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }

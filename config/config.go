@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 )
 
@@ -101,6 +102,15 @@ type Detect struct {
 	Turned      bool    `yaml:"turned"`
 	TurnedScore float64 `yaml:"turned_score"`
 	Every       int     `yaml:"every"` // run the full-frame detector every N frames while faces are tracked
+}
+
+// Params are the detector's parameters of d (the rest as
+// detect.DefaultParams).
+func (d Detect) Params() detect.Params {
+	p := detect.DefaultParams()
+	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore
+	p.Turned, p.TurnedScore = d.Turned, d.TurnedScore
+	return p
 }
 
 // Track configures face tracking between frames.
@@ -498,30 +508,12 @@ func (c Config) Validate() error {
 	if !(c.Model.Gain > 0 && c.Model.Gain <= 1) {
 		bad("model.gain", "%g is not in (0, 1]", c.Model.Gain)
 	}
-	if t := c.Model.Temperature; t != 0 && !(t >= 1 && t <= 1e4) {
-		bad("model.temperature", "%g is not 0 (the model's) or in [1, 10000]", t)
+	if t := c.Model.Temperature; t != 0 && !(t >= 1 && t <= gllim.MaxTemperature) {
+		bad("model.temperature", "%g is not 0 (the model's) or in [1, %g]", t, float64(gllim.MaxTemperature))
 	}
 	d := c.Detect
-	if d.MinSize < 8 {
-		bad("detect.min_size", "%d is below 8 pixels", d.MinSize)
-	}
-	if d.MaxSize < d.MinSize {
-		bad("detect.max_size", "%d is below detect.min_size %d", d.MaxSize, d.MinSize)
-	}
-	if !(d.Shift > 0 && d.Shift <= 1) {
-		bad("detect.shift", "%g is not in (0, 1]", d.Shift)
-	}
-	if !(d.Scale > 1 && d.Scale <= 2) {
-		bad("detect.scale", "%g is not in (1, 2]", d.Scale)
-	}
-	if d.IoU < 0 || d.IoU > 1 {
-		bad("detect.iou", "%g is not in [0, 1]", d.IoU)
-	}
-	if !(d.MinScore > 0) {
-		bad("detect.min_score", "%g is not above 0", d.MinScore)
-	}
-	if d.Turned && !(d.TurnedScore > 0) {
-		bad("detect.turned_score", "%g is not above 0", d.TurnedScore)
+	for _, p := range d.Params().Problems() {
+		bad("detect."+p.Field, "%s", p.Why)
 	}
 	if d.Every < 1 {
 		bad("detect.every", "%d: want at least 1 (every frame)", d.Every)

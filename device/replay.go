@@ -289,9 +289,6 @@ func parseY4MHeader(data []byte) (w, h, chroma int, rest []byte, err error) {
 	return w, h, chroma, data[nl+1:], nil
 }
 
-// Len is the number of frames.
-func (r *Replay) Len() int { return len(r.frames) }
-
 // Next delivers the next frame, paced to FPS. At the end it returns ErrEnd,
 // or starts again when looping. A frame that cannot be decoded or has the
 // wrong size gives an error naming it; the next call goes on after it.

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"image"
 	"time"
+
+	"github.com/edgepose/posed/infer/feature"
 )
 
 // Frame is one grey frame. Gray's buffer belongs to the Frame: a source
@@ -68,17 +70,8 @@ func checkHeaderSize(w, h int, want image.Point) error {
 // setSize makes dst.Gray a w×h grey image, reusing its buffer if large
 // enough.
 func setSize(dst *Frame, w, h int) *image.Gray {
-	n := w * h
-	g := dst.Gray
-	if g == nil || cap(g.Pix) < n {
-		g = image.NewGray(image.Rect(0, 0, w, h))
-	} else {
-		g.Pix = g.Pix[:n]
-		g.Stride = w
-		g.Rect = image.Rect(0, 0, w, h)
-	}
-	dst.Gray = g
-	return g
+	dst.Gray = feature.Resize(dst.Gray, image.Rect(0, 0, w, h))
+	return dst.Gray
 }
 
 // sizeError reports a frame of the wrong size.

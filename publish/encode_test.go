@@ -125,7 +125,7 @@ func FuzzAppendString(f *testing.F) {
 }
 
 func FuzzAppendFloat(f *testing.F) {
-	for _, v := range []float64{0, -0.0, 1e-7, 1e21, 123.45, 5e-324} {
+	for _, v := range []float64{0, math.Copysign(0, -1), 1e-7, 1e21, 123.45, 5e-324} {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, v float64) {

@@ -13,7 +13,7 @@ import (
 // Home Assistant: posed announces its sensors by MQTT discovery (retained
 // configs under <discovery_prefix>/sensor/…/config, re-sent on every
 // reconnect) and feeds them from their own topic, <prefix>/<device>/ha:
-// the largest face's angles, sent when the number of faces changes or,
+// the primary face's angles (primary.mode), sent when the number of faces changes or,
 // at most every mqtt.ha_interval, when an angle moved by mqtt.ha_deadband
 // or more. The pose topic at 10 Hz would flood Home Assistant's recorder.
 

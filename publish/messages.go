@@ -148,6 +148,7 @@ type StatsMsg struct {
 	Connected       bool    `json:"connected"`
 	Reconnects      uint64  `json:"reconnects"`
 	// ConnectionError is why the last connection attempt failed, while
-	// not connected (the stats then wait in the queue for the broker).
+	// not connected. Stats made while disconnected are dropped, not
+	// queued, so a subscriber rarely sees it: /healthz and the log say it.
 	ConnectionError string `json:"connection_error,omitempty"`
 }

@@ -188,12 +188,7 @@ type carried struct {
 }
 
 // newDetector is the detector of the configuration's detect block.
-func newDetector(d config.Detect) (*detect.Detector, error) {
-	p := detect.DefaultParams()
-	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore
-	p.Turned, p.TurnedScore = d.Turned, d.TurnedScore
-	return detect.New(p)
-}
+func newDetector(d config.Detect) (*detect.Detector, error) { return detect.New(d.Params()) }
 
 // haURL is the device's configuration_url in Home Assistant: mqtt.ha_url,
 // else posed's HTTP page where metrics.listen can be reached from another

@@ -48,27 +48,51 @@ func DefaultParams() Params {
 	return Params{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, TurnedScore: 2, TurnedShift: 0.1, TurnedScale: 1.2}
 }
 
+// Problem is an unusable setting: its name (the configuration's key under
+// detect) and why.
+type Problem struct{ Field, Why string }
+
+// Problems lists every unusable setting (the configuration's check uses
+// them, naming each field).
+func (p Params) Problems() []Problem {
+	var out []Problem
+	bad := func(field, format string, args ...any) {
+		out = append(out, Problem{field, fmt.Sprintf(format, args...)})
+	}
+	if p.MinSize < 8 {
+		bad("min_size", "%d is below 8 pixels", p.MinSize)
+	}
+	if p.MaxSize < p.MinSize {
+		bad("max_size", "%d is below min_size %d", p.MaxSize, p.MinSize)
+	}
+	if !(p.Shift > 0 && p.Shift <= 1) {
+		bad("shift", "%g is not in (0, 1]", p.Shift)
+	}
+	if !(p.Scale > 1 && p.Scale <= 2) {
+		bad("scale", "%g is not in (1, 2]", p.Scale)
+	}
+	if !(p.IoU >= 0 && p.IoU <= 1) {
+		bad("iou", "%g is not in [0, 1]", p.IoU)
+	}
+	if !(p.MinScore > 0) {
+		bad("min_score", "%g is not above 0", p.MinScore)
+	}
+	if p.Turned && !(p.TurnedScore > 0) {
+		bad("turned_score", "%g is not above 0", p.TurnedScore)
+	}
+	if !(p.TurnedShift >= 0 && p.TurnedShift <= 1) {
+		bad("turned_shift", "%g is not in [0, 1]", p.TurnedShift)
+	}
+	if !(p.TurnedScale == 0 || p.TurnedScale > 1 && p.TurnedScale <= 2) {
+		bad("turned_scale", "%g is not 0 or in (1, 2]", p.TurnedScale)
+	}
+	return out
+}
+
 // Validate returns an error naming the first unusable setting.
 func (p Params) Validate() error {
-	switch {
-	case p.MinSize < 8:
-		return fmt.Errorf("detect: min size %d: want at least 8 pixels", p.MinSize)
-	case p.MaxSize < p.MinSize:
-		return fmt.Errorf("detect: max size %d is below min size %d", p.MaxSize, p.MinSize)
-	case !(p.Shift > 0 && p.Shift <= 1):
-		return fmt.Errorf("detect: shift %g not in (0, 1]", p.Shift)
-	case !(p.Scale > 1 && p.Scale <= 2):
-		return fmt.Errorf("detect: scale %g not in (1, 2]", p.Scale)
-	case !(p.IoU >= 0 && p.IoU <= 1):
-		return fmt.Errorf("detect: IoU %g not in [0, 1]", p.IoU)
-	case !(p.MinScore > 0):
-		return fmt.Errorf("detect: min score %g: want above 0", p.MinScore)
-	case p.Turned && !(p.TurnedScore > 0):
-		return fmt.Errorf("detect: turned score %g: want above 0", p.TurnedScore)
-	case !(p.TurnedShift >= 0 && p.TurnedShift <= 1):
-		return fmt.Errorf("detect: turned shift %g not in [0, 1]", p.TurnedShift)
-	case !(p.TurnedScale == 0 || p.TurnedScale > 1 && p.TurnedScale <= 2):
-		return fmt.Errorf("detect: turned scale %g not 0 or in (1, 2]", p.TurnedScale)
+	if ps := p.Problems(); len(ps) > 0 {
+		return fmt.Errorf("detect: %s: %s", ps[0].Field, ps[0].Why)
 	}
 	return nil
 }
@@ -194,12 +218,6 @@ func (d *Detector) Detect(img *image.Gray) []Face {
 	return d.DetectInto(nil, img, img.Rect)
 }
 
-// DetectIn looks for faces only inside region (clipped to img), e.g. around
-// a face tracked from the previous frame.
-func (d *Detector) DetectIn(img *image.Gray, region image.Rectangle) []Face {
-	return d.DetectInto(nil, img, region)
-}
-
 // Buffers are a caller's reusable storage for DetectInto: with them a
 // detection allocates nothing once they have grown. The zero value is
 // ready; nil means fresh ones.
@@ -211,8 +229,10 @@ type Buffers struct {
 	merged   []bool
 }
 
-// DetectInto is DetectIn with the caller's buffers. The result lives in b
-// and is overwritten by the next call with the same b.
+// DetectInto looks for faces only inside region (clipped to img), e.g.
+// around a face tracked from the previous frame, in the caller's buffers
+// (nil: fresh ones). The result lives in b and is overwritten by the next
+// call with the same b.
 func (d *Detector) DetectInto(b *Buffers, img *image.Gray, region image.Rectangle) []Face {
 	if b == nil {
 		b = new(Buffers)

@@ -100,7 +100,7 @@ func TestDetectInRegionMatchesFullFrame(t *testing.T) {
 	}
 	b := faces[0].Box
 	region := image.Rect(int(b.X-b.W/2), int(b.Y-b.H/2), int(b.X+1.5*b.W), int(b.Y+1.5*b.H))
-	in := d.DetectIn(g, region)
+	in := d.DetectInto(nil, g, region)
 	best := 0.0
 	for _, f := range in {
 		best = math.Max(best, feature.IoU(f.Box, b))

@@ -28,27 +28,15 @@ func Grey(dst *image.Gray, src image.Image) *image.Gray {
 		return &image.Gray{Pix: s.Y, Stride: s.YStride, Rect: s.Rect}
 	}
 	b := src.Bounds()
-	dst = resize(dst, b)
+	dst = Resize(dst, b)
 	w, h := b.Dx(), b.Dy()
 	switch s := src.(type) {
 	case *image.RGBA:
-		for y := 0; y < h; y++ {
-			row := s.Pix[y*s.Stride : y*s.Stride+4*w]
-			out := dst.Pix[y*dst.Stride : y*dst.Stride+w]
-			for x := range out {
-				out[x] = luma(row[4*x], row[4*x+1], row[4*x+2])
-			}
-		}
+		lumaRows(dst, s.Pix, s.Stride, w, h)
 	case *image.NRGBA:
 		// Non-premultiplied: luma of the colour itself; alpha is ignored as
 		// a camera frame has none.
-		for y := 0; y < h; y++ {
-			row := s.Pix[y*s.Stride : y*s.Stride+4*w]
-			out := dst.Pix[y*dst.Stride : y*dst.Stride+w]
-			for x := range out {
-				out[x] = luma(row[4*x], row[4*x+1], row[4*x+2])
-			}
-		}
+		lumaRows(dst, s.Pix, s.Stride, w, h)
 	default:
 		for y := 0; y < h; y++ {
 			for x := 0; x < w; x++ {
@@ -60,6 +48,18 @@ func Grey(dst *image.Gray, src image.Image) *image.Gray {
 	return dst
 }
 
+// lumaRows writes the luma of w×h pixels of 4 bytes (R, G, B, then alpha,
+// ignored) with rows stride bytes apart into dst.
+func lumaRows(dst *image.Gray, pix []uint8, stride, w, h int) {
+	for y := 0; y < h; y++ {
+		row := pix[y*stride : y*stride+4*w]
+		out := dst.Pix[y*dst.Stride : y*dst.Stride+w]
+		for x := range out {
+			out[x] = luma(row[4*x], row[4*x+1], row[4*x+2])
+		}
+	}
+}
+
 // luma is ITU-R BT.601 luma, Y = 0.299 R + 0.587 G + 0.114 B, computed
 // exactly as color.GrayModel does: on 16-bit channels (c·0x101) with 16-bit
 // weights that sum to 65536 (19595 + 38470 + 7471), so a grey input maps to
@@ -69,8 +69,9 @@ func luma(r, g, b uint8) uint8 {
 	return uint8((19595*uint32(r)*0x101 + 38470*uint32(g)*0x101 + 7471*uint32(b)*0x101 + 1<<15) >> 24)
 }
 
-// resize returns dst with bounds b, reusing its buffer when large enough.
-func resize(dst *image.Gray, b image.Rectangle) *image.Gray {
+// Resize returns dst with bounds b, reusing its buffer when large enough
+// (nil: a new image). The pixels are left as they were.
+func Resize(dst *image.Gray, b image.Rectangle) *image.Gray {
 	n := b.Dx() * b.Dy()
 	if dst == nil || cap(dst.Pix) < n {
 		return image.NewGray(b)

@@ -48,8 +48,8 @@ func NewForward(m *Model) (*Forward, error) {
 		invT:    1,
 	}
 	if t := m.Temperature; t != 0 {
-		if !(t >= 1 && t <= maxTemperature) {
-			return nil, fmt.Errorf("gllim: temperature %g not in [1, %g]", t, float64(maxTemperature))
+		if !(t >= 1 && t <= MaxTemperature) {
+			return nil, fmt.Errorf("gllim: temperature %g not in [1, %g]", t, float64(MaxTemperature))
 		}
 		f.invT = 1 / t
 	}
@@ -69,15 +69,16 @@ func NewForward(m *Model) (*Forward, error) {
 // Members is the number of models in the ensemble (1: a single model).
 func (f *Forward) Members() int { return len(f.members) }
 
-// maxTemperature bounds Model.Temperature: beyond it the weights are all
-// but uniform, whatever the features.
-const maxTemperature = 1e4
+// MaxTemperature bounds Model.Temperature (and the configuration's
+// model.temperature): beyond it the weights are all but uniform, whatever
+// the features.
+const MaxTemperature = 1e4
 
 // WithTemperature returns a copy of f whose mixture weights are tempered by
 // t ≥ 1 (see Model.Temperature); it shares f's weights.
 func (f *Forward) WithTemperature(t float64) (*Forward, error) {
-	if !(t >= 1 && t <= maxTemperature) {
-		return nil, fmt.Errorf("gllim: temperature %g not in [1, %g]", t, float64(maxTemperature))
+	if !(t >= 1 && t <= MaxTemperature) {
+		return nil, fmt.Errorf("gllim: temperature %g not in [1, %g]", t, float64(MaxTemperature))
 	}
 	g := *f
 	g.invT = 1 / t
@@ -217,7 +218,7 @@ func (f *Forward) NewPrediction() Prediction {
 // Predictor holds the scratch space of one goroutine's predictions.
 type Predictor struct {
 	f    *Forward
-	r    []float32 // D: y − c*_k
+	r    []float32 // D: y − c*_k; with half weights u = (y − c*_k) ⊙ s_k, which the half kernels need instead
 	v    []float32 // L: B_k (y − c*_k)
 	z    []float64 // L
 	logv []float64 // K
@@ -404,16 +405,6 @@ func (p *Predictor) member(mb *member, y []float32, mean, cov []float64) float64
 		}
 	}
 	return logp
-}
-
-// PredictBatch predicts for each ys[i] into dst[i].
-func (p *Predictor) PredictBatch(dst []Prediction, ys [][]float32) {
-	if len(dst) != len(ys) {
-		panic(fmt.Sprintf("gllim: PredictBatch: %d destinations for %d feature vectors", len(dst), len(ys)))
-	}
-	for i, y := range ys {
-		p.Predict(&dst[i], y)
-	}
 }
 
 // HalfWeights reports whether f keeps its weights as binary16 in memory

@@ -230,34 +230,6 @@ func TestPredictDoesNotAllocate(t *testing.T) {
 	}
 }
 
-func TestPredictBatchEqualsSingle(t *testing.T) {
-	m, rng := testModel(t, 4, 64, 2, 1, 2)
-	f, err := gllim.NewForward(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, ys, _ := train.Sample(m.Params, 7, rng)
-	batch := make([][]float32, 7)
-	for i := range batch {
-		batch[i] = make([]float32, 64)
-		for j, v := range ys.RawRowView(i) {
-			batch[i][j] = float32(v)
-		}
-	}
-	dst := make([]gllim.Prediction, 7)
-	pr := f.NewPredictor()
-	pr.PredictBatch(dst, batch)
-	one := f.NewPrediction()
-	for i, y := range batch {
-		pr.Predict(&one, y)
-		for j := range one.Mean {
-			if one.Mean[j] != dst[i].Mean[j] {
-				t.Fatalf("face %d output %d: batch %g, single %g", i, j, dst[i].Mean[j], one.Mean[j])
-			}
-		}
-	}
-}
-
 func TestPredictPanicsOnWrongDimension(t *testing.T) {
 	m, _ := testModel(t, 2, 10, 1, 0, 3)
 	f, err := gllim.NewForward(m)

@@ -155,8 +155,8 @@ func (m *Model) Validate() error {
 			return fmt.Errorf("gllim: ensemble member %d: %w", i+2, err)
 		}
 	}
-	if t := m.Temperature; t != 0 && !(t >= 1 && t <= maxTemperature) {
-		return fmt.Errorf("gllim: temperature %g not in [1, %g] (0: none)", t, float64(maxTemperature))
+	if t := m.Temperature; t != 0 && !(t >= 1 && t <= MaxTemperature) {
+		return fmt.Errorf("gllim: temperature %g not in [1, %g] (0: none)", t, float64(MaxTemperature))
 	}
 	if len(m.Outputs) != m.Params.Lt {
 		return fmt.Errorf("gllim: %d outputs described, model has Lt=%d", len(m.Outputs), m.Params.Lt)

@@ -171,14 +171,10 @@ func New(m *gllim.Model, s Settings) (*Estimator, error) {
 			return nil, err
 		}
 	}
-	// Keep the model's description, not its float64 weights: the forward
+	// Keep the outputs and sizes, not the float64 weights: the forward
 	// model holds what prediction needs, and a small board should not
 	// carry both (they are several times the forward model's size).
-	desc := *m
-	q := m.Params
-	desc.Params = &gllim.Params{K: q.K, D: q.D, Lt: q.Lt, Lw: q.Lw, Cov: q.Cov, Shared: q.Shared}
-	desc.Members = nil
-	e := &Estimator{model: &desc, fwd: f, settings: s}
+	e := &Estimator{model: &gllim.Model{Outputs: m.Outputs, Params: &gllim.Params{D: m.Params.D}}, fwd: f, settings: s}
 	any := false
 	for i, n := range AngleNames {
 		e.angle[i] = m.OutputIndex(n)
@@ -195,10 +191,6 @@ func New(m *gllim.Model, s Settings) (*Estimator, error) {
 	}
 	return e, nil
 }
-
-// Model describes the estimator's model: outputs, features, calibration,
-// training and sizes. Its weights are not kept (Params holds the sizes only).
-func (e *Estimator) Model() *gllim.Model { return e.model }
 
 // Refines reports whether the model predicts a box shift.
 func (e *Estimator) Refines() bool { return e.shift[0] >= 0 }
@@ -336,9 +328,6 @@ func (w *Worker) askExpert() {
 		w.pred.LogDensity = w.xpred.LogDensity
 	}
 }
-
-// Features returns the last feature vector computed.
-func (w *Worker) Features() []float32 { return w.y }
 
 // Refines reports whether the worker's model predicts a box shift.
 func (w *Worker) Refines() bool { return w.e.Refines() }
