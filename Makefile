@@ -167,7 +167,7 @@ install: build
 	install -D -m 0644 systemd/posed.sysusers $(DESTDIR)/usr/lib/sysusers.d/posed.conf
 	install -d -m 0750 $(DESTDIR)/etc/posed
 	test -e $(DESTDIR)/etc/posed/posed.yaml || { \
-		sed 's|# path: /usr/local/share/posed/|# path: $(PREFIX)/share/posed/|' config/posed.example.yaml > $(DESTDIR)/etc/posed/.posed.yaml.new && \
+		sed 's|^\(  # [a-z]*: \)/usr/local/share/posed/|\1$(PREFIX)/share/posed/|' config/posed.example.yaml > $(DESTDIR)/etc/posed/.posed.yaml.new && \
 		install -m 0640 $(DESTDIR)/etc/posed/.posed.yaml.new $(DESTDIR)/etc/posed/posed.yaml && \
 		rm -f $(DESTDIR)/etc/posed/.posed.yaml.new; }
 	install -D -m 0644 systemd/posed.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/posed.conf
@@ -190,7 +190,7 @@ deb:
 		deb=$${a%%:*}; rest=$${a#*:}; goarch=$${rest%%:*}; goarm=$${rest#*:}; root=build/deb/$$deb; \
 		mkdir -p $$root && \
 		for b in $(BINARIES); do GOOS=linux GOARCH=$$goarch GOARM=$$goarm $(BUILD) -o $$root/$$b ./cmd/$$b || exit 1; done && \
-		sed 's|# path: /usr/local/share/posed/|# path: /usr/share/posed/|' config/posed.example.yaml > $$root/posed.yaml && \
+		sed 's|^\(  # [a-z]*: \)/usr/local/share/posed/|\1/usr/share/posed/|' config/posed.example.yaml > $$root/posed.yaml && \
 		for u in posed.service posed@.service; do sed 's|/usr/local/|/usr/|g' systemd/$$u > $$root/$$u || exit 1; done && \
 		DEB_ARCH=$$deb DEB_VERSION='$(DEB_VERSION)' DEB_ROOT=$$root $(GO) tool nfpm package -f packaging/nfpm.yaml -p deb -t dist/ || exit 1; \
 	done

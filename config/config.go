@@ -81,6 +81,25 @@ type Model struct {
 	// Temperature overrides the model file's temperature of the mixture
 	// weights (0: the file's, chosen when it was trained).
 	Temperature float64 `yaml:"temperature"`
+	// Expert is the profile expert's model file, which answers for the
+	// faces the model finds turned (posectl train -profile): "" takes
+	// MODEL-profile.gllim beside the model if there is one, "none" none.
+	Expert string `yaml:"expert"`
+}
+
+// ExpertPath is the profile expert's file to load, "" for none.
+func (m Model) ExpertPath() string {
+	switch m.Expert {
+	case "none":
+		return ""
+	case "":
+		p := strings.TrimSuffix(m.Path, ".gllim") + "-profile.gllim"
+		if _, err := os.Stat(p); err == nil && p != m.Path {
+			return p
+		}
+		return ""
+	}
+	return m.Expert
 }
 
 // Settings returns the refinement settings of m.

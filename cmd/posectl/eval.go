@@ -52,6 +52,7 @@ func runEval(args []string, stdout io.Writer) error {
 	profileMembers := fs.Int("profile-members", 1, "with -profile: the expert's ensemble members")
 	profileWeight := fs.Float64("profile-weight", 1, "with -profile: the weight of the expert's answer against the model's (1: it replaces it)")
 	profileOutputs := fs.String("profile-outputs", "", "with -profile: the outputs the expert answers (comma-separated; default all)")
+	profileCompare := fs.Bool("profile-compare", false, "with -profile: also measure each case without the expert (the same models)")
 	models := fs.String("models", "", "keep each fold's trained model in this folder and reuse it when the training settings and images are the same (to measure other test-time settings without training again)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -158,6 +159,12 @@ func runEval(args []string, stdout io.Writer) error {
 				xo.EM.K = *profileK
 			}
 			expert = &headpose.Expert{Train: xo, Gate: *profileGate, Weight: *profileWeight, Outputs: splitList(*profileOutputs)}
+			if *profileCompare {
+				for _, e := range evals[:len(evals):len(evals)] {
+					e.NoExpert = true
+					evals = append(evals, e)
+				}
+			}
 		}
 		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds, Models: *models, Temperatures: temps, Expert: expert,
 			Progress: func(done, total int, f headpose.Fold) {

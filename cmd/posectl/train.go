@@ -21,9 +21,11 @@ func runTrain(args []string, stdout io.Writer) error {
 	var data dataFlags
 	var mf modelFlags
 	var df detectFlags
+	var xf expertFlags
 	data.register(fs, dataRoot()+"/pointing04")
 	mf.register(fs)
 	df.register(fs, 40)
+	xf.register(fs)
 	out := fs.String("o", "model.gllim", "model file to write")
 	card := fs.String("card", "", "model card to write (default: the model file with .md)")
 	calibrate := fs.Bool("calibrate", true, "square and annotated boxes: learn the detector-box calibration from the training images (canonical boxes are the detector's)")
@@ -37,6 +39,19 @@ func runTrain(args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
+	}
+	enc := gllim.Encoding(*encoding)
+	if enc != gllim.Half && enc != gllim.Float32 {
+		return fmt.Errorf("%w: -encoding %q is not half or float32", errUsage, *encoding)
+	}
+	ts, err := parseFloats(*temps)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if !(t >= 1) {
+			return fmt.Errorf("%w: -temperatures: %g is below 1", errUsage, t)
+		}
 	}
 	samples, err := data.load()
 	if err != nil {
@@ -80,60 +95,11 @@ func runTrain(args []string, stdout io.Writer) error {
 		}
 	}
 	if *stdFrac > 0 {
-		// Calibrate σ where the daemon uses it: on moved boxes after
-		// refinement for models that refine, on the face boxes otherwise.
-		eo := headpose.HeldOutCondition(o)
-		ts, err := parseFloats(*temps)
-		if err != nil {
+		if err := calibrateHeldOut(m, bank, all, o, *stdFrac, ts, *temps, bar); err != nil {
 			return err
 		}
-		for _, t := range ts {
-			if !(t >= 1) {
-				return fmt.Errorf("%w: -temperatures: %g is below 1", errUsage, t)
-			}
-		}
-		fmt.Fprintf(os.Stderr, "calibrating σ and the temperature: training again without %.0f %% of the persons\n", 100**stdFrac)
-		temp, scales, rep, err := headpose.LearnHeldOut(bank, all, o, eo, *stdFrac, o.EM.Seed, ts, "")
-		bar.done()
-		if err != nil {
-			return err
-		}
-		if temp > 1 {
-			m.Temperature = temp
-		}
-		headpose.SetStdScales(m, scales)
-		m.Training.Settings["calibrate_std"] = fmt.Sprintf("%g of persons, %d faces, %s boxes: temperature %g of %s (mean MAE %.2f°)",
-			*stdFrac, len(rep.Faces), eo.Condition, max(temp, 1), *temps, rep.MeanMAE())
 	}
-	enc := gllim.Encoding(*encoding)
-	if enc != gllim.Half && enc != gllim.Float32 {
-		return fmt.Errorf("%w: -encoding %q is not half or float32", errUsage, *encoding)
-	}
-	if *fileVersion < 3 {
-		enc = gllim.Float32
-		if m.Temperature > 1 {
-			fmt.Fprintf(os.Stderr, "file version %d has no temperature: the model is written with its own weights (T = 1), not the T = %g chosen\n", *fileVersion, m.Temperature)
-			m.Temperature = 0
-		}
-	}
-	if enc == gllim.Half {
-		// The compact file must predict as the float32 one does, within
-		// 0.05°, on every training face.
-		worst, err := headpose.EncodingError(m, enc, bank, all)
-		if err != nil {
-			return err
-		}
-		note := fmt.Sprintf("worst difference from float32 on the %d training faces: yaw %.3f°, pitch %.3f°, roll %.3f°", len(all), worst[0], worst[1], worst[2])
-		fmt.Fprintf(os.Stderr, "half encoding: %s\n", note)
-		for i, w := range worst {
-			if w > maxEncodingError {
-				return fmt.Errorf("half encoding moves %s by %.3f° on a training face, more than %g°: write -encoding float32", pose.AngleNames[i], w, maxEncodingError)
-			}
-		}
-		m.Training.Settings["encoding"] = "half: " + note
-	}
-	m.Encoding = enc
-	if err := gllim.WriteFileWith(*out, m, gllim.MarshalOptions{Version: *fileVersion, Encoding: enc}); err != nil {
+	if err := writeModelFile(*out, m, bank, all, enc, *fileVersion); err != nil {
 		return err
 	}
 	cardPath := *card
@@ -145,7 +111,123 @@ func runTrain(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s (%s, K=%d, Lw=%d, %d samples, %d EM iterations, logL %.6g, BIC %.6g) and %s in %s\n",
 		*out, o.Name(), m.Params.K, m.Params.Lw, res.N, res.Iterations, res.LogL, res.BIC, cardPath, time.Since(start).Round(time.Second))
+	if xf.profile > 0 {
+		path := strings.TrimSuffix(*out, ".gllim") + "-profile.gllim"
+		x, err := trainExpert(m, bank, all, o, xf)
+		bar.done()
+		if err != nil {
+			return err
+		}
+		if err := writeModelFile(path, x, bank, all, enc, *fileVersion); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s: profile expert of |yaw| ≥ %g (K=%d, %d members), answering from the model's |yaw| ≥ %g\n",
+			path, xf.profile, x.Params.K, len(x.Members)+1, xf.gate)
+	}
 	return nil
+}
+
+// calibrateHeldOut trains o again without frac of the persons and, on
+// them, chooses m's temperature among temps and scales its σ to the errors
+// (where the daemon uses them: on moved boxes after refinement for models
+// that refine, on the face boxes otherwise).
+func calibrateHeldOut(m *gllim.Model, bank *headpose.Bank, all []int, o headpose.Options, frac float64, temps []float64, tempsFlag string, bar *progressBar) error {
+	eo := headpose.HeldOutCondition(o)
+	fmt.Fprintf(os.Stderr, "calibrating σ and the temperature: training again without %.0f %% of the persons\n", 100*frac)
+	temp, scales, rep, err := headpose.LearnHeldOut(bank, all, o, eo, frac, o.EM.Seed, temps, "")
+	bar.done()
+	if err != nil {
+		return err
+	}
+	if temp > 1 {
+		m.Temperature = temp
+	}
+	headpose.SetStdScales(m, scales)
+	m.Training.Settings["calibrate_std"] = fmt.Sprintf("%g of persons, %d faces, %s boxes: temperature %g of %s (mean MAE %.2f°)",
+		frac, len(rep.Faces), eo.Condition, max(temp, 1), tempsFlag, rep.MeanMAE())
+	return nil
+}
+
+// writeModel writes m to path in encoding enc (half: checked against
+// float32 on every training face) and file version v.
+func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int, enc gllim.Encoding, v int) error {
+	if v < 3 {
+		enc = gllim.Float32
+		if m.Temperature > 1 {
+			fmt.Fprintf(os.Stderr, "file version %d has no temperature: the model is written with its own weights (T = 1), not the T = %g chosen\n", v, m.Temperature)
+			m.Temperature = 0
+		}
+	}
+	if enc == gllim.Half {
+		// The compact file must predict as the float32 one does, within
+		// 0.05°, on every training face.
+		worst, err := headpose.EncodingError(m, enc, bank, all)
+		if err != nil {
+			return err
+		}
+		note := fmt.Sprintf("worst difference from float32 on the %d training faces: yaw %.3f°, pitch %.3f°, roll %.3f°", len(all), worst[0], worst[1], worst[2])
+		fmt.Fprintf(os.Stderr, "%s, half encoding: %s\n", path, note)
+		for i, w := range worst {
+			if w > maxEncodingError {
+				return fmt.Errorf("half encoding moves %s by %.3f° on a training face, more than %g°: write -encoding float32", pose.AngleNames[i], w, maxEncodingError)
+			}
+		}
+		m.Training.Settings["encoding"] = "half: " + note
+	}
+	m.Encoding = enc
+	return gllim.WriteFileWith(path, m, gllim.MarshalOptions{Version: v, Encoding: enc})
+}
+
+// expertFlags are posectl train's profile expert.
+type expertFlags struct {
+	profile, gate, weight float64
+	k, members            int
+	outputs               string
+}
+
+func (x *expertFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&x.profile, "profile", 0, "also train a profile expert (MODEL-profile.gllim) on the faces with |yaw| ≥ this, each mirrored to turn one way; the daemon hands it the faces the model finds turned past -profile-gate")
+	fs.Float64Var(&x.gate, "profile-gate", 40, "the model's |yaw| from which the expert answers")
+	fs.IntVar(&x.k, "profile-k", 0, "the expert's mixture components (0: -k)")
+	fs.IntVar(&x.members, "profile-members", 1, "the expert's ensemble members")
+	fs.Float64Var(&x.weight, "profile-weight", 1, "the weight of the expert's answer against the model's (1: it replaces it)")
+	fs.StringVar(&x.outputs, "profile-outputs", "", "the outputs the expert answers (comma-separated; default all)")
+}
+
+// trainExpert trains the profile expert of m's recipe o on every training
+// face turned past x.profile. It shares m's temperature and σ factors (no
+// held-out persons of its own: its faces are the held-out training's
+// turned ones) and records how the daemon is to use it.
+func trainExpert(m *gllim.Model, bank *headpose.Bank, all []int, o headpose.Options, x expertFlags) (*gllim.Model, error) {
+	xo := o
+	xo.Profile, xo.Members = x.profile, x.members
+	if x.k > 0 {
+		xo.EM.K = x.k
+	}
+	xp := pose.Expert{Gate: x.gate, Weight: x.weight, Outputs: splitList(x.outputs)}
+	fmt.Fprintf(os.Stderr, "training the profile expert: |yaw| ≥ %g, K=%d, %d members\n", x.profile, xo.EM.K, max(xo.Members, 1))
+	xm, _, err := headpose.Train(bank, all, xo)
+	if err != nil {
+		return nil, err
+	}
+	xm.Temperature = m.Temperature
+	for i := range xm.Outputs {
+		xm.Outputs[i].StdScale = m.Outputs[i].StdScale
+	}
+	s := xm.Training.Settings
+	s[pose.ExpertGate] = strconv.FormatFloat(xp.Gate, 'g', -1, 64)
+	s[pose.ExpertWeight] = strconv.FormatFloat(xp.Weight, 'g', -1, 64)
+	s[pose.ExpertOutputs] = strings.Join(xp.Outputs, ",")
+	// The daemon must be able to use what is written.
+	est, err := pose.New(m, pose.DefaultSettings())
+	if err != nil {
+		return nil, err
+	}
+	xp.Model = xm
+	if _, err := est.WithExpert(xp); err != nil {
+		return nil, err
+	}
+	return xm, nil
 }
 
 // maxEncodingError is the largest difference, in degrees, that the half

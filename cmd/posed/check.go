@@ -3,12 +3,44 @@ package main
 import (
 	"fmt"
 	"net"
+	"runtime/debug"
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/publish"
 )
+
+// newEstimator loads the model of cfg and, where there is one, its profile
+// expert; it returns the estimator and the model (for its calibration and
+// description). Errors name the field.
+func newEstimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
+	m, err := gllim.ReadFile(cfg.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model.path: %w", err)
+	}
+	// The file's bytes are garbage now: return them before the forward
+	// model is built, so the two never share the peak.
+	debug.FreeOSMemory()
+	est, err := pose.New(m, cfg.Settings())
+	if err != nil {
+		return nil, nil, fmt.Errorf("model.path: %s: %w", cfg.Path, err)
+	}
+	if p := cfg.ExpertPath(); p != "" {
+		x, err := gllim.ReadFile(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model.expert: %w", err)
+		}
+		xp, err := pose.ExpertOf(x)
+		if err == nil {
+			est, err = est.WithExpert(xp)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("model.expert: %s: %w", p, err)
+		}
+	}
+	return est, m, nil
+}
 
 // checkStart checks what starting posed with cfg needs beyond a valid
 // file: the model loads and builds, the detector's settings hold, the
@@ -18,12 +50,8 @@ import (
 // and every reload run it, so that a reload refuses what start would fail
 // on instead of stopping posed.
 func checkStart(cfg config.Config, running *config.Config) error {
-	m, err := gllim.ReadFile(cfg.Model.Path)
-	if err != nil {
-		return fmt.Errorf("model.path: %w", err)
-	}
-	if _, err := pose.New(m, cfg.Model.Settings()); err != nil {
-		return fmt.Errorf("model.path: %s: %w", cfg.Model.Path, err)
+	if _, _, err := newEstimator(cfg.Model); err != nil {
+		return err
 	}
 	if _, err := newDetector(cfg.Detect); err != nil {
 		return fmt.Errorf("detect: %w", err)

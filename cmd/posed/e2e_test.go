@@ -25,6 +25,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -581,8 +582,11 @@ func TestCheckConfigChecksStart(t *testing.T) {
 	}
 	defer held.Close()
 	cfgFile := filepath.Join(dir, "posed.yaml")
+	def := filepath.Join("..", "..", "models", "default.gllim")
 	for _, c := range []struct{ yaml, want string }{
 		{fmt.Sprintf("model: {path: %s}\nmetrics: {listen: \"\"}\n", short), "model.path"},
+		{fmt.Sprintf("model: {path: %s, expert: %s}\nmetrics: {listen: \"\"}\n", def, short), "model.expert"},
+		{fmt.Sprintf("model: {path: %s, expert: %s}\nmetrics: {listen: \"\"}\n", def, def), "not a profile expert"},
 		{fmt.Sprintf("metrics: {listen: %q}\n", held.Addr().String()), "metrics.listen"},
 		{fmt.Sprintf("metrics: {listen: \"\"}\nmqtt: {broker: embedded, listen: %q}\n", held.Addr().String()), "mqtt.listen"},
 	} {
@@ -595,5 +599,47 @@ func TestCheckConfigChecksStart(t *testing.T) {
 		if code := realMain(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%q: exit %d, %s%s", c.yaml, code, stdout.String(), stderr.String())
 		}
+	}
+}
+
+// A profile expert beside the model (MODEL-profile.gllim) is loaded
+// without being named, and "none" leaves it out; its gate comes from its
+// own file.
+func TestProfileExpertBesideModel(t *testing.T) {
+	dir := t.TempDir()
+	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "cam.gllim")
+	if err := gllim.WriteFile(model, m); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default().Model
+	cfg.Path = model
+	if p := cfg.ExpertPath(); p != "" {
+		t.Fatalf("no expert file, yet expert %q", p)
+	}
+	// A stand-in expert: the same weights, marked as an expert of |yaw| ≥ 30
+	// that answers from 45°.
+	m.Training.Settings["profile"], m.Training.Settings["profile_gate"] = "30", "45"
+	if err := gllim.WriteFile(filepath.Join(dir, "cam-profile.gllim"), m); err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.ExpertPath(); p != filepath.Join(dir, "cam-profile.gllim") {
+		t.Fatalf("expert beside the model not found: %q", p)
+	}
+	if _, _, err := newEstimator(cfg); err != nil {
+		t.Fatalf("model with its expert: %v", err)
+	}
+	cfg.Expert = "none"
+	if p := cfg.ExpertPath(); p != "" {
+		t.Errorf("expert: none, yet %q", p)
+	}
+	m.Training.Settings["profile_gate"] = "ninety"
+	gllim.WriteFile(filepath.Join(dir, "cam-profile.gllim"), m)
+	cfg.Expert = ""
+	if _, _, err := newEstimator(cfg); err == nil || !strings.Contains(err.Error(), "profile_gate") {
+		t.Errorf("an expert with a bad gate: %v", err)
 	}
 }

@@ -19,8 +19,6 @@ import (
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/detect"
-	"github.com/edgepose/posed/infer/gllim"
-	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline"
 	"github.com/edgepose/posed/pipeline/control"
@@ -117,16 +115,9 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 // the system as soon as the float32 forward model is built: on a small
 // board the peak matters.
 func newTracker(cfg config.Config, log *slog.Logger) (*track.Tracker, error) {
-	m, err := gllim.ReadFile(cfg.Model.Path)
+	est, m, err := newEstimator(cfg.Model)
 	if err != nil {
 		return nil, err
-	}
-	// The file's bytes are garbage now: return them before the forward
-	// model is built, so the two never share the peak.
-	debug.FreeOSMemory()
-	est, err := pose.New(m, cfg.Model.Settings())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Model.Path, err)
 	}
 	d := cfg.Detect
 	det, err := newDetector(d)
@@ -141,7 +132,7 @@ func newTracker(cfg config.Config, log *slog.Logger) (*track.Tracker, error) {
 	tracker := track.New(tc, det, detect.CalibrationOf(m.Calibration), est.NewWorker())
 	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
 		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "temperature", max(m.Temperature, 1),
-		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "broker", config.RedactURL(cfg.MQTT.Broker))
+		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "expert", cfg.Model.ExpertPath(), "broker", config.RedactURL(cfg.MQTT.Broker))
 	m = nil
 	debug.FreeOSMemory()
 	return tracker, nil

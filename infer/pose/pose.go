@@ -9,6 +9,8 @@ import (
 	"image"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
@@ -87,6 +89,39 @@ type Expert struct {
 	Weight float64
 	// Outputs the expert answers (nil: all); the model answers the rest.
 	Outputs []string
+}
+
+// Settings a profile expert's model file carries in its training record
+// (posectl train -profile writes them): the |yaw| of its training faces,
+// and how the daemon is to use it.
+const (
+	ExpertProfile = "profile"         // it is an expert of faces with |yaw| ≥ this
+	ExpertGate    = "profile_gate"    // Expert.Gate
+	ExpertWeight  = "profile_weight"  // Expert.Weight
+	ExpertOutputs = "profile_outputs" // Expert.Outputs, comma-separated ("": all)
+)
+
+// ExpertOf reads how to use x, a profile expert's model, from its own
+// training record; a model that is no expert is an error that says so.
+func ExpertOf(x *gllim.Model) (Expert, error) {
+	s := x.Training.Settings
+	if s[ExpertProfile] == "" {
+		return Expert{}, fmt.Errorf("pose: the model is not a profile expert (no %q in its training settings)", ExpertProfile)
+	}
+	xp := Expert{Model: x}
+	var err error
+	if xp.Gate, err = strconv.ParseFloat(s[ExpertGate], 64); err != nil {
+		return Expert{}, fmt.Errorf("pose: profile expert: %s %q: %w", ExpertGate, s[ExpertGate], err)
+	}
+	if w := s[ExpertWeight]; w != "" {
+		if xp.Weight, err = strconv.ParseFloat(w, 64); err != nil {
+			return Expert{}, fmt.Errorf("pose: profile expert: %s %q: %w", ExpertWeight, w, err)
+		}
+	}
+	if o := s[ExpertOutputs]; o != "" {
+		xp.Outputs = strings.Split(o, ",")
+	}
+	return xp, nil
 }
 
 // WithExpert returns a copy of e that hands turned heads to x.Model.

@@ -43,6 +43,9 @@ type EvalOptions struct {
 	Settings    pose.Settings
 	Detector    *detect.Detector // detected: the detector
 	Calibration detect.Calibration
+	// NoExpert measures the model alone where a profile expert is
+	// trained beside it (LOPOOptions.Expert): both in one run.
+	NoExpert bool
 }
 
 func (o *EvalOptions) defaults() {
@@ -79,6 +82,9 @@ func (o EvalOptions) Name() string {
 	}
 	if o.Settings.Mirror {
 		name += ", mirrored"
+	}
+	if o.NoExpert {
+		name += ", no expert"
 	}
 	return name
 }

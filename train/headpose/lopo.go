@@ -326,7 +326,7 @@ func testModel(b *Bank, m, xm *gllim.Model, x *Expert, trainIdx, testIdx []int, 
 		if err != nil {
 			return nil, err
 		}
-		if x != nil {
+		if x != nil && !eo.NoExpert {
 			if est, err = est.WithExpert(pose.Expert{Model: xm, Gate: x.Gate, Weight: x.Weight, Outputs: x.Outputs}); err != nil {
 				return nil, err
 			}
