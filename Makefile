@@ -21,6 +21,11 @@ CACHE    ?= build/cache
 MODEL_FLAGS := -data $(DATA)/pointing04,$(DATA)/aflw2000 -variant pose-bb -lw 2 -k 50 \
 	-angles yaw,pitch,roll -zero-roll -shifts 2 -flip aflw2000 -yaw-boxes -augment camera:1 -augment-sets aflw2000 \
 	-members $(MEMBERS) -cache $(CACHE)
+# The profile expert beside it (models/default-profile.gllim): the faces
+# with |yaw| ≥ 30, mirrored to turn one way, an ensemble of 2 with K = 24
+# (the model and the expert within 6 MiB with the cascades), answering
+# with weight 0.7 where the model finds |yaw| ≥ 40 (models/default.md).
+PROFILE_FLAGS := -profile 30 -profile-gate 40 -profile-members 2 -profile-k 24 -profile-weight 0.7
 
 # Debian packages: version from a v* tag, else 0.0~git<commit time>.<commit>.
 DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo "$${v\#v}" | tr - + || \
@@ -28,7 +33,7 @@ DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) &
 # Debian architecture:GOARCH:GOARM
 DEB_ARCHES := amd64:amd64: arm64:arm64: armhf:arm:7
 
-.PHONY: negatives cascade all build test test-deps test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
+.PHONY: expert negatives cascade all build test test-deps test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
 
 all: build
 
@@ -46,7 +51,8 @@ help:
 	@echo "install     install posed, the default model, the example config and the systemd unit under DESTDIR/PREFIX"
 	@echo "deb         Debian packages for amd64, arm64 and armhf into dist/ (nfpm, a Go tool of this module)"
 	@echo "deb-test    install the amd64 package with dpkg, check it, run posed -check-config as its user, purge it (root)"
-	@echo "model       retrain models/default.gllim (and its card) from DATA=$(DATA)"
+	@echo "model       retrain models/default.gllim, its card and its profile expert from DATA=$(DATA)"
+	@echo "expert      train only the profile expert (models/default-profile.gllim) of the model in models/"
 	@echo "negatives   fetch Debian's wallpaper packages (face-free pictures) into $(NEGATIVES)"
 	@echo "cascade     train the turned-face cascades (two halves, measured, then all) from DATA and the negatives"
 	@echo "eval        measure the default recipe (LOPO on Pointing'04, 5-fold on AFLW2000) into models/default.md"
@@ -199,7 +205,12 @@ deb-test: deb
 	packaging/test-deb dist/posed_$(DEB_VERSION)_amd64.deb dist/posed_$(DEB_VERSION)_arm64.deb dist/posed_$(DEB_VERSION)_armhf.deb
 
 model: build
-	bin/posectl train $(MODEL_FLAGS) -temperatures $(TEMPERATURES) -o models/default.gllim
+	bin/posectl train $(MODEL_FLAGS) $(PROFILE_FLAGS) -temperatures $(TEMPERATURES) -o models/default.gllim
+
+# The profile expert alone, for the model already in models/ (what `make
+# model` would train beside it: EM is deterministic from its seeds).
+expert: build
+	bin/posectl train $(MODEL_FLAGS) $(PROFILE_FLAGS) -expert-only -o models/default.gllim
 
 # Face-free pictures for the turned-face cascade's negatives: Debian's
 # wallpaper packages, downloaded (not installed) and unpacked into
@@ -238,9 +249,9 @@ cascade: build negatives
 # then AFLW2000 in 5 folds (Pointing'04 always in training); one model per
 # fold measured under every condition, with 1 and 3 refinement steps.
 eval: build
-	bin/posectl eval -protocol lopo -set pointing04 $(MODEL_FLAGS) -learn-temperature $(TEMPERATURES) \
+	bin/posectl eval -protocol lopo -set pointing04 $(MODEL_FLAGS) $(PROFILE_FLAGS) -profile-compare -learn-temperature $(TEMPERATURES) \
 		-condition annotated,shifted,detected -iterations 1,3 -per-face build/eval-pointing04-lopo.csv -card models/default.md
-	bin/posectl eval -protocol kfold -splits 5 -set aflw2000 $(MODEL_FLAGS) -learn-temperature $(TEMPERATURES) \
+	bin/posectl eval -protocol kfold -splits 5 -set aflw2000 $(MODEL_FLAGS) $(PROFILE_FLAGS) -profile-compare -learn-temperature $(TEMPERATURES) \
 		-condition annotated,detected -iterations 1,3 -per-face build/eval-aflw2000-kfold.csv -card models/default.md
 
 clean:

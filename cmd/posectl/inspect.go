@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
 )
 
 func runInspect(args []string, stdout io.Writer) error {
@@ -71,6 +72,14 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 	}
 	if m.Temperature > 1 {
 		fmt.Fprintf(w, "weights     the mixture's posterior weights tempered by T = %g\n", m.Temperature)
+	}
+	if xp, err := pose.ExpertOf(m); err == nil {
+		answers := "every output"
+		if xp.Outputs != nil {
+			answers = strings.Join(xp.Outputs, ", ")
+		}
+		fmt.Fprintf(w, "expert      a profile expert: trained on faces with |yaw| ≥ %s mirrored to turn one way; answers (%s, weight %g) where its model finds |yaw| ≥ %g\n",
+			m.Training.Settings[pose.ExpertProfile], answers, max(xp.Weight, 0), xp.Gate)
 	}
 	fmt.Fprintf(w, "parameters  %d free (the BIC's count) per model, %d weights\n", p.NumFree(), members*(len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma)))
 	fmt.Fprintln(w, "outputs")

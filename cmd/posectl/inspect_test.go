@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -67,5 +68,30 @@ func TestInspectTruncatedSaysSo(t *testing.T) {
 	}
 	if err := runInspect(nil, &bytes.Buffer{}); !errors.Is(err, errUsage) {
 		t.Errorf("no argument: %v", err)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// What posectl inspect says of the shipped model, as a user reads it
+// (retraining the model changes it: go test -update rewrites the file).
+func TestInspectDefaultGolden(t *testing.T) {
+	var out bytes.Buffer
+	if err := runInspect([]string{filepath.Join("..", "..", "models", "default.gllim")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "inspect-default.golden")
+	if *update {
+		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("posectl inspect models/default.gllim differs from %s (go test -update rewrites it if the change is meant):\n%s", path, out.String())
 	}
 }

@@ -34,6 +34,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	fileVersion := fs.Int("file-version", gllim.FormatVersion, "model file version: 3, or 1 (a single model) or 2 (an ensemble) for daemons built before version 3 (float32 only)")
 	stdFrac := fs.Float64("calibrate-std", 0.2, "fraction of persons held out to calibrate the predictive σ of the angles and choose the temperature (0: neither)")
 	temps := fs.String("temperatures", "1,2,4,8,16,32,64,128", "temperatures of the mixture weights tried on the held-out persons of -calibrate-std; the most accurate is stored in the model (1: the mixture's own weights)")
+	expertOnly := fs.Bool("expert-only", false, "with -profile: train only the profile expert of the model already at -o (trained with the same flags), keeping that model")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,6 +84,16 @@ func runTrain(args []string, stdout io.Writer) error {
 	for i := range all {
 		all[i] = i
 	}
+	if *expertOnly {
+		if xf.profile <= 0 {
+			return fmt.Errorf("%w: -expert-only needs -profile", errUsage)
+		}
+		m, err := gllim.ReadFile(*out)
+		if err != nil {
+			return fmt.Errorf("-expert-only: the model: %w", err)
+		}
+		return writeExpert(stdout, *out, m, bank, all, o, xf, enc, *fileVersion, bar)
+	}
 	m, res, err := headpose.Train(bank, all, o)
 	bar.done()
 	if err != nil {
@@ -112,18 +123,25 @@ func runTrain(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "wrote %s (%s, K=%d, Lw=%d, %d samples, %d EM iterations, logL %.6g, BIC %.6g) and %s in %s\n",
 		*out, o.Name(), m.Params.K, m.Params.Lw, res.N, res.Iterations, res.LogL, res.BIC, cardPath, time.Since(start).Round(time.Second))
 	if xf.profile > 0 {
-		path := strings.TrimSuffix(*out, ".gllim") + "-profile.gllim"
-		x, err := trainExpert(m, bank, all, o, xf)
-		bar.done()
-		if err != nil {
-			return err
-		}
-		if err := writeModelFile(path, x, bank, all, enc, *fileVersion); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "wrote %s: profile expert of |yaw| ≥ %g (K=%d, %d members), answering from the model's |yaw| ≥ %g\n",
-			path, xf.profile, x.Params.K, len(x.Members)+1, xf.gate)
+		return writeExpert(stdout, *out, m, bank, all, o, xf, enc, *fileVersion, bar)
 	}
+	return nil
+}
+
+// writeExpert trains the profile expert of the model m at out and writes
+// it beside it (MODEL-profile.gllim).
+func writeExpert(stdout io.Writer, out string, m *gllim.Model, bank *headpose.Bank, all []int, o headpose.Options, xf expertFlags, enc gllim.Encoding, v int, bar *progressBar) error {
+	path := strings.TrimSuffix(out, ".gllim") + "-profile.gllim"
+	x, err := trainExpert(m, bank, all, o, xf)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	if err := writeModelFile(path, x, bank, all, enc, v); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: profile expert of |yaw| ≥ %g (K=%d, %d members), answering from the model's |yaw| ≥ %g with weight %g\n",
+		path, xf.profile, x.Params.K, len(x.Members)+1, xf.gate, xf.weight)
 	return nil
 }
 
