@@ -470,18 +470,42 @@ func (p Problems) Error() string {
 
 // Validate checks every field and returns all the problems as Problems.
 func (c Config) Validate() error {
-	p := badFloats(reflect.ValueOf(c), "")
-	bad := func(field, format string, args ...any) {
-		p = append(p, field+": "+fmt.Sprintf(format, args...))
+	p := problems(badFloats(reflect.ValueOf(c), ""))
+	p.device(c.Device)
+	p.source(c.Source)
+	p.model(c.Model)
+	p.detect(c.Detect)
+	p.track(c.Track)
+	p.mqtt(c.MQTT)
+	p.zones(c.Zones, c.Primary)
+	p.zero(c.Zero)
+	p.logAndListen(c)
+	if len(p) > 0 {
+		return Problems(p)
 	}
-	if c.Device != "" && !deviceID.MatchString(c.Device) {
-		d := c.Device
-		if len(d) > 80 {
-			d = d[:80] + "…"
+	return nil
+}
+
+// problems collects Validate's findings, one per field.
+type problems Problems
+
+func (p *problems) bad(field, format string, args ...any) {
+	*p = append(*p, field+": "+fmt.Sprintf(format, args...))
+}
+
+func (p *problems) device(d string) {
+	bad := p.bad
+	if d != "" && !deviceID.MatchString(d) {
+		v := d
+		if len(v) > 80 {
+			v = v[:80] + "…"
 		}
-		bad("device", "%q: want 1 to 64 letters, digits, '_' or '-' (it is part of MQTT topics and Home Assistant ids)", d)
+		bad("device", "%q: want 1 to 64 letters, digits, '_' or '-' (it is part of MQTT topics and Home Assistant ids)", v)
 	}
-	s := c.Source
+}
+
+func (p *problems) source(s Source) {
+	bad := p.bad
 	if s.Path == "" {
 		bad("source.path", "is empty: give a /dev/video device, an image folder or a video file")
 	}
@@ -518,26 +542,36 @@ func (c Config) Validate() error {
 	if s.Reopen <= 0 || s.ReopenMax < s.Reopen {
 		bad("source.reopen", "%v (max %v): want 0 < reopen ≤ reopen_max", s.Reopen, s.ReopenMax)
 	}
-	if c.Model.Iterations < 1 || c.Model.Iterations > 20 {
-		bad("model.iterations", "%d is not in [1, 20]", c.Model.Iterations)
+}
+
+func (p *problems) model(m Model) {
+	bad := p.bad
+	if m.Iterations < 1 || m.Iterations > 20 {
+		bad("model.iterations", "%d is not in [1, 20]", m.Iterations)
 	}
-	if !(c.Model.Eps >= 0) {
-		bad("model.eps", "%g is not a number ≥ 0", c.Model.Eps)
+	if !(m.Eps >= 0) {
+		bad("model.eps", "%g is not a number ≥ 0", m.Eps)
 	}
-	if !(c.Model.Gain > 0 && c.Model.Gain <= 1) {
-		bad("model.gain", "%g is not in (0, 1]", c.Model.Gain)
+	if !(m.Gain > 0 && m.Gain <= 1) {
+		bad("model.gain", "%g is not in (0, 1]", m.Gain)
 	}
-	if t := c.Model.Temperature; t != 0 && !(t >= 1 && t <= gllim.MaxTemperature) {
+	if t := m.Temperature; t != 0 && !(t >= 1 && t <= gllim.MaxTemperature) {
 		bad("model.temperature", "%g is not 0 (the model's) or in [1, %g]", t, float64(gllim.MaxTemperature))
 	}
-	d := c.Detect
-	for _, p := range d.Params().Problems() {
-		bad("detect."+p.Field, "%s", p.Why)
+}
+
+func (p *problems) detect(d Detect) {
+	bad := p.bad
+	for _, q := range d.Params().Problems() {
+		bad("detect."+q.Field, "%s", q.Why)
 	}
 	if d.Every < 1 {
 		bad("detect.every", "%d: want at least 1 (every frame)", d.Every)
 	}
-	t := c.Track
+}
+
+func (p *problems) track(t Track) {
+	bad := p.bad
 	if t.MaxFaces < 1 || t.MaxFaces > 64 {
 		bad("track.max_faces", "%d is not in [1, 64]", t.MaxFaces)
 	}
@@ -553,7 +587,10 @@ func (c Config) Validate() error {
 	if t.MaxStd <= 0 {
 		bad("track.max_std", "%g is not positive", t.MaxStd)
 	}
-	m := c.MQTT
+}
+
+func (p *problems) mqtt(m MQTT) {
+	bad := p.bad
 	if m.Broker != "embedded" && m.Broker != "" {
 		u, err := url.Parse(m.Broker)
 		switch {
@@ -600,45 +637,57 @@ func (c Config) Validate() error {
 	if m.Password != "" && m.PasswordFile != "" {
 		bad("mqtt.password_file", "give password or password_file, not both")
 	}
+}
+
+func (p *problems) zones(z Zones, primary Primary) {
+	bad := p.bad
 	rect := func(field string, r []float64) {
 		// Written so that NaN fails.
 		if len(r) != 4 || !(r[0] >= 0 && r[1] >= 0 && r[2] > r[0] && r[3] > r[1] && r[2] < 1e6 && r[3] < 1e6) {
 			bad(field, "%v: want [x1, y1, x2, y2] with 0 ≤ x1 < x2 and 0 ≤ y1 < y2 (pixels)", r)
 		}
 	}
-	if c.Zones.Detect != nil {
-		rect("zones.detect", c.Zones.Detect)
+	if z.Detect != nil {
+		rect("zones.detect", z.Detect)
 	}
-	for name, r := range c.Zones.Named {
+	for name, r := range z.Named {
 		if !deviceID.MatchString(name) {
 			bad("zones.named", "%q: a zone name is 1–64 of [A-Za-z0-9_-]", name)
 		}
 		rect("zones.named."+name, r)
 	}
-	switch c.Primary.Mode {
+	switch primary.Mode {
 	case "largest":
 	case "nearest":
-		if p := c.Primary.Point; len(p) != 2 || !(p[0] >= 0 && p[1] >= 0 && p[0] < 1e6 && p[1] < 1e6) {
-			bad("primary.point", "%v: want [x, y] in pixels for mode nearest", c.Primary.Point)
+		if p := primary.Point; len(p) != 2 || !(p[0] >= 0 && p[1] >= 0 && p[0] < 1e6 && p[1] < 1e6) {
+			bad("primary.point", "%v: want [x, y] in pixels for mode nearest", primary.Point)
 		}
 	case "zone":
-		if _, ok := c.Zones.Named[c.Primary.Zone]; !ok {
-			bad("primary.zone", "%q is not a named zone (zones.named)", c.Primary.Zone)
+		if _, ok := z.Named[primary.Zone]; !ok {
+			bad("primary.zone", "%q is not a named zone (zones.named)", primary.Zone)
 		}
 	default:
-		bad("primary.mode", "%q is not largest, nearest or zone", c.Primary.Mode)
+		bad("primary.mode", "%q is not largest, nearest or zone", primary.Mode)
 	}
+}
+
+func (p *problems) zero(z Zero) {
+	bad := p.bad
 	for _, a := range []struct {
 		f string
 		v float64
-	}{{"zero.yaw", c.Zero.Yaw}, {"zero.pitch", c.Zero.Pitch}, {"zero.roll", c.Zero.Roll}} {
+	}{{"zero.yaw", z.Yaw}, {"zero.pitch", z.Pitch}, {"zero.roll", z.Roll}} {
 		if !(a.v >= -180 && a.v <= 180) {
 			bad(a.f, "%g is not an angle in [−180, 180]", a.v)
 		}
 	}
-	if !(c.Zero.Seconds > 0 && c.Zero.Seconds <= 60) {
-		bad("zero.seconds", "%g: want more than 0 and at most 60", c.Zero.Seconds)
+	if !(z.Seconds > 0 && z.Seconds <= 60) {
+		bad("zero.seconds", "%g: want more than 0 and at most 60", z.Seconds)
 	}
+}
+
+func (p *problems) logAndListen(c Config) {
+	bad := p.bad
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -655,8 +704,4 @@ func (c Config) Validate() error {
 	if err := checkListen(c.MQTT.Listen); err != nil {
 		bad("mqtt.listen", "%v", err)
 	}
-	if len(p) > 0 {
-		return p
-	}
-	return nil
 }
