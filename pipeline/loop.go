@@ -139,15 +139,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	l.State.Schema, l.State.Status, l.State.Faces = publish.SchemaVersion, l.status(), 0
 	l.State.Zero = l.Neutral.State()
 	l.Publisher.Retain(publish.TopicState, l.State)
-	defer func() {
-		// What stays retained after posed stops must agree with
-		// "available: offline": no faces seen, the camera not in use.
-		l.State.Status, l.State.Faces = "stopped", 0
-		l.Publisher.NoFaces()
-		l.Publisher.Retain(publish.TopicState, l.State)
-		l.Publisher.Retain(publish.TopicCamera, publish.CameraMsg{Schema: publish.SchemaVersion, Device: l.State.Device,
-			Camera: l.State.Camera, Status: "offline", Error: "posed stopped", Changed: time.Now()})
-	}()
+	defer l.stopped()
 
 	l.free = []*device.Frame{{}, {}, {}}
 	l.ready = make(chan struct{}, 1)
@@ -179,8 +171,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 	met := l.Metrics
 	var lastDog int64
-	lastStats := time.Now()
-	var lastProcessed uint64
+	st := statsMark{at: time.Now()}
 	for {
 		select {
 		case <-ctx.Done():
@@ -196,30 +187,11 @@ func (l *Loop) Run(ctx context.Context) error {
 			}
 			return err
 		case <-l.ready:
-			f := l.take()
-			switch {
-			case f == nil:
-			case l.Control.Detecting():
-				met.Paused.Store(false)
-				l.process(f)
-			default:
-				// Paused: the frame is dropped unseen, but it came, so the
-				// watchdog and /healthz still hear the loop turn.
-				met.Paused.Store(true)
-				met.LastFrame.Store(time.Now().UnixNano())
-				l.release(f)
-				l.pause()
-			}
+			l.next()
 		case <-l.camSeen:
 			l.publishCamera()
 		case <-l.Control.Changed():
-			if !l.Control.Detecting() {
-				l.pause()
-			}
-			if s, z := l.status(), l.Neutral.State(); s != l.State.Status || z != l.State.Zero {
-				l.State.Status, l.State.Zero = s, z
-				l.Publisher.Retain(publish.TopicState, l.State)
-			}
+			l.controlChanged()
 		case <-dog:
 			// The watchdog says the process is alive and its loops turn:
 			// frames are flowing (processed, or skipped while paused), or
@@ -233,16 +205,72 @@ func (l *Loop) Run(ctx context.Context) error {
 				notify("WATCHDOG=1")
 			}
 		case now := <-statsEvery.C:
-			p := met.FramesProcessed.Load()
-			l.Publisher.Stats(publish.StatsMsg{
-				UptimeS: round3(now.Sub(met.Started).Seconds()), FramesIn: met.FramesIn.Load(), FramesProcessed: p,
-				FramesDropped: met.FramesDropped.Load(), FramesBad: met.FramesBad.Load(),
-				FPS: round3(float64(p-lastProcessed) / now.Sub(lastStats).Seconds()), Faces: met.Faces.Load(),
-				LatencyP50Ms: round3(1000 * met.Stages[metrics.StageLatency].Median()),
-			})
-			lastStats, lastProcessed = now, p
+			st = l.stats(now, st)
 		}
 	}
+}
+
+// stopped publishes, as the loop ends, what must stay retained after posed
+// stops and agree with "available: offline": no faces seen, the camera not
+// in use.
+func (l *Loop) stopped() {
+	l.State.Status, l.State.Faces = "stopped", 0
+	l.Publisher.NoFaces()
+	l.Publisher.Retain(publish.TopicState, l.State)
+	l.Publisher.Retain(publish.TopicCamera, publish.CameraMsg{Schema: publish.SchemaVersion, Device: l.State.Device,
+		Camera: l.State.Camera, Status: "offline", Error: "posed stopped", Changed: time.Now()})
+}
+
+// next processes the pending frame, or, while the privacy switch is off,
+// drops it unseen: it came, so the watchdog and /healthz still hear the
+// loop turn.
+func (l *Loop) next() {
+	f := l.take()
+	met := l.Metrics
+	switch {
+	case f == nil:
+	case l.Control.Detecting():
+		met.Paused.Store(false)
+		l.process(f)
+	default:
+		met.Paused.Store(true)
+		met.LastFrame.Store(time.Now().UnixNano())
+		l.release(f)
+		l.pause()
+	}
+}
+
+// controlChanged follows a command: the switch turned off says the faces
+// went; a changed status or neutral pose is published in the state.
+func (l *Loop) controlChanged() {
+	if !l.Control.Detecting() {
+		l.pause()
+	}
+	if s, z := l.status(), l.Neutral.State(); s != l.State.Status || z != l.State.Zero {
+		l.State.Status, l.State.Zero = s, z
+		l.Publisher.Retain(publish.TopicState, l.State)
+	}
+}
+
+// statsMark is when the last statistics went out, and the frames
+// processed then.
+type statsMark struct {
+	at        time.Time
+	processed uint64
+}
+
+// stats publishes the statistics at now, the rate over the time since
+// last; it returns the mark for the next.
+func (l *Loop) stats(now time.Time, last statsMark) statsMark {
+	met := l.Metrics
+	p := met.FramesProcessed.Load()
+	l.Publisher.Stats(publish.StatsMsg{
+		UptimeS: round3(now.Sub(met.Started).Seconds()), FramesIn: met.FramesIn.Load(), FramesProcessed: p,
+		FramesDropped: met.FramesDropped.Load(), FramesBad: met.FramesBad.Load(),
+		FPS: round3(float64(p-last.processed) / now.Sub(last.at).Seconds()), Faces: met.Faces.Load(),
+		LatencyP50Ms: round3(1000 * met.Stages[metrics.StageLatency].Median()),
+	})
+	return statsMark{at: now, processed: p}
 }
 
 // dropBad counts a frame the source could not deliver (undecodable or of
