@@ -22,10 +22,10 @@ MODEL_FLAGS := -data $(DATA)/pointing04,$(DATA)/aflw2000 -variant pose-bb -lw 2 
 	-angles yaw,pitch,roll -zero-roll -shifts 2 -flip aflw2000 -yaw-boxes -augment camera:1 -augment-sets aflw2000 \
 	-members $(MEMBERS) -cache $(CACHE)
 # The profile expert beside it (models/default-profile.gllim): the faces
-# with |yaw| ≥ 30, mirrored to turn one way, an ensemble of 2 with K = 24
+# with |yaw| ≥ 30, mirrored to turn one way, an ensemble of 2 with K = 21
 # (the model and the expert within 6 MiB with the cascades), answering
 # with weight 0.7 where the model finds |yaw| ≥ 40 (models/default.md).
-PROFILE_FLAGS := -profile 30 -profile-gate 40 -profile-members 2 -profile-k 24 -profile-weight 0.7
+PROFILE_FLAGS := -profile 30 -profile-gate 40 -profile-members 2 -profile-k 21 -profile-weight 0.7
 
 # Debian packages: version from a v* tag, else 0.0~git<commit time>.<commit>.
 DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo "$${v\#v}" | tr - + || \
@@ -169,6 +169,7 @@ install: build
 	install -D -m 0755 bin/posed $(DESTDIR)$(PREFIX)/bin/posed
 	install -D -m 0755 bin/posectl $(DESTDIR)$(PREFIX)/bin/posectl
 	install -D -m 0644 models/default.gllim $(DESTDIR)$(PREFIX)/share/posed/default.gllim
+	install -D -m 0644 models/default-profile.gllim $(DESTDIR)$(PREFIX)/share/posed/default-profile.gllim
 	install -D -m 0644 models/default.md $(DESTDIR)$(PREFIX)/share/posed/default.md
 	install -D -m 0644 systemd/posed.sysusers $(DESTDIR)/usr/lib/sysusers.d/posed.conf
 	install -d -m 0750 $(DESTDIR)/etc/posed

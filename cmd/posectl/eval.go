@@ -205,7 +205,7 @@ func runEval(args []string, stdout io.Writer) error {
 			title += fmt.Sprintf(", %d members", o.Members)
 		}
 		if expert != nil {
-			title += fmt.Sprintf(", profile expert |yaw| ≥ %g (K=%d, %d members) from %g, weight %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), expert.Gate, expert.Weight)
+			title += fmt.Sprintf(", profile expert of heads turned %g°+ (K=%d, %d members) from %g°, weight %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), expert.Gate, max(expert.Weight, 0))
 			if expert.Outputs != nil {
 				title += " for " + strings.Join(expert.Outputs, ",")
 			}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgepose/posed/config"
 )
 
 // make install leaves the configuration (which may hold an MQTT password)
@@ -29,6 +31,7 @@ func TestInstallPermissions(t *testing.T) {
 			{"etc/posed/posed.yaml", 0o640},
 			{"usr/bin/posed", 0o755},
 			{"usr/share/posed/default.gllim", 0o644},
+			{"usr/share/posed/default-profile.gllim", 0o644},
 			{"usr/lib/sysusers.d/posed.conf", 0o644},
 			{"usr/lib/tmpfiles.d/posed.conf", 0o644},
 			{"lib/systemd/system/posed.service", 0o644},
@@ -95,4 +98,30 @@ func TestTemplateUnitMatches(t *testing.T) {
 	if !strings.Contains(string(one), "ExecReload=/bin/kill -HUP $MAINPID") {
 		t.Error("posed.service has no ExecReload sending SIGHUP")
 	}
+}
+
+// What posed ships of learnt data — the model, its profile expert and the
+// cascades — fits in 6 MiB together (the budget of a small board's
+// image), and the model and expert load as a pair.
+func TestShippedDataWithinBudget(t *testing.T) {
+	total := int64(0)
+	for _, f := range []string{"models/default.gllim", "models/default-profile.gllim", "infer/detect/cascade/facefinder", "infer/detect/cascade/turned"} {
+		st, err := os.Stat(filepath.Join("..", "..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += st.Size()
+	}
+	if total > 6<<20 {
+		t.Errorf("model, expert and cascades weigh %d bytes, more than 6 MiB", total)
+	}
+	cfg := config.Default().Model
+	cfg.Path = filepath.Join("..", "..", "models", "default.gllim")
+	if cfg.ExpertPath() == "" {
+		t.Fatal("the default model's expert is not found beside it")
+	}
+	if _, _, err := newEstimator(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d bytes of %d", total, 6<<20)
 }
