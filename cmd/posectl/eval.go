@@ -14,79 +14,80 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/headpose"
 )
 
+// evalFlags are posectl eval's own flags.
+type evalFlags struct {
+	data                           dataFlags
+	mf                             modelFlags
+	df                             detectFlags
+	rf                             refineListFlags
+	xf                             expertFlags
+	cache                          *string
+	protocol, modelPath, condition string
+	set, perFace, sweep, plot      string
+	card, learnT, models           string
+	holdout, splits, folds         int
+	holdoutSeed, testSeed          uint64
+	testSigma, testScale           float64
+	asJSON, asCSV, profileCompare  bool
+}
+
+func (e *evalFlags) register(fs *flag.FlagSet) {
+	e.data.register(fs, dataRoot()+"/pointing04")
+	e.mf.register(fs)
+	e.df.register(fs, 40)
+	e.rf.register(fs)
+	e.xf.register(fs)
+	e.cache = cacheFlag(fs)
+	fs.StringVar(&e.protocol, "protocol", "", "lopo: leave one person of -set out, a model per fold; kfold: -splits folds of -set's persons; holdout: train once, test on -holdout persons of -set")
+	fs.IntVar(&e.holdout, "holdout", 300, "holdout: persons of -set kept for testing")
+	fs.Uint64Var(&e.holdoutSeed, "holdout-seed", 1, "holdout and kfold: seed of the draw of persons")
+	fs.IntVar(&e.splits, "splits", 5, "kfold: number of folds")
+	fs.StringVar(&e.modelPath, "model", "", "evaluate this model on -data (no training)")
+	fs.StringVar(&e.condition, "condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's)")
+	fs.IntVar(&e.folds, "folds", 0, "lopo and kfold: run only the first N folds")
+	fs.StringVar(&e.set, "set", "pointing04", "lopo, kfold, holdout: the data set whose persons are left out")
+	fs.Float64Var(&e.testSigma, "test-centre-sigma", 0.1, "shifted: σ of test box moves, in box sides")
+	fs.Float64Var(&e.testScale, "test-scale-sigma", 0.1, "shifted: σ of test box log-scale changes")
+	fs.Uint64Var(&e.testSeed, "test-seed", 5, "shifted: seed of the test box moves")
+	fs.BoolVar(&e.asJSON, "json", false, "print one JSON object per evaluation case")
+	fs.BoolVar(&e.asCSV, "csv", false, "print CSV")
+	fs.StringVar(&e.perFace, "per-face", "", "write every test face's truth, prediction, σ and boxes to this CSV file")
+	fs.StringVar(&e.sweep, "sweep-k", "", "lopo: comma-separated K values to compare by BIC and MAE")
+	fs.StringVar(&e.plot, "plot", "", "with -sweep-k: write an SVG plot of BIC and MAE against K")
+	fs.StringVar(&e.card, "card", "", "append the measured accuracy to this model card")
+	fs.StringVar(&e.learnT, "learn-temperature", "", "each fold chooses its temperature among these, as posectl train does, on 20 % of its training persons held out of a second training (cases without -temperature use it)")
+	fs.BoolVar(&e.profileCompare, "profile-compare", false, "with -profile: also measure each case without the expert (the same models)")
+	fs.StringVar(&e.models, "models", "", "keep each fold's trained model in this folder and reuse it when the training settings and images are the same (to measure other test-time settings without training again)")
+}
+
 func runEval(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	var data dataFlags
-	var mf modelFlags
-	var df detectFlags
-	var rf refineListFlags
-	data.register(fs, dataRoot()+"/pointing04")
-	mf.register(fs)
-	df.register(fs, 40)
-	rf.register(fs)
-	cache := cacheFlag(fs)
-	protocol := fs.String("protocol", "", "lopo: leave one person of -set out, a model per fold; kfold: -splits folds of -set's persons; holdout: train once, test on -holdout persons of -set")
-	holdout := fs.Int("holdout", 300, "holdout: persons of -set kept for testing")
-	holdoutSeed := fs.Uint64("holdout-seed", 1, "holdout and kfold: seed of the draw of persons")
-	splits := fs.Int("splits", 5, "kfold: number of folds")
-	modelPath := fs.String("model", "", "evaluate this model on -data (no training)")
-	condition := fs.String("condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's)")
-	folds := fs.Int("folds", 0, "lopo and kfold: run only the first N folds")
-	set := fs.String("set", "pointing04", "lopo, kfold, holdout: the data set whose persons are left out")
-	testSigma := fs.Float64("test-centre-sigma", 0.1, "shifted: σ of test box moves, in box sides")
-	testScale := fs.Float64("test-scale-sigma", 0.1, "shifted: σ of test box log-scale changes")
-	testSeed := fs.Uint64("test-seed", 5, "shifted: seed of the test box moves")
-	asJSON := fs.Bool("json", false, "print one JSON object per evaluation case")
-	asCSV := fs.Bool("csv", false, "print CSV")
-	perFace := fs.String("per-face", "", "write every test face's truth, prediction, σ and boxes to this CSV file")
-	sweep := fs.String("sweep-k", "", "lopo: comma-separated K values to compare by BIC and MAE")
-	plot := fs.String("plot", "", "with -sweep-k: write an SVG plot of BIC and MAE against K")
-	card := fs.String("card", "", "append the measured accuracy to this model card")
-	learnT := fs.String("learn-temperature", "", "each fold chooses its temperature among these, as posectl train does, on 20 % of its training persons held out of a second training (cases without -temperature use it)")
-	profile := fs.Float64("profile", 0, "also train a profile expert per fold on the faces with |yaw| ≥ this (each mirrored to turn one way) and let it answer for turned heads")
-	profileGate := fs.Float64("profile-gate", 40, "with -profile: the model's |yaw| from which the expert answers")
-	profileK := fs.Int("profile-k", 0, "with -profile: the expert's mixture components (0: -k)")
-	profileMembers := fs.Int("profile-members", 1, "with -profile: the expert's ensemble members")
-	profileWeight := fs.Float64("profile-weight", 1, "with -profile: the weight of the expert's answer against the model's (1: it replaces it)")
-	profileOutputs := fs.String("profile-outputs", "", "with -profile: the outputs the expert answers (comma-separated; default all)")
-	profileCompare := fs.Bool("profile-compare", false, "with -profile: also measure each case without the expert (the same models)")
-	models := fs.String("models", "", "keep each fold's trained model in this folder and reuse it when the training settings and images are the same (to measure other test-time settings without training again)")
+	var e evalFlags
+	e.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if (*protocol != "") == (*modelPath != "") {
+	if (e.protocol != "") == (e.modelPath != "") {
 		return fmt.Errorf("%w: give either -protocol lopo|kfold|holdout or -model FILE", errUsage)
 	}
-	switch *protocol {
+	switch e.protocol {
 	case "", "lopo", "kfold", "holdout":
 	default:
-		return fmt.Errorf("%w: -protocol %q is not lopo, kfold or holdout", errUsage, *protocol)
+		return fmt.Errorf("%w: -protocol %q is not lopo, kfold or holdout", errUsage, e.protocol)
 	}
-	settings, err := rf.settings()
+	evals, err := e.cases()
 	if err != nil {
 		return err
 	}
-	var evals []headpose.EvalOptions
-	for _, c := range splitList(*condition) {
-		cond, err := headpose.ParseCondition(c)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
-		}
-		for _, st := range settings {
-			evals = append(evals, headpose.EvalOptions{Condition: cond, Seed: *testSeed, CentreSigma: *testSigma, ScaleSigma: *testScale, Settings: st})
-		}
-	}
-	if len(evals) == 0 {
-		return fmt.Errorf("%w: -condition names no condition", errUsage)
-	}
-	samples, err := data.load()
+	samples, err := e.data.load()
 	if err != nil {
 		return err
 	}
-	det, err := detect.New(df.p)
+	det, err := detect.New(e.df.p)
 	if err != nil {
 		return err
 	}
@@ -95,129 +96,181 @@ func runEval(args []string, stdout io.Writer) error {
 	}
 	bar := newProgressBar()
 	start := time.Now()
-	title := ""
 	var reps []*headpose.Report
 	var bank *headpose.Bank
-	if *modelPath != "" {
-		m, err := gllim.ReadFile(*modelPath)
-		if err != nil {
-			return err
-		}
-		// Test on the kind of face box the model was trained on; a data set's
-		// convention is learnt from its own detections.
-		_, kind, _ := m.Training.Recipe()
-		box := headpose.BoxKind(kind)
-		if box == "" {
-			box = headpose.SquareBox
-		}
-		if bank, err = headpose.NewBank(samples, headpose.BankOptions{Box: box, Detector: det, Cache: *cache}, bar.features); err != nil {
-			return err
-		}
-		bar.done()
-		all := make([]int, len(samples))
-		for i := range all {
-			all[i] = i
-		}
-		for _, eo := range evals {
-			est, err := pose.New(m, eo.Settings)
-			if err != nil {
-				return err
-			}
-			eo.Calibration = detect.CalibrationOf(m.Calibration)
-			rep, err := headpose.Evaluate(est, bank, all, eo)
-			if err != nil {
-				return err
-			}
-			reps = append(reps, rep)
-		}
-		title = fmt.Sprintf("%s on %s", *modelPath, data.dirs)
+	var title string
+	if e.modelPath != "" {
+		reps, bank, title, err = e.modelFile(samples, det, evals, bar)
 	} else {
-		o, err := mf.options(bar.em)
+		reps, bank, title, err = e.crossValidate(stdout, samples, det, evals, bar)
+	}
+	if err != nil || reps == nil {
+		return err
+	}
+	return e.report(stdout, args, reps, bank, title, time.Since(start).Round(time.Second))
+}
+
+// cases are the evaluation cases asked for: every condition × refinement
+// setting.
+func (e *evalFlags) cases() ([]headpose.EvalOptions, error) {
+	settings, err := e.rf.settings()
+	if err != nil {
+		return nil, err
+	}
+	var evals []headpose.EvalOptions
+	for _, c := range splitList(e.condition) {
+		cond, err := headpose.ParseCondition(c)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
-		bo, err := mf.bankOptions(det, *cache)
+		for _, st := range settings {
+			evals = append(evals, headpose.EvalOptions{Condition: cond, Seed: e.testSeed, CentreSigma: e.testSigma, ScaleSigma: e.testScale, Settings: st})
+		}
+	}
+	if len(evals) == 0 {
+		return nil, fmt.Errorf("%w: -condition names no condition", errUsage)
+	}
+	return evals, nil
+}
+
+// modelFile measures the model of -model on every image of -data, on the
+// kind of face box it was trained on (a data set's convention learnt from
+// its own detections).
+func (e *evalFlags) modelFile(samples []dataset.Sample, det *detect.Detector, evals []headpose.EvalOptions, bar *progressBar) ([]*headpose.Report, *headpose.Bank, string, error) {
+	m, err := gllim.ReadFile(e.modelPath)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	_, kind, _ := m.Training.Recipe()
+	box := headpose.BoxKind(kind)
+	if box == "" {
+		box = headpose.SquareBox
+	}
+	bank, err := headpose.NewBank(samples, headpose.BankOptions{Box: box, Detector: det, Cache: *e.cache}, bar.features)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	bar.done()
+	all := make([]int, len(samples))
+	for i := range all {
+		all[i] = i
+	}
+	var reps []*headpose.Report
+	for _, eo := range evals {
+		est, err := pose.New(m, eo.Settings)
 		if err != nil {
-			return err
+			return nil, nil, "", err
 		}
-		if bank, err = headpose.NewBank(samples, bo, bar.features); err != nil {
-			return err
-		}
-		bar.done()
-		for _, c := range headpose.ConventionSets(bank.Conventions) {
-			fmt.Fprintf(os.Stderr, "box convention %s\n", bank.Conventions[c])
-		}
-		temps, err := parseFloats(*learnT)
+		eo.Calibration = detect.CalibrationOf(m.Calibration)
+		rep, err := headpose.Evaluate(est, bank, all, eo)
 		if err != nil {
-			return err
+			return nil, nil, "", err
 		}
-		var expert *headpose.Expert
-		if *profile > 0 {
-			xo := o
-			xo.Profile, xo.Members = *profile, *profileMembers
-			if *profileK > 0 {
-				xo.EM.K = *profileK
-			}
-			expert = &headpose.Expert{Train: xo, Gate: *profileGate, Weight: *profileWeight, Outputs: splitList(*profileOutputs)}
-			if *profileCompare {
-				for _, e := range evals[:len(evals):len(evals)] {
-					e.NoExpert = true
-					evals = append(evals, e)
-				}
-			}
+		reps = append(reps, rep)
+	}
+	return reps, bank, fmt.Sprintf("%s on %s", e.modelPath, e.data.dirs), nil
+}
+
+// crossValidate trains and measures a model per fold (with its profile
+// expert under -profile) by -protocol, or sweeps K (-sweep-k, which
+// prints its own report and returns no reports).
+func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, det *detect.Detector, evals []headpose.EvalOptions, bar *progressBar) ([]*headpose.Report, *headpose.Bank, string, error) {
+	o, err := e.mf.options(bar.em)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	bo, err := e.mf.bankOptions(det, *e.cache)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	bank, err := headpose.NewBank(samples, bo, bar.features)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	bar.done()
+	for _, c := range headpose.ConventionSets(bank.Conventions) {
+		fmt.Fprintf(os.Stderr, "box convention %s\n", bank.Conventions[c])
+	}
+	temps, err := parseFloats(e.learnT)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var expert *headpose.Expert
+	if x := e.xf; x.profile > 0 {
+		xo := o
+		xo.Profile, xo.Members = x.profile, x.members
+		if x.k > 0 {
+			xo.EM.K = x.k
 		}
-		lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: *set, Folds: *folds, Models: *models, Temperatures: temps, Expert: expert,
-			Progress: func(done, total int, f headpose.Fold) {
-				bar.done()
-				var parts []string
-				for _, r := range f.Reports {
-					parts = append(parts, r.Case+": "+r.Summary())
-				}
-				learnt := ""
-				if f.Temperature != 0 {
-					learnt = fmt.Sprintf(", temperature %g learnt", f.Temperature)
-				}
-				fmt.Fprintf(os.Stderr, "fold %d/%d (held out: %s), %d EM iterations%s, %s\n  %s\n", done, total, f.Subject, f.Iterations,
-					learnt, f.Elapsed.Round(time.Second), strings.Join(parts, "\n  "))
-			}}
-		if *sweep != "" {
-			ks, err := parseInts(*sweep)
-			if err != nil {
-				return err
-			}
-			return sweepK(stdout, bank, lo, ks, *plot)
-		}
-		switch *protocol {
-		case "holdout":
-			reps, _, err = headpose.Holdout(bank, lo, *holdout, *holdoutSeed)
-			title = fmt.Sprintf("%s, K=%d, %d of %s held out", o.Name(), o.EM.K, *holdout, *set)
-		case "kfold":
-			reps, _, err = headpose.KFold(bank, lo, *splits, *holdoutSeed)
-			title = fmt.Sprintf("%s, K=%d, %d-fold on %s", o.Name(), o.EM.K, *splits, *set)
-		default:
-			reps, _, err = headpose.LOPO(bank, lo)
-			title = fmt.Sprintf("%s, K=%d, LOPO on %s", o.Name(), o.EM.K, *set)
-		}
-		if err != nil {
-			return err
-		}
-		if o.Members > 1 {
-			title += fmt.Sprintf(", %d members", o.Members)
-		}
-		if expert != nil {
-			title += fmt.Sprintf(", profile expert of heads turned %g°+ (K=%d, %d members) from %g°, weight %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), expert.Gate, max(expert.Weight, 0))
-			if expert.Outputs != nil {
-				title += " for " + strings.Join(expert.Outputs, ",")
+		expert = &headpose.Expert{Train: xo, Gate: x.gate, Weight: x.weight, Outputs: splitList(x.outputs)}
+		if e.profileCompare {
+			for _, c := range evals[:len(evals):len(evals)] {
+				c.NoExpert = true
+				evals = append(evals, c)
 			}
 		}
 	}
-	took := time.Since(start).Round(time.Second)
+	lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: e.set, Folds: e.folds, Models: e.models, Temperatures: temps, Expert: expert,
+		Progress: func(done, total int, f headpose.Fold) { bar.done(); printFold(done, total, f) }}
+	if e.sweep != "" {
+		ks, err := parseInts(e.sweep)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return nil, nil, "", sweepK(stdout, bank, lo, ks, e.plot)
+	}
+	var reps []*headpose.Report
+	var title string
+	switch e.protocol {
+	case "holdout":
+		reps, _, err = headpose.Holdout(bank, lo, e.holdout, e.holdoutSeed)
+		title = fmt.Sprintf("%s, K=%d, %d of %s held out", o.Name(), o.EM.K, e.holdout, e.set)
+	case "kfold":
+		reps, _, err = headpose.KFold(bank, lo, e.splits, e.holdoutSeed)
+		title = fmt.Sprintf("%s, K=%d, %d-fold on %s", o.Name(), o.EM.K, e.splits, e.set)
+	default:
+		reps, _, err = headpose.LOPO(bank, lo)
+		title = fmt.Sprintf("%s, K=%d, LOPO on %s", o.Name(), o.EM.K, e.set)
+	}
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if o.Members > 1 {
+		title += fmt.Sprintf(", %d members", o.Members)
+	}
+	if expert != nil {
+		title += fmt.Sprintf(", profile expert of heads turned %g°+ (K=%d, %d members) from %g°, weight %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), expert.Gate, max(expert.Weight, 0))
+		if expert.Outputs != nil {
+			title += " for " + strings.Join(expert.Outputs, ",")
+		}
+	}
+	return reps, bank, title, nil
+}
+
+// printFold says how a fold went, on standard error.
+func printFold(done, total int, f headpose.Fold) {
+	var parts []string
+	for _, r := range f.Reports {
+		parts = append(parts, r.Case+": "+r.Summary())
+	}
+	learnt := ""
+	if f.Temperature != 0 {
+		learnt = fmt.Sprintf(", temperature %g learnt", f.Temperature)
+	}
+	fmt.Fprintf(os.Stderr, "fold %d/%d (held out: %s), %d EM iterations%s, %s\n  %s\n", done, total, f.Subject, f.Iterations,
+		learnt, f.Elapsed.Round(time.Second), strings.Join(parts, "\n  "))
+}
+
+// report prints the reports (markdown, JSON or CSV), writes the per-face
+// rows and appends them to the model card, as asked.
+func (e *evalFlags) report(stdout io.Writer, args []string, reps []*headpose.Report, bank *headpose.Bank, title string, took time.Duration) error {
 	for _, rep := range reps {
 		detected := strings.HasPrefix(rep.Case, string(headpose.Detected))
+		var err error
 		switch {
-		case *asJSON:
+		case e.asJSON:
 			err = rep.JSON(stdout, detected)
-		case *asCSV:
+		case e.asCSV:
 			rep.CSV(stdout)
 		default:
 			rep.Markdown(stdout, title+", "+rep.Case)
@@ -229,26 +282,26 @@ func runEval(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if *perFace != "" {
-		if err := writePerFace(*perFace, reps, bank); err != nil {
+	if e.perFace != "" {
+		if err := writePerFace(e.perFace, reps, bank); err != nil {
 			return err
 		}
 	}
-	if *card != "" {
-		f, err := os.OpenFile(*card, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(f, "`posectl eval %s` (%s)\n\n", strings.Join(args, " "), took)
-		for _, rep := range reps {
-			rep.Markdown(f, title+", "+rep.Case)
-			fmt.Fprintln(f)
-			rep.YawTable(f)
-			fmt.Fprintf(f, "\n%s: %s\n\n", rep.Case, rep.Summary())
-		}
-		return f.Close()
+	if e.card == "" {
+		return nil
 	}
-	return nil
+	f, err := os.OpenFile(e.card, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, "`posectl eval %s` (%s)\n\n", strings.Join(args, " "), took)
+	for _, rep := range reps {
+		rep.Markdown(f, title+", "+rep.Case)
+		fmt.Fprintln(f)
+		rep.YawTable(f)
+		fmt.Fprintf(f, "\n%s: %s\n\n", rep.Case, rep.Summary())
+	}
+	return f.Close()
 }
 
 // writePerFace writes every report's faces to one CSV file.

@@ -204,7 +204,7 @@ type expertFlags struct {
 }
 
 func (x *expertFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&x.profile, "profile", 0, "also train a profile expert (MODEL-profile.gllim) on the faces with |yaw| ≥ this, each mirrored to turn one way; the daemon hands it the faces the model finds turned past -profile-gate")
+	fs.Float64Var(&x.profile, "profile", 0, "also train a profile expert on the faces with |yaw| ≥ this, each mirrored to turn one way (train: written as MODEL-profile.gllim; eval: one per fold); the daemon hands it the faces the model finds turned past -profile-gate")
 	fs.Float64Var(&x.gate, "profile-gate", 40, "the model's |yaw| from which the expert answers")
 	fs.IntVar(&x.k, "profile-k", 0, "the expert's mixture components (0: -k)")
 	fs.IntVar(&x.members, "profile-members", 1, "the expert's ensemble members")
