@@ -98,16 +98,9 @@ func runCascade(args []string, stdout io.Writer) error {
 	if cd.half < -1 || cd.half > 1 {
 		return fmt.Errorf("%w: -half %d is not -1, 0 or 1", errUsage, cd.half)
 	}
-	for _, kv := range splitList(*setJitter) {
-		k, v, ok := strings.Cut(kv, "=")
-		n, err := strconv.Atoi(v)
-		if !ok || err != nil || n < 1 {
-			return fmt.Errorf("%w: -set-jitter %q: want set=N with N ≥ 1", errUsage, kv)
-		}
-		if jitter.SetN == nil {
-			jitter.SetN = map[string]int{}
-		}
-		jitter.SetN[k] = n
+	var err error
+	if jitter.SetN, err = parseSetCounts(*setJitter); err != nil {
+		return err
 	}
 	view, err := cascade.ParseView(cd.view)
 	if err != nil {
@@ -117,22 +110,9 @@ func runCascade(args []string, stdout io.Writer) error {
 	if o.Checkpoint == "" {
 		o.Checkpoint = *out + ".ckpt"
 	}
-	samples, bank, err := cd.faceBoxes()
+	trainS, imgs, boxes, err := cd.trainingFaces()
 	if err != nil {
 		return err
-	}
-	var trainS []dataset.Sample
-	var trainI []int
-	for i, s := range samples {
-		if cd.half < 0 || cascade.Half(s) == cd.half {
-			trainS = append(trainS, s)
-			trainI = append(trainI, i)
-		}
-	}
-	imgs := make([]*image.Gray, len(trainI))
-	boxes := make([]feature.Box, len(trainI))
-	for k, i := range trainI {
-		imgs[k], boxes[k] = bank.Images[i], bank.FaceBox(i)
 	}
 	faces := cascade.Faces(trainS, imgs, boxes, view, jitter, o.Seed)
 	bg, nPics, err := backgrounds(cd, trainS, imgs, boxes)
@@ -141,17 +121,7 @@ func runCascade(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "view %s, half %d: %d face windows from %d faces (%d faces did not fit their image), %d backgrounds (%d pictures, mirrored and turned, and %d photographs of people)\n",
 		view, cd.half, len(faces.Windows), len(faces.Images), faces.Skipped, len(bg.Images), nPics, len(bg.Images)-4*nPics)
-	o.Progress = func(p cascade.Progress) {
-		if p.StageTrees == 0 {
-			fmt.Fprintf(stdout, "  stage %2d mining: %d negatives, %.3g windows drawn, cascade FPR %.3g (%s)\n",
-				p.Stage+1, p.Negatives, float64(p.Drawn), p.CascadeFPR, p.Elapsed.Round(time.Second))
-			return
-		}
-		if p.Done {
-			fmt.Fprintf(stdout, "stage %2d: %2d trees (%3d in all), stage TPR %.4f FPR %.3f; faces %d, negatives %d; cascade TPR %.3f, FPR %.3g (%.3g windows drawn) %s\n",
-				p.Stage+1, p.StageTrees, p.Trees, p.TPR, p.FPR, p.Faces, p.Negatives, p.CascadeTPR, p.CascadeFPR, float64(p.Drawn), p.Elapsed.Round(time.Second))
-		}
-	}
+	o.Progress = func(p cascade.Progress) { printStage(stdout, p) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	c, err := cascade.Train(ctx, faces.Images, faces.Windows, bg, o)
@@ -167,6 +137,57 @@ func runCascade(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d trees of depth %d, %d bytes\n", *out, c.Trees(), c.Depth, len(b))
 	return nil
+}
+
+// parseSetCounts reads -set-jitter: set=N,… with N ≥ 1 (nil if empty).
+func parseSetCounts(s string) (map[string]int, error) {
+	var out map[string]int
+	for _, kv := range splitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: -set-jitter %q: want set=N with N ≥ 1", errUsage, kv)
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// trainingFaces are the samples of the half trained on (all with -half
+// -1), their images and their face boxes.
+func (cd cascadeData) trainingFaces() ([]dataset.Sample, []*image.Gray, []feature.Box, error) {
+	samples, bank, err := cd.faceBoxes()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var trainS []dataset.Sample
+	var imgs []*image.Gray
+	var boxes []feature.Box
+	for i, s := range samples {
+		if cd.half < 0 || cascade.Half(s) == cd.half {
+			trainS = append(trainS, s)
+			imgs = append(imgs, bank.Images[i])
+			boxes = append(boxes, bank.FaceBox(i))
+		}
+	}
+	return trainS, imgs, boxes, nil
+}
+
+// printStage shows a cascade's training progress: each stage's mining of
+// negatives and, when done, its trees and rates and the cascade's.
+func printStage(w io.Writer, p cascade.Progress) {
+	if p.StageTrees == 0 {
+		fmt.Fprintf(w, "  stage %2d mining: %d negatives, %.3g windows drawn, cascade FPR %.3g (%s)\n",
+			p.Stage+1, p.Negatives, float64(p.Drawn), p.CascadeFPR, p.Elapsed.Round(time.Second))
+		return
+	}
+	if p.Done {
+		fmt.Fprintf(w, "stage %2d: %2d trees (%3d in all), stage TPR %.4f FPR %.3f; faces %d, negatives %d; cascade TPR %.3f, FPR %.3g (%.3g windows drawn) %s\n",
+			p.Stage+1, p.StageTrees, p.Trees, p.TPR, p.FPR, p.Faces, p.Negatives, p.CascadeTPR, p.CascadeFPR, float64(p.Drawn), p.Elapsed.Round(time.Second))
+	}
 }
 
 // backgrounds are the face-free pictures not held out (each also

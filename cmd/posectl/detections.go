@@ -59,31 +59,67 @@ func runDetections(args []string, stdout io.Writer) error {
 	}
 	frames := faceFreeFrames(pics)
 	fmt.Fprintf(stdout, "%d faces; %d face-free 640×480 frames from %d held-out pictures\n\n", len(samples), len(frames), heldOut(pics))
-	type setup struct {
-		name string
-		det  func(half int) *detect.Detector // the detector that measures faces of half
-	}
-	frontal, err := detect.New(cd.df.p)
+	setups, err := detectionSetups(cd, cs, minScores, *shift, *scale)
 	if err != nil {
 		return err
 	}
-	setups := []setup{{"facefinder", func(int) *detect.Detector { return frontal }}}
+	fmt.Fprintf(stdout, "| detector | set | 0–15 | 15–30 | 30–45 | 45–60 | 60–75 | 75–90 | false per photo | false per face-free frame |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, st := range setups {
+		ffp := 0
+		for _, f := range frames {
+			ffp += len(st.det(0).Detect(f))
+		}
+		for _, set := range []string{"pointing04", "aflw2000"} {
+			r, err := measureDetections(st, set, samples, cd.half, len(cs))
+			if err != nil {
+				return err
+			}
+			if r.photos == 0 {
+				continue
+			}
+			row := []string{st.name, set}
+			for b := range r.found {
+				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(r.found[b])/float64(max(r.total[b], 1))))
+			}
+			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos)),
+				fmt.Sprintf("%.3f", float64(ffp)/float64(len(frames))))
+			fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	return nil
+}
+
+// detectionSetup is a detector measured by posectl detections.
+type detectionSetup struct {
+	name string
+	det  func(half int) *detect.Detector // the detector that measures faces of half
+}
+
+// detectionSetups are facefinder alone, then facefinder with the turned
+// cascades at each of minScores; with two cascades (one per half of the
+// persons) the faces of each half are measured by the other half's.
+func detectionSetups(cd cascadeData, cs []*detect.Cascade, minScores []float64, shift, scale float64) ([]detectionSetup, error) {
+	frontal, err := detect.New(cd.df.p)
+	if err != nil {
+		return nil, err
+	}
+	setups := []detectionSetup{{"facefinder", func(int) *detect.Detector { return frontal }}}
 	for _, ms := range minScores {
 		var dets []*detect.Detector
 		for _, c := range cs {
 			p := cd.df.p
-			p.TurnedScore, p.TurnedShift, p.TurnedScale = ms, *shift, *scale
+			p.TurnedScore, p.TurnedShift, p.TurnedScale = ms, shift, scale
 			d, err := detect.NewViews(p, append([]detect.ViewCascade{{View: detect.Frontal, Cascade: detect.Facefinder(), MinScore: p.MinScore}},
 				detect.TurnedViews(c, p)...)...)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			dets = append(dets, d)
 		}
 		if len(dets) == 0 {
 			break
 		}
-		setups = append(setups, setup{fmt.Sprintf("facefinder + turned (score ≥ %g)", ms), func(half int) *detect.Detector {
+		setups = append(setups, detectionSetup{fmt.Sprintf("facefinder + turned (score ≥ %g)", ms), func(half int) *detect.Detector {
 			// The cascade trained on the other half measures this half.
 			if cd.half < 0 || len(dets) == 1 {
 				return dets[0]
@@ -94,63 +130,57 @@ func runDetections(args []string, stdout io.Writer) error {
 			return dets[0]
 		}})
 	}
+	return setups, nil
+}
+
+// detectionCounts are one detector's counts on one data set: faces found
+// and labelled per |yaw| bin (0–15, …, 75–90), false detections, those
+// overlapping the face, and photographs.
+type detectionCounts struct {
+	found, total         [6]int
+	falses, near, photos int
+}
+
+// measureDetections runs st on the photographs of set (the faces of half
+// skipped where a single cascade was trained on them).
+func measureDetections(st detectionSetup, set string, samples []dataset.Sample, half, cascades int) (detectionCounts, error) {
 	bins := []float64{0, 15, 30, 45, 60, 75, 1000}
-	fmt.Fprintf(stdout, "| detector | set | 0–15 | 15–30 | 30–45 | 45–60 | 60–75 | 75–90 | false per photo | false per face-free frame |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, st := range setups {
-		ffp := 0
-		for _, f := range frames {
-			ffp += len(st.det(0).Detect(f))
+	var r detectionCounts
+	for _, s := range samples {
+		if s.Set != set || !s.HasYaw {
+			continue
 		}
-		for _, set := range []string{"pointing04", "aflw2000"} {
-			var found, total [6]int
-			falses, near, photos := 0, 0, 0
-			for _, s := range samples {
-				if s.Set != set || !s.HasYaw {
-					continue
-				}
-				h := cascade.Half(s)
-				if cd.half >= 0 && len(cs) == 1 && h == cd.half {
-					continue // trained on: not measured
-				}
-				g, err := dataset.LoadGray(s.Path)
-				if err != nil {
-					return err
-				}
-				faces := st.det(h).Detect(g)
-				b := 0
-				for b+1 < len(bins)-1 && math.Abs(s.Yaw) >= bins[b+1] {
-					b++
-				}
-				total[b]++
-				hit := false
-				for _, f := range faces {
-					if matches(f.Box, s.Box) {
-						hit = true
-					} else {
-						falses++
-						if overlaps(f.Box, s.Box) {
-							near++
-						}
-					}
-				}
-				if hit {
-					found[b]++
-				}
-				photos++
-			}
-			if photos == 0 {
-				continue
-			}
-			row := []string{st.name, set}
-			for b := range found {
-				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(found[b])/float64(max(total[b], 1))))
-			}
-			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(falses)/float64(photos), float64(near)/float64(photos)),
-				fmt.Sprintf("%.3f", float64(ffp)/float64(len(frames))))
-			fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
+		h := cascade.Half(s)
+		if half >= 0 && cascades == 1 && h == half {
+			continue // trained on: not measured
 		}
+		g, err := dataset.LoadGray(s.Path)
+		if err != nil {
+			return r, err
+		}
+		faces := st.det(h).Detect(g)
+		b := 0
+		for b+1 < len(bins)-1 && math.Abs(s.Yaw) >= bins[b+1] {
+			b++
+		}
+		r.total[b]++
+		hit := false
+		for _, f := range faces {
+			if matches(f.Box, s.Box) {
+				hit = true
+			} else {
+				r.falses++
+				if overlaps(f.Box, s.Box) {
+					r.near++
+				}
+			}
+		}
+		if hit {
+			r.found[b]++
+		}
+		r.photos++
 	}
-	return nil
+	return r, nil
 }
 
 // matches is the rule of ../shared/docs/CASCADES.md: a detection finds a
