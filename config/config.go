@@ -32,17 +32,42 @@ type Config struct {
 	// StateDir is where posed keeps what must outlive a restart (the Home
 	// Assistant entities it announced). Default: $STATE_DIRECTORY, which
 	// systemd sets from the unit's StateDirectory=; "" keeps nothing.
-	StateDir string  `yaml:"state_dir"`
-	Source   Source  `yaml:"source"`
-	Model    Model   `yaml:"model"`
-	Detect   Detect  `yaml:"detect"`
-	Track    Track   `yaml:"track"`
-	Zones    Zones   `yaml:"zones"`
-	Primary  Primary `yaml:"primary"`
-	Zero     Zero    `yaml:"zero"`
-	MQTT     MQTT    `yaml:"mqtt"`
-	Metrics  Metrics `yaml:"metrics"`
-	Log      Log     `yaml:"log"`
+	StateDir  string    `yaml:"state_dir"`
+	Source    Source    `yaml:"source"`
+	Model     Model     `yaml:"model"`
+	Detect    Detect    `yaml:"detect"`
+	Track     Track     `yaml:"track"`
+	Zones     Zones     `yaml:"zones"`
+	Primary   Primary   `yaml:"primary"`
+	Zero      Zero      `yaml:"zero"`
+	Attention Attention `yaml:"attention"`
+	MQTT      MQTT      `yaml:"mqtt"`
+	Metrics   Metrics   `yaml:"metrics"`
+	Log       Log       `yaml:"log"`
+}
+
+// Attention names where each face looks (pipeline/attention).
+type Attention struct {
+	// FOV is the camera's horizontal field of view in degrees: the ray
+	// through a face follows from it (camera-frame targets).
+	FOV    float64       `yaml:"fov"`
+	Margin float64       `yaml:"margin"` // degrees inside a target to enter it, outside to leave it
+	Dwell  time.Duration `yaml:"dwell"`  // a new target must hold this long to count
+	// Camera is the angular radius of the built-in target "camera"
+	// (looking at the device); 0: no such target.
+	Camera  float64                    `yaml:"camera"`
+	Targets map[string]AttentionTarget `yaml:"targets"`
+}
+
+// AttentionTarget is a region of head directions in degrees: yaw and
+// pitch ranges, or a cone [yaw, pitch, radius]; in the frame "neutral"
+// (relative to the person's neutral pose, the default) or "camera" (the
+// camera's frame, corrected by the face's ray: a target fixed in a room).
+type AttentionTarget struct {
+	Yaw   []float64 `yaml:"yaw"`
+	Pitch []float64 `yaml:"pitch"`
+	Cone  []float64 `yaml:"cone"`
+	Frame string    `yaml:"frame"`
 }
 
 // Source is where frames come from.
@@ -359,14 +384,15 @@ func Default() Config {
 			Path: "/dev/video0", Width: 640, Height: 480, FPS: 15, Format: "auto", Buffers: 3,
 			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second, Flip: "none",
 		},
-		Model:   modelDefaults(),
-		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
-		Primary: Primary{Mode: "largest"},
-		Zero:    Zero{Seconds: 3},
-		MQTT:    MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", EmbeddedAnonymous: true, Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant", HAInterval: 5 * time.Second, HADeadband: 1},
-		Metrics: Metrics{Listen: "127.0.0.1:9464"},
-		Log:     Log{Level: "info", Format: "text"},
+		Model:     modelDefaults(),
+		Detect:    Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
+		Track:     Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
+		Primary:   Primary{Mode: "largest"},
+		Zero:      Zero{Seconds: 3},
+		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15},
+		MQTT:      MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", EmbeddedAnonymous: true, Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant", HAInterval: 5 * time.Second, HADeadband: 1},
+		Metrics:   Metrics{Listen: "127.0.0.1:9464"},
+		Log:       Log{Level: "info", Format: "text"},
 	}
 }
 
@@ -479,6 +505,7 @@ func (c Config) Validate() error {
 	p.mqtt(c.MQTT)
 	p.zones(c.Zones, c.Primary)
 	p.zero(c.Zero)
+	p.attention(c.Attention)
 	p.logAndListen(c)
 	if len(p) > 0 {
 		return Problems(p)
@@ -683,6 +710,54 @@ func (p *problems) zero(z Zero) {
 	}
 	if !(z.Seconds > 0 && z.Seconds <= 60) {
 		bad("zero.seconds", "%g: want more than 0 and at most 60", z.Seconds)
+	}
+}
+
+func (p *problems) attention(a Attention) {
+	bad := p.bad
+	if !(a.FOV > 0 && a.FOV < 180) {
+		bad("attention.fov", "%g: want the camera's horizontal field of view, 0 < fov < 180 degrees", a.FOV)
+	}
+	if !(a.Margin >= 0 && a.Margin < 45) {
+		bad("attention.margin", "%g is not in [0, 45) degrees", a.Margin)
+	}
+	if a.Dwell < 0 || a.Dwell > time.Minute {
+		bad("attention.dwell", "%v is not in [0, 1m]", a.Dwell)
+	}
+	if !(a.Camera >= 0 && a.Camera <= 90) {
+		bad("attention.camera", "%g is not in [0, 90] degrees", a.Camera)
+	}
+	for name, t := range a.Targets {
+		f := "attention.targets." + name
+		if !deviceID.MatchString(name) {
+			bad("attention.targets", "%q: a target name is 1–64 of [A-Za-z0-9_-]", name)
+		}
+		if name == "camera" && a.Camera > 0 {
+			bad(f, "camera is the built-in target (looking at the device): name yours otherwise, or set attention.camera: 0")
+		}
+		switch t.Frame {
+		case "", "neutral", "camera":
+		default:
+			bad(f+".frame", "%q is not neutral or camera", t.Frame)
+		}
+		angle := func(v float64) bool { return v >= -180 && v <= 180 }
+		switch {
+		case t.Cone != nil && (t.Yaw != nil || t.Pitch != nil):
+			bad(f, "give yaw and pitch ranges, or a cone, not both")
+		case t.Cone != nil:
+			if len(t.Cone) != 3 || !angle(t.Cone[0]) || !angle(t.Cone[1]) || !(t.Cone[2] > 0 && t.Cone[2] <= 90) {
+				bad(f+".cone", "%v: want [yaw, pitch, radius] in degrees, 0 < radius ≤ 90", t.Cone)
+			}
+		default:
+			for _, r := range []struct {
+				k string
+				v []float64
+			}{{"yaw", t.Yaw}, {"pitch", t.Pitch}} {
+				if len(r.v) != 2 || !angle(r.v[0]) || !angle(r.v[1]) || !(r.v[0] < r.v[1]) {
+					bad(f+"."+r.k, "%v: want [from, to] in degrees, from < to", r.v)
+				}
+			}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@
 //	  → Tracker (infer/track: detection, tracking, pose)
 //	  → zones (pipeline/zones: the zones of each face, the primary face)
 //	  → neutral (pipeline/neutral: angles relative to the neutral pose)
+//	  → attention (pipeline/attention: the target each face looks at)
 //	  → Publisher (publish: MQTT) and the live view (pipeline/web)
 //
 // The processing goroutine is the only one that publishes the frame's
@@ -27,6 +28,7 @@ import (
 
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
@@ -89,6 +91,8 @@ type Loop struct {
 	// Neutral, if not nil and set, makes the published angles relative to
 	// it, and measures it from the primary face when asked.
 	Neutral *neutral.Neutral
+	// Attention, if not nil, says which target each face looks at.
+	Attention *attention.Stage
 	// Lossless makes capture wait for the processing of the frame before
 	// it instead of replacing it, so that every frame is processed: for a
 	// replay that no clock paces (Lossless(config.Source)). A camera's
@@ -453,6 +457,7 @@ func (l *Loop) process(f *device.Frame) {
 	// publisher encodes them.
 	l.msg = publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
 		Faces: l.faceMsgs(faces)}
+	l.Attention.Apply(l.msg.Faces, l.msg.Width, l.msg.Height, f.Time)
 	l.View.Offer(f.Gray, l.msg.Faces)
 	if len(faces) > 0 || l.State.Faces > 0 {
 		l.Publisher.Pose(&l.msg, prim)

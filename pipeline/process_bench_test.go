@@ -11,6 +11,7 @@ import (
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/zones"
@@ -30,8 +31,8 @@ func (t twoFaces) Process(*image.Gray) []track.Face { return t.faces }
 func (twoFaces) Timing() track.Timing               { return track.Timing{Detected: true} }
 
 // BenchmarkProcess is the loop's part of a frame with two faces (zones,
-// a neutral pose, the messages handed over), the tracker and publisher
-// doing nothing.
+// a neutral pose, attention targets, the messages handed over), the
+// tracker and publisher doing nothing.
 func BenchmarkProcess(b *testing.B) {
 	l, f := benchLoop()
 	b.ReportAllocs()
@@ -49,7 +50,13 @@ func benchLoop() (*Loop, *device.Frame) {
 		{ID: 2, Box: feature.Box{X: 400, Y: 100, W: 60, H: 60}, Angles: [3]float64{-50, 3, 0}, Std: [3]float64{4, 5, 6}, Has: [3]bool{true, true, true}},
 	}
 	n := neutral.New("", config.Zero{Yaw: 5, Pitch: 2}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.NewMetrics(), Neutral: n,
+	a := config.Default().Attention
+	a.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}, "tv": {Cone: []float64{30, 0, 10}, Frame: "camera"}}
+	att, err := attention.FromConfig(a)
+	if err != nil {
+		panic(err)
+	}
+	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.NewMetrics(), Neutral: n, Attention: att,
 		Zoning: zones.New(config.Zones{Named: map[string][]float64{"desk": {0, 0, 320, 480}}}, config.Primary{Mode: "largest"})}
 	l.free = []*device.Frame{}
 	f := &device.Frame{Gray: image.NewGray(image.Rect(0, 0, 640, 480)), Time: time.Now()}

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
@@ -37,6 +38,40 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 	}
 	*n = Some(v)
 	return nil
+}
+
+// Label is an optional name of a message: with omitzero it is left out
+// unless On, and it is null unless Known.
+type Label struct {
+	Name      string
+	Known, On bool
+}
+
+// IsZero reports a label that is not there (encoding/json's omitzero).
+func (l Label) IsZero() bool { return !l.On }
+
+// MarshalJSON writes the name, or null.
+func (l Label) MarshalJSON() ([]byte, error) { return appendLabel(nil, l), nil }
+
+// UnmarshalJSON reads a name, or null (there, but not known).
+func (l *Label) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*l = Label{On: true}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*l = Label{Name: s, Known: true, On: true}
+	return nil
+}
+
+func appendLabel(b []byte, l Label) []byte {
+	if !l.Known {
+		return append(b, "null"...)
+	}
+	return appendString(b, l.Name)
 }
 
 // The encoders below write exactly what encoding/json's Marshal writes for
@@ -123,6 +158,14 @@ func appendFace(b []byte, f *FaceMsg) []byte {
 			b = append(b, o.key...)
 			b = appendFloat(b, o.n.V)
 		}
+	}
+	if f.Target.On {
+		b = append(b, `,"target":`...)
+		b = appendLabel(b, f.Target)
+	}
+	if f.Dwell.Set {
+		b = append(b, `,"dwell_s":`...)
+		b = appendFloat(b, f.Dwell.V)
 	}
 	if len(f.Zones) > 0 {
 		b = append(b, `,"zones":[`...)

@@ -43,6 +43,12 @@ func randomPose(rng *rand.Rand) (*PoseMsg, int) {
 		for range rng.IntN(3) {
 			f.Zones = append(f.Zones, str())
 		}
+		switch rng.IntN(3) {
+		case 1:
+			f.Target, f.Dwell = Label{On: true}, Some(num())
+		case 2:
+			f.Target, f.Dwell = Label{Name: str(), Known: true, On: true}, Some(num())
+		}
 		m.Faces = append(m.Faces, f)
 	}
 	return m, rng.IntN(n+1) - 1
@@ -79,7 +85,7 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range m.Faces {
-		if back.Faces[i].Yaw != m.Faces[i].Yaw || back.Faces[i].RawRoll != m.Faces[i].RawRoll {
+		if back.Faces[i].Yaw != m.Faces[i].Yaw || back.Faces[i].RawRoll != m.Faces[i].RawRoll || back.Faces[i].Target != m.Faces[i].Target {
 			t.Errorf("face %d read back %+v, was %+v", i, back.Faces[i], m.Faces[i])
 		}
 	}

@@ -65,10 +65,14 @@ type FaceMsg struct {
 	RollStd  Num        `json:"roll_std,omitzero"`
 	// With a neutral pose (zero) set, Yaw, Pitch and Roll are relative to
 	// it and these are the camera-relative angles.
-	RawYaw   Num      `json:"raw_yaw,omitzero"`
-	RawPitch Num      `json:"raw_pitch,omitzero"`
-	RawRoll  Num      `json:"raw_roll,omitzero"`
-	Zones    []string `json:"zones,omitempty"` // named zones the box centre is in
+	RawYaw   Num `json:"raw_yaw,omitzero"`
+	RawPitch Num `json:"raw_pitch,omitzero"`
+	RawRoll  Num `json:"raw_roll,omitzero"`
+	// Target is the attention target the face looks at (null: none of
+	// them), and Dwell the seconds it has looked there (or at none).
+	Target Label    `json:"target,omitzero"`
+	Dwell  Num      `json:"dwell_s,omitzero"`
+	Zones  []string `json:"zones,omitempty"` // named zones the box centre is in
 }
 
 // PoseMsg is published on <prefix>/<device>/pose.

@@ -21,6 +21,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline"
+	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
@@ -95,12 +96,16 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		defer stop()
 	}
 
+	att, err := attention.FromConfig(cfg.Attention)
+	if err != nil {
+		return err
+	}
 	watchdog, _ := daemon.SdWatchdogEnabled(false) // WATCHDOG_USEC for this pid; 0 if off
 	loop := &pipeline.Loop{
 		Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      publish.StateMsg{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
 		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, View: view, Control: ctl, Neutral: n,
-		Zoning: zones.New(cfg.Zones, cfg.Primary), Lossless: pipeline.Lossless(cfg.Source),
+		Zoning: zones.New(cfg.Zones, cfg.Primary), Lossless: pipeline.Lossless(cfg.Source), Attention: att,
 	}
 	src := pipeline.NewSource(cfg.Source, loop.CameraStatus)
 	defer src.Close()
