@@ -45,6 +45,7 @@ func runPredict(args []string, stdout io.Writer) error {
 	df.register(fs, 40)
 	rf.register(fs)
 	modelPath := fs.String("model", "models/default.gllim", "model file")
+	expertPath := fs.String("expert", "", "the model's profile expert (default: MODEL-profile.gllim beside the model if there is one; none: without)")
 	boxFlag := fs.String("box", "", "x,y,w,h: estimate from this box instead of detecting")
 	drawPath := fs.String("draw", "", "write a PNG with detected (red) and refined (green) boxes and the pose as 3-D axes (one image only)")
 	images, err := parseInterspersed(fs, args)
@@ -73,47 +74,19 @@ func runPredict(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if est, err = withExpert(est, *modelPath, *expertPath); err != nil {
+		return err
+	}
 	det, err := detect.New(df.p)
 	if err != nil {
 		return err
 	}
-	calib := detect.CalibrationOf(m.Calibration)
-	wk := est.NewWorker()
-	enc := json.NewEncoder(stdout)
+	p := predictor{est: est, wk: est.NewWorker(), det: det, calib: detect.CalibrationOf(m.Calibration), fixed: fixed, enc: json.NewEncoder(stdout)}
 	var faceless []string
 	for _, path := range images {
-		img, err := dataset.LoadGray(path)
+		img, starts, results, err := p.image(path)
 		if err != nil {
 			return err
-		}
-		var starts []detect.Face
-		if fixed != nil {
-			starts = []detect.Face{{Box: *fixed}}
-		} else {
-			starts = det.Detect(img)
-		}
-		var results []pose.Result
-		for i, f := range starts {
-			box := f.Box
-			if fixed == nil {
-				box = calib.Apply(f.Box)
-			}
-			r := wk.Estimate(img, box)
-			results = append(results, r)
-			out := faceJSON{Image: path, Face: i, Box: corners(r.Box), Score: f.Score, Iterations: r.Iterations}
-			if fixed == nil {
-				c := corners(f.Box)
-				out.Detected = c[:]
-			}
-			for a, dst := range [][2]**float64{{&out.Yaw, &out.YawStd}, {&out.Pitch, &out.PitchStd}, {&out.Roll, &out.RollStd}} {
-				if est.HasAngle(a) {
-					v, s := round2(r.Angles[a]), round2(r.Std[a])
-					*dst[0], *dst[1] = &v, &s
-				}
-			}
-			if err := enc.Encode(out); err != nil {
-				return err
-			}
 		}
 		if len(starts) == 0 {
 			faceless = append(faceless, path)
@@ -129,6 +102,78 @@ func runPredict(args []string, stdout io.Writer) error {
 			errNoFace, strings.Join(faceless, ", "), len(images), df.p.MinSize, df.p.MinScore)
 	}
 	return nil
+}
+
+// withExpert adds the profile expert at path to est: "" takes the one
+// beside the model if there is one, "none" none.
+func withExpert(est *pose.Estimator, model, path string) (*pose.Estimator, error) {
+	if path == "none" {
+		return est, nil
+	}
+	if path == "" {
+		path = strings.TrimSuffix(model, ".gllim") + "-profile.gllim"
+		if _, err := os.Stat(path); err != nil || path == model {
+			return est, nil
+		}
+	}
+	x, err := gllim.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-expert: %w", err)
+	}
+	xp, err := pose.ExpertOf(x)
+	if err != nil {
+		return nil, fmt.Errorf("-expert: %s: %w", path, err)
+	}
+	return est.WithExpert(xp)
+}
+
+// predictor estimates the faces of images and prints them as JSON lines.
+type predictor struct {
+	est   *pose.Estimator
+	wk    *pose.Worker
+	det   *detect.Detector
+	calib detect.Calibration
+	fixed *feature.Box // the face's box, instead of detecting
+	enc   *json.Encoder
+}
+
+// image prints the faces of the image at path and returns the image, the
+// boxes the estimates started from and the estimates.
+func (p *predictor) image(path string) (*image.Gray, []detect.Face, []pose.Result, error) {
+	img, err := dataset.LoadGray(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var starts []detect.Face
+	if p.fixed != nil {
+		starts = []detect.Face{{Box: *p.fixed}}
+	} else {
+		starts = p.det.Detect(img)
+	}
+	var results []pose.Result
+	for i, f := range starts {
+		box := f.Box
+		if p.fixed == nil {
+			box = p.calib.Apply(f.Box)
+		}
+		r := p.wk.Estimate(img, box)
+		results = append(results, r)
+		out := faceJSON{Image: path, Face: i, Box: corners(r.Box), Score: f.Score, Iterations: r.Iterations}
+		if p.fixed == nil {
+			c := corners(f.Box)
+			out.Detected = c[:]
+		}
+		for a, dst := range [][2]**float64{{&out.Yaw, &out.YawStd}, {&out.Pitch, &out.PitchStd}, {&out.Roll, &out.RollStd}} {
+			if p.est.HasAngle(a) {
+				v, s := round2(r.Angles[a]), round2(r.Std[a])
+				*dst[0], *dst[1] = &v, &s
+			}
+		}
+		if err := p.enc.Encode(out); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return img, starts, results, nil
 }
 
 // errNoFace: the detector found no face in an image (exit status 3, so that

@@ -108,4 +108,12 @@ func TestPredictFlagsAfterImagesAndNoFace(t *testing.T) {
 	if err := runPredict([]string{"-model", model, img, "-no-such-flag"}, &buf); err == nil {
 		t.Error("an unknown flag after the image was accepted")
 	}
+	// The model's profile expert is taken from beside it; a model that is
+	// none is refused as one.
+	if err := runPredict([]string{"-model", model, "-expert", model, img}, &buf); err == nil || !strings.Contains(err.Error(), "not a profile expert") {
+		t.Errorf("a plain model as the expert: %v", err)
+	}
+	if err := runPredict([]string{"-model", model, "-expert", "none", img}, &buf); err != nil {
+		t.Errorf("-expert none: %v", err)
+	}
 }

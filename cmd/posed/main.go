@@ -49,40 +49,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	}
 	// load reads the configuration (again, on SIGHUP) with the flags over it.
 	load := func() (config.Config, error) {
-		cfg := config.Default()
-		if *cfgPath != "" {
-			c, err := config.Load(*cfgPath)
-			if err != nil {
-				return cfg, err
-			}
-			cfg = c
-		}
-		for _, o := range []struct {
-			flag string
-			dst  *string
-		}{{*source, &cfg.Source.Path}, {*broker, &cfg.MQTT.Broker}, {*device, &cfg.Device}, {*model, &cfg.Model.Path}} {
-			if o.flag != "" {
-				*o.dst = o.flag
-			}
-		}
-		if cfg.Device == "" {
-			cfg.Device = config.DefaultDevice()
-		}
-		if cfg.Model.Path == "" {
-			p, err := config.FindModel(config.ModelPlaces())
-			if err != nil {
-				return cfg, err
-			}
-			cfg.Model.Path = p
-		}
-		if cfg.StateDir == "" {
-			// systemd may list several directories, ':'-separated.
-			cfg.StateDir, _, _ = strings.Cut(os.Getenv("STATE_DIRECTORY"), ":")
-		}
-		if err := cfg.Validate(); err != nil {
-			return cfg, fmt.Errorf("config: %w", err)
-		}
-		return cfg, nil
+		return loadConfig(*cfgPath, flagOverrides{*source, *broker, *device, *model})
 	}
 	cfg, err := load()
 	if err != nil {
@@ -119,6 +86,49 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg = *next
 	}
+}
+
+// flagOverrides are the command line's values over the file's ("": none).
+type flagOverrides struct{ source, broker, device, model string }
+
+// loadConfig reads the file at path (the defaults if ""), puts the flags
+// over it, fills in what depends on the machine (the device id, the model
+// found, systemd's state directory) and validates the result.
+func loadConfig(path string, o flagOverrides) (config.Config, error) {
+	cfg := config.Default()
+	if path != "" {
+		c, err := config.Load(path)
+		if err != nil {
+			return cfg, err
+		}
+		cfg = c
+	}
+	for _, f := range []struct {
+		flag string
+		dst  *string
+	}{{o.source, &cfg.Source.Path}, {o.broker, &cfg.MQTT.Broker}, {o.device, &cfg.Device}, {o.model, &cfg.Model.Path}} {
+		if f.flag != "" {
+			*f.dst = f.flag
+		}
+	}
+	if cfg.Device == "" {
+		cfg.Device = config.DefaultDevice()
+	}
+	if cfg.Model.Path == "" {
+		p, err := config.FindModel(config.ModelPlaces())
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Model.Path = p
+	}
+	if cfg.StateDir == "" {
+		// systemd may list several directories, ':'-separated.
+		cfg.StateDir, _, _ = strings.Cut(os.Getenv("STATE_DIRECTORY"), ":")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
 }
 
 // runUntilReload runs posed with cfg until ctx ends, the run ends, or a
