@@ -173,7 +173,6 @@ func (l *Loop) Run(ctx context.Context) error {
 		defer t.Stop()
 		dog = t.C
 	}
-	met := l.Metrics
 	var lastDog int64
 	st := statsMark{at: time.Now()}
 	for {
@@ -197,21 +196,27 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-l.Control.Changed():
 			l.controlChanged()
 		case <-dog:
-			// The watchdog says the process is alive and its loops turn:
-			// frames are flowing (processed, or skipped while paused), or
-			// the camera is offline and being
-			// re-opened with backoff (camera health is the camera topic,
-			// the metrics and /healthz). A camera said to be online whose
-			// frames stop, or a processing loop that hangs, lets systemd
-			// restart the service.
-			if last := met.LastFrame.Load(); last != lastDog || !met.CameraOnline.Load() {
-				lastDog = last
-				notify("WATCHDOG=1")
-			}
+			lastDog = l.pingWatchdog(notify, lastDog)
 		case now := <-statsEvery.C:
 			st = l.stats(now, st)
 		}
 	}
+}
+
+// pingWatchdog tells systemd that the process is alive and its loops turn:
+// frames are flowing (processed, or skipped while paused) since the last
+// ping (lastFrame then), or the camera is offline and being re-opened with
+// backoff (camera health is the camera topic, the metrics and /healthz).
+// A camera said to be online whose frames stop, or a processing loop that
+// hangs, lets systemd restart the service. It returns the frame time to
+// compare the next ping with.
+func (l *Loop) pingWatchdog(notify func(string), lastFrame int64) int64 {
+	met := l.Metrics
+	if last := met.LastFrame.Load(); last != lastFrame || !met.CameraOnline.Load() {
+		notify("WATCHDOG=1")
+		return last
+	}
+	return lastFrame
 }
 
 // stopped publishes, as the loop ends, what must stay retained after posed

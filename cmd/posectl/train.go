@@ -16,28 +16,44 @@ import (
 	"github.com/edgepose/posed/train/headpose"
 )
 
+// trainFlags are posectl train's flags.
+type trainFlags struct {
+	data                       dataFlags
+	mf                         modelFlags
+	df                         detectFlags
+	xf                         expertFlags
+	cache                      *string
+	out, card, encoding, temps string
+	fileVersion                int
+	stdFrac                    float64
+	calibrate, expertOnly      bool
+}
+
+func (t *trainFlags) register(fs *flag.FlagSet) {
+	t.data.register(fs, dataRoot()+"/pointing04")
+	t.mf.register(fs)
+	t.df.register(fs, 40)
+	t.xf.register(fs)
+	t.cache = cacheFlag(fs)
+	fs.StringVar(&t.out, "o", "model.gllim", "model file to write")
+	fs.StringVar(&t.card, "card", "", "model card to write (default: the model file with .md)")
+	fs.BoolVar(&t.calibrate, "calibrate", true, "square and annotated boxes: learn the detector-box calibration from the training images (canonical boxes are the detector's)")
+	fs.StringVar(&t.encoding, "encoding", "half", "weights in the file: half (binary16 with exact component centres: half the size, checked against float32 on the training faces) or float32")
+	fs.IntVar(&t.fileVersion, "file-version", gllim.FormatVersion, "model file version: 3, or 1 (a single model) or 2 (an ensemble) for daemons built before version 3 (float32 only)")
+	fs.Float64Var(&t.stdFrac, "calibrate-std", 0.2, "fraction of persons held out to calibrate the predictive σ of the angles and choose the temperature (0: neither)")
+	fs.StringVar(&t.temps, "temperatures", "1,2,4,8,16,32,64,128", "temperatures of the mixture weights tried on the held-out persons of -calibrate-std; the most accurate is stored in the model (1: the mixture's own weights)")
+	fs.BoolVar(&t.expertOnly, "expert-only", false, "with -profile: train only the profile expert of the model already at -o (trained with the same flags), keeping that model")
+}
+
 func runTrain(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	var data dataFlags
-	var mf modelFlags
-	var df detectFlags
-	var xf expertFlags
-	data.register(fs, dataRoot()+"/pointing04")
-	mf.register(fs)
-	df.register(fs, 40)
-	xf.register(fs)
-	out := fs.String("o", "model.gllim", "model file to write")
-	card := fs.String("card", "", "model card to write (default: the model file with .md)")
-	calibrate := fs.Bool("calibrate", true, "square and annotated boxes: learn the detector-box calibration from the training images (canonical boxes are the detector's)")
-	cache := cacheFlag(fs)
-	encoding := fs.String("encoding", "half", "weights in the file: half (binary16 with exact component centres: half the size, checked against float32 on the training faces) or float32")
-	fileVersion := fs.Int("file-version", gllim.FormatVersion, "model file version: 3, or 1 (a single model) or 2 (an ensemble) for daemons built before version 3 (float32 only)")
-	stdFrac := fs.Float64("calibrate-std", 0.2, "fraction of persons held out to calibrate the predictive σ of the angles and choose the temperature (0: neither)")
-	temps := fs.String("temperatures", "1,2,4,8,16,32,64,128", "temperatures of the mixture weights tried on the held-out persons of -calibrate-std; the most accurate is stored in the model (1: the mixture's own weights)")
-	expertOnly := fs.Bool("expert-only", false, "with -profile: train only the profile expert of the model already at -o (trained with the same flags), keeping that model")
+	var tf trainFlags
+	tf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	data, mf, df, xf, cache := &tf.data, &tf.mf, &tf.df, tf.xf, tf.cache
+	out, card, encoding, fileVersion, stdFrac, temps, expertOnly, calibrate := &tf.out, &tf.card, &tf.encoding, &tf.fileVersion, &tf.stdFrac, &tf.temps, &tf.expertOnly, &tf.calibrate
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
 	}

@@ -186,27 +186,9 @@ func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 					if !keep(v, fl) {
 						continue
 					}
-					sign := 1.0
-					if fl == 1 {
-						sign = -1
-					}
+					mirrored := fl == 1
 					for j, name := range names {
-						var val float64
-						switch name {
-						case pose.Yaw:
-							val = sign * v.Yaw
-						case pose.Pitch:
-							val = v.Pitch
-						case pose.Roll:
-							val = sign * v.Roll // 0 where unlabelled: ZeroRoll
-						case pose.DX:
-							val = sign * sh.DX
-						case pose.DY:
-							val = sh.DY
-						case pose.DS:
-							val = sh.DS
-						}
-						t.Set(row, j, val)
+						t.Set(row, j, output(name, v, sh, mirrored))
 					}
 					dst := y.RawRowView(row)
 					if fl == 0 {
@@ -224,6 +206,30 @@ func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 		}
 	}
 	return t, y
+}
+
+// output is the value of output name for view v at box move sh, for the
+// mirrored face if mirrored: yaw, roll and dx change sign.
+func output(name string, v *View, sh Shift, mirrored bool) float64 {
+	sign := 1.0
+	if mirrored {
+		sign = -1
+	}
+	switch name {
+	case pose.Yaw:
+		return sign * v.Yaw
+	case pose.Pitch:
+		return v.Pitch
+	case pose.Roll:
+		return sign * v.Roll // 0 where unlabelled: ZeroRoll
+	case pose.DX:
+		return sign * sh.DX
+	case pose.DY:
+		return sh.DY
+	case pose.DS:
+		return sh.DS
+	}
+	return 0
 }
 
 // Train fits a model on the bank's images idx.
