@@ -74,10 +74,13 @@ type AttentionTarget struct {
 type Source struct {
 	// Path is a V4L2 device (/dev/video0, /dev/v4l/by-id/…), a folder of
 	// images, or a video file (.mjpeg/.mjpg, .y4m).
-	Path    string        `yaml:"path"`
-	Width   int           `yaml:"width"`
-	Height  int           `yaml:"height"`
-	FPS     float64       `yaml:"fps"`     // camera rate, or replay pace (0: as fast as posed processes it, every frame)
+	Path   string  `yaml:"path"`
+	Width  int     `yaml:"width"`
+	Height int     `yaml:"height"`
+	FPS    float64 `yaml:"fps"` // camera rate, or replay pace (0: as fast as posed processes it, every frame)
+	// Unpaced replays as fast as posed processes (every frame) but stamps
+	// the frames fps apart: a recording analysed with its own timing.
+	Unpaced bool          `yaml:"unpaced"`
 	Format  string        `yaml:"format"`  // camera: auto, yuyv, grey, mjpeg
 	Buffers int           `yaml:"buffers"` // camera: driver buffers (2–4 keep frames fresh)
 	Timeout time.Duration `yaml:"timeout"` // camera: a frame later than this is a failure
@@ -200,6 +203,11 @@ type Zero struct {
 	Pitch   float64 `yaml:"pitch"`
 	Roll    float64 `yaml:"roll"`
 	Seconds float64 `yaml:"seconds"` // how long set/zero averages the primary face
+	// Learn learns the neutral pose from the primary face while none is
+	// set (pipeline/neutral); Forget is how long without a primary face
+	// starts the learning again (the person left, another may come).
+	Learn  bool          `yaml:"learn"`
+	Forget time.Duration `yaml:"forget"`
 }
 
 // MQTT configures publishing.
@@ -388,7 +396,7 @@ func Default() Config {
 		Detect:    Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
 		Track:     Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
 		Primary:   Primary{Mode: "largest"},
-		Zero:      Zero{Seconds: 3},
+		Zero:      Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15},
 		MQTT:      MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", EmbeddedAnonymous: true, Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant", HAInterval: 5 * time.Second, HADeadband: 1},
 		Metrics:   Metrics{Listen: "127.0.0.1:9464"},
@@ -707,6 +715,9 @@ func (p *problems) zero(z Zero) {
 		if !(a.v >= -180 && a.v <= 180) {
 			bad(a.f, "%g is not an angle in [−180, 180]", a.v)
 		}
+	}
+	if z.Forget < time.Second || z.Forget > 24*time.Hour {
+		bad("zero.forget", "%v is not in [1s, 24h]", z.Forget)
 	}
 	if !(z.Seconds > 0 && z.Seconds <= 60) {
 		bad("zero.seconds", "%g: want more than 0 and at most 60", z.Seconds)

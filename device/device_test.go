@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -210,6 +211,30 @@ func TestReplayFolderPacingLoopAndSize(t *testing.T) {
 	}
 	if sizeErrs != 2 || frames != 6 {
 		t.Errorf("%d frames and %d size errors over two loops, want 6 and 2", frames, sizeErrs)
+	}
+	// Unpaced: every frame at once, stamped 1/fps apart from the first.
+	r3, err := OpenReplay(dir, ReplayOptions{FPS: 4, Unpaced: true, Loop: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r3.Close()
+	var times []time.Time
+	start = time.Now()
+	for len(times) < 6 {
+		if err := r3.Next(ctx, &f); err == nil {
+			times = append(times, f.Time)
+		} else if !errors.Is(err, ErrFrameSize) {
+			t.Fatal(err)
+		}
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("unpaced: 6 frames at 4 fps took %v (paced: 1.75 s)", el)
+	}
+	// Frames 1, 2, 4 (3 is of another size), 5, 6, 8: 0, 0.25, 0.75 s….
+	for i, want := range []float64{0, 0.25, 0.75, 1, 1.25, 1.75} {
+		if got := times[i].Sub(times[0]).Seconds(); math.Abs(got-want) > 1e-6 {
+			t.Errorf("unpaced frame %d stamped %.3f s after the first, want %.2f", i, got, want)
+		}
 	}
 	// Without Loop the replay ends.
 	r2, _ := OpenReplay(dir, ReplayOptions{})

@@ -23,6 +23,10 @@ import (
 type ReplayOptions struct {
 	FPS  float64 // pace; 0: as fast as the caller takes frames
 	Loop bool    // start again after the last frame
+	// Unpaced, with FPS set, delivers the frames as fast as the caller
+	// takes them but stamps them FPS apart (from the first frame's time):
+	// a recording analysed faster than it was made, with its own timing.
+	Unpaced bool
 	// Width, Height, if set, are the frame size every frame must have;
 	// otherwise the size most frames' headers give is. A frame of another
 	// size gives ErrFrameSize, one that cannot be decoded ErrBadFrame, both
@@ -350,11 +354,14 @@ func (r *Replay) next1(ctx context.Context, dst *Frame) (err error) {
 		}
 		r.next = 0
 	}
+	if r.start.IsZero() {
+		r.start = time.Now()
+	}
+	var due time.Time
 	if r.o.FPS > 0 {
-		if r.start.IsZero() {
-			r.start = time.Now()
-		}
-		due := r.start.Add(time.Duration(float64(r.seq) / r.o.FPS * float64(time.Second)))
+		due = r.start.Add(time.Duration(float64(r.seq) / r.o.FPS * float64(time.Second)))
+	}
+	if r.o.FPS > 0 && !r.o.Unpaced {
 		if wait := time.Until(due); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
@@ -406,6 +413,9 @@ func (r *Replay) next1(ctx context.Context, dst *Frame) (err error) {
 	}
 	dst.Seq = r.seq
 	dst.Time = time.Now()
+	if r.o.FPS > 0 && r.o.Unpaced {
+		dst.Time = due
+	}
 	w, h := dst.Gray.Rect.Dx(), dst.Gray.Rect.Dy()
 	if r.w == 0 {
 		r.w, r.h = w, h

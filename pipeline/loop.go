@@ -103,6 +103,9 @@ type Loop struct {
 	// says the faces went when detection is switched off.
 	lastSeq      uint64
 	lastW, lastH int
+	// The learning's state, double-buffered (learningState).
+	learnBuf  [2]publish.LearnMsg
+	learnFlip bool
 	// The pose message and its faces' storage, reused frame after frame.
 	msg   publish.PoseMsg
 	faces []publish.FaceMsg
@@ -141,7 +144,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		notify = func(string) {}
 	}
 	l.State.Schema, l.State.Status, l.State.Faces = publish.SchemaVersion, l.status(), 0
-	l.State.Zero = l.Neutral.State()
+	l.State.Zero, l.State.Learning = l.Neutral.State(), l.learningState()
 	l.Publisher.Retain(publish.TopicState, l.State)
 	defer l.stopped()
 
@@ -255,10 +258,31 @@ func (l *Loop) controlChanged() {
 	if !l.Control.Detecting() {
 		l.pause()
 	}
-	if s, z := l.status(), l.Neutral.State(); s != l.State.Status || z != l.State.Zero {
-		l.State.Status, l.State.Zero = s, z
+	s, z, lm := l.status(), l.Neutral.State(), l.learningState()
+	if s != l.State.Status || z != l.State.Zero || lm != l.State.Learning {
+		l.State.Status, l.State.Zero, l.State.Learning = s, z, lm
 		l.Publisher.Retain(publish.TopicState, l.State)
 	}
+}
+
+// learningState is the learning of the neutral pose for the state: one of
+// two loop-owned values (so that a change shows as another pointer), nil
+// when there is none.
+func (l *Loop) learningState() *publish.LearnMsg {
+	m := l.Neutral.Learning()
+	if m == nil {
+		return nil
+	}
+	if cur := l.State.Learning; cur != nil && *cur == *m {
+		return cur
+	}
+	l.learnFlip = !l.learnFlip
+	dst := &l.learnBuf[0]
+	if l.learnFlip {
+		dst = &l.learnBuf[1]
+	}
+	*dst = *m
+	return dst
 }
 
 // statsMark is when the last statistics went out, and the frames
@@ -457,6 +481,9 @@ func (l *Loop) process(f *device.Frame) {
 	prim := l.Zoning.Primary(faces)
 	if prim >= 0 {
 		l.Neutral.Sample(faces[prim])
+		l.Neutral.Observe(&faces[prim], f.Time)
+	} else {
+		l.Neutral.Observe(nil, f.Time)
 	}
 	// The faces as published, made once: the live view draws them, the
 	// publisher encodes them.

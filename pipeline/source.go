@@ -13,14 +13,14 @@ func Open(s config.Source) (device.Source, error) {
 	if strings.HasPrefix(s.Path, "/dev/") {
 		return device.OpenCamera(s.Path, device.CameraOptions{Width: s.Width, Height: s.Height, FPS: s.FPS, Format: s.Format, Buffers: s.Buffers, Timeout: s.Timeout})
 	}
-	return device.OpenReplay(s.Path, device.ReplayOptions{FPS: s.FPS, Loop: s.Loop})
+	return device.OpenReplay(s.Path, device.ReplayOptions{FPS: s.FPS, Loop: s.Loop, Unpaced: s.Unpaced})
 }
 
 // Lossless reports whether every frame of the source should be processed
-// (Loop.Lossless): a replay with no pace (fps 0) is read as fast as posed
-// processes it, not faster.
+// (Loop.Lossless): a replay with no pace (fps 0, or unpaced) is read as
+// fast as posed processes it, not faster.
 func Lossless(s config.Source) bool {
-	return !strings.HasPrefix(s.Path, "/dev/") && s.FPS == 0
+	return !strings.HasPrefix(s.Path, "/dev/") && (s.FPS == 0 || s.Unpaced)
 }
 
 // NewSource is the configured source, re-opened with backoff when it

@@ -103,9 +103,15 @@ type ZeroMsg struct {
 	Yaw    float64   `json:"yaw"`
 	Pitch  float64   `json:"pitch"`
 	Roll   float64   `json:"roll"`
-	Source string    `json:"source"` // config, or measured (set/zero)
+	Source string    `json:"source"` // config, measured (set/zero), or learnt (zero.learn)
 	Frames int       `json:"frames,omitempty"`
 	Set    time.Time `json:"set,omitzero"` // when it was measured (none for the configuration's)
+}
+
+// LearnMsg is the learning of the neutral pose (zero.learn) in the state.
+type LearnMsg struct {
+	Status   string  `json:"status"`   // calibrating, learnt
+	Progress float64 `json:"progress"` // 0 to 1 while calibrating, by tenths
 }
 
 // StateMsg is the retained summary on <prefix>/<device>/state.
@@ -119,6 +125,9 @@ type StateMsg struct {
 	Started time.Time `json:"started"`
 	Faces   int       `json:"faces"` // faces in the last processed frame
 	Zero    *ZeroMsg  `json:"zero,omitempty"`
+	// Learning is present while the neutral pose is learnt (zero.learn)
+	// and none is set by hand or in the configuration.
+	Learning *LearnMsg `json:"learning,omitempty"`
 }
 
 // CameraMsg is the retained camera status on <prefix>/<device>/camera.

@@ -62,6 +62,7 @@ type Neutral struct {
 	timer     *time.Timer       // the measurement's end (guarded by mu)
 	mu        sync.Mutex        // guards samples and timer
 	samples   []rotation.Matrix // while measuring: the primary face's poses so far
+	learn     learner           // zero.learn (the frame loop's)
 }
 
 // Head is the rotation of a face's pose, if its yaw and pitch are known
@@ -77,7 +78,12 @@ func Head(f track.Face) (rotation.Matrix, bool) {
 // (none if all its angles are 0).
 func New(stateDir string, cfg config.Zero, log *slog.Logger) *Neutral {
 	n := &Neutral{StateDir: stateDir, Log: log}
+	n.learn.on, n.learn.forget = cfg.Learn, cfg.Forget
+	n.learn.status, n.learn.lastPublish = Calibrating, publish.LearnMsg{Status: Calibrating}
 	n.load(cfg)
+	if p := n.pose.Load(); p != nil && p.msg.Source == "learnt" {
+		n.learn.learnt, n.learn.status, n.learn.lastPublish = true, Learnt, publish.LearnMsg{Status: Learnt, Progress: 1}
+	}
 	return n
 }
 
@@ -91,7 +97,7 @@ func (c *Neutral) load(cfg config.Zero) {
 		switch {
 		case err == nil:
 			var m publish.ZeroMsg
-			if err := json.Unmarshal(b, &m); err != nil || m.Source != "measured" || !(m.Yaw >= -180 && m.Yaw <= 180 && m.Pitch >= -180 && m.Pitch <= 180 && m.Roll >= -180 && m.Roll <= 180) {
+			if err := json.Unmarshal(b, &m); err != nil || (m.Source != "measured" && m.Source != "learnt") || m.Source == "learnt" && !cfg.Learn || !(m.Yaw >= -180 && m.Yaw <= 180 && m.Pitch >= -180 && m.Pitch <= 180 && m.Roll >= -180 && m.Roll <= 180) {
 				c.Log.Warn("ignoring a damaged neutral pose", "file", f, "err", err)
 			} else {
 				c.set(&m)
