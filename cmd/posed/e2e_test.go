@@ -682,7 +682,7 @@ func TestAttentionRoadEndToEnd(t *testing.T) {
 	seq, yaws := heldSequence(t, []int{0, 15, 30, 45, 30, 15, 0, -15, -30, -45, -30, -15, 0}, 6)
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "posed.yaml")
-	yaml := fmt.Sprintf("attention:\n  targets:\n    road: {yaw: [-22.5, 22.5], pitch: [-25, 25]}\n")
+	yaml := "attention:\n  targets:\n    road: {yaw: [-22.5, 22.5], pitch: [-25, 25]}\n"
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
