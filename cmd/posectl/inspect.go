@@ -90,7 +90,18 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 		}
 		fmt.Fprintln(w)
 	}
-	f := m.Features
+	describeFeatures(w, m.Features)
+	describeBoxes(w, m)
+	describeTraining(w, m.Training)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range p.Pi {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	fmt.Fprintf(w, "weights     π_k from %.3g to %.3g\n", lo, hi)
+}
+
+// describeFeatures says what features the model reads.
+func describeFeatures(w io.Writer, f gllim.FeatureRecipe) {
 	fmt.Fprintf(w, "features    %s", orNone(f.Name))
 	if f.Version != 0 {
 		fmt.Fprintf(w, " v%d", f.Version)
@@ -122,6 +133,10 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 		fmt.Fprintf(w, ": %s", strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w)
+}
+
+// describeBoxes says on what face boxes the model was trained.
+func describeBoxes(w io.Writer, m *gllim.Model) {
 	for _, c := range m.Conventions {
 		fmt.Fprintf(w, "convention  %s: trained on its annotated squares moved by (%+.3f, %+.3f), size ×%.3f (from %d of %d faces detected)\n", c.Set, c.DX, c.DY, c.Scale, c.N, c.Faces)
 	}
@@ -132,7 +147,10 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 	} else {
 		fmt.Fprintln(w, "calibration none")
 	}
-	t := m.Training
+}
+
+// describeTraining says how the model was trained.
+func describeTraining(w io.Writer, t gllim.Training) {
 	fmt.Fprintf(w, "training    %s", orNone(t.Tool))
 	if t.Date != "" {
 		fmt.Fprintf(w, " on %s", t.Date)
@@ -153,11 +171,6 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 	for _, k := range sortedKeys(t.Settings) {
 		fmt.Fprintf(w, "  setting   %s = %s\n", k, t.Settings[k])
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range p.Pi {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
-	}
-	fmt.Fprintf(w, "weights     π_k from %.3g to %.3g\n", lo, hi)
 }
 
 func orNone(s string) string {

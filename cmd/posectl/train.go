@@ -45,6 +45,55 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.expertOnly, "expert-only", false, "with -profile: train only the profile expert of the model already at -o (trained with the same flags), keeping that model")
 }
 
+// checked returns the weights' encoding and the temperatures asked for,
+// or a usage error.
+func (tf *trainFlags) checked() (gllim.Encoding, []float64, error) {
+	enc := gllim.Encoding(tf.encoding)
+	if enc != gllim.Half && enc != gllim.Float32 {
+		return "", nil, fmt.Errorf("%w: -encoding %q is not half or float32", errUsage, tf.encoding)
+	}
+	ts, err := parseFloats(tf.temps)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, t := range ts {
+		if !(t >= 1) {
+			return "", nil, fmt.Errorf("%w: -temperatures: %g is below 1", errUsage, t)
+		}
+	}
+	return enc, ts, nil
+}
+
+// bank reads the data sets and extracts their features at the boxes of
+// the recipe: the samples, the bank, the detector and the training options.
+func (tf *trainFlags) bank(bar *progressBar) ([]dataset.Sample, *headpose.Bank, *detect.Detector, headpose.Options, error) {
+	samples, err := tf.data.load()
+	if err != nil {
+		return nil, nil, nil, headpose.Options{}, err
+	}
+	o, err := tf.mf.options(bar.em)
+	if err != nil {
+		return nil, nil, nil, o, err
+	}
+	det, err := detect.New(tf.df.p)
+	if err != nil {
+		return nil, nil, nil, o, err
+	}
+	bo, err := tf.mf.bankOptions(det, *tf.cache)
+	if err != nil {
+		return nil, nil, nil, o, err
+	}
+	bank, err := headpose.NewBank(samples, bo, bar.features)
+	bar.done()
+	if err != nil {
+		return nil, nil, nil, o, err
+	}
+	for _, c := range headpose.ConventionSets(bank.Conventions) {
+		fmt.Fprintf(os.Stderr, "box convention %s\n", bank.Conventions[c])
+	}
+	return samples, bank, det, o, nil
+}
+
 func runTrain(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	var tf trainFlags
@@ -52,50 +101,22 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	data, mf, df, xf, cache := &tf.data, &tf.mf, &tf.df, tf.xf, tf.cache
-	out, card, encoding, fileVersion, stdFrac, temps, expertOnly, calibrate := &tf.out, &tf.card, &tf.encoding, &tf.fileVersion, &tf.stdFrac, &tf.temps, &tf.expertOnly, &tf.calibrate
+	xf := tf.xf
+	out, card, fileVersion, stdFrac, expertOnly, calibrate := &tf.out, &tf.card, &tf.fileVersion, &tf.stdFrac, &tf.expertOnly, &tf.calibrate
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
 	}
-	enc := gllim.Encoding(*encoding)
-	if enc != gllim.Half && enc != gllim.Float32 {
-		return fmt.Errorf("%w: -encoding %q is not half or float32", errUsage, *encoding)
-	}
-	ts, err := parseFloats(*temps)
-	if err != nil {
-		return err
-	}
-	for _, t := range ts {
-		if !(t >= 1) {
-			return fmt.Errorf("%w: -temperatures: %g is below 1", errUsage, t)
-		}
-	}
-	samples, err := data.load()
-	if err != nil {
-		return err
-	}
-	bar := newProgressBar()
-	o, err := mf.options(bar.em)
+	enc, ts, err := tf.checked()
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	det, err := detect.New(df.p)
+	bar := newProgressBar()
+	samples, bank, det, o, err := tf.bank(bar)
 	if err != nil {
 		return err
 	}
-	bo, err := mf.bankOptions(det, *cache)
-	if err != nil {
-		return err
-	}
-	bank, err := headpose.NewBank(samples, bo, bar.features)
-	bar.done()
-	if err != nil {
-		return err
-	}
-	for _, c := range headpose.ConventionSets(bank.Conventions) {
-		fmt.Fprintf(os.Stderr, "box convention %s\n", bank.Conventions[c])
-	}
+	temps := &tf.temps
 	all := make([]int, len(samples))
 	for i := range all {
 		all[i] = i
