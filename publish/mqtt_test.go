@@ -69,6 +69,18 @@ func payloads(ms []mqtttest.Msg) []string {
 	return out
 }
 
+// states are the payloads with repeats in a row made one (a QoS 1
+// message delivered twice).
+func states(ms []mqtttest.Msg) []string {
+	var out []string
+	for _, p := range payloads(ms) {
+		if len(out) == 0 || out[len(out)-1] != p {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func validate(t *testing.T, s *jsonschema.Schema, m mqtttest.Msg) {
 	t.Helper()
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Payload))
@@ -284,10 +296,12 @@ func TestLastWillAndReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The reconnect can follow the will within milliseconds: wait for
-	// the sequence so far.
+	// the sequence so far. QoS 1 is at least once: an "online" cut before
+	// its acknowledgement reached posed is sent again on the reconnection
+	// (paho resumes it) and arrives twice; repeats are one state.
 	avail := func(want ...string) func([]mqtttest.Msg) bool {
 		return func(ms []mqtttest.Msg) bool {
-			return strings.HasPrefix(strings.Join(payloads(ms), ",")+",", strings.Join(want, ",")+",")
+			return strings.HasPrefix(strings.Join(states(ms), ",")+",", strings.Join(want, ",")+",")
 		}
 	}
 	col.WaitFor(t, "online", 5*time.Second, avail("online"))
@@ -300,8 +314,8 @@ func TestLastWillAndReconnect(t *testing.T) {
 	shutdown(p, 2*time.Second)
 	col.WaitFor(t, "offline on close", 5*time.Second, avail("online", "offline", "online", "offline"))
 	time.Sleep(200 * time.Millisecond)
-	if got := payloads(col.All()); len(got) != 4 {
-		t.Errorf("available: %q, want online, offline (the will), online, offline", got)
+	if got := states(col.All()); len(got) != 4 {
+		t.Errorf("available: %q, want online, offline (the will), online, offline", payloads(col.All()))
 	}
 }
 
