@@ -57,6 +57,50 @@ type Attention struct {
 	// (looking at the device); 0: no such target.
 	Camera  float64                    `yaml:"camera"`
 	Targets map[string]AttentionTarget `yaml:"targets"`
+	// MaxStd is the largest yaw or pitch standard deviation (degrees) at
+	// which a face's direction is trusted; beyond it the face's attention
+	// is unknown ("uncertain") and it looks at no target.
+	MaxStd float64 `yaml:"max_std"`
+	// Profile is the rules that turn targets into states and events:
+	// none, driver or engagement.
+	Profile    string          `yaml:"profile"`
+	Driver     DriverRules     `yaml:"driver"`
+	Engagement EngagementRules `yaml:"engagement"`
+}
+
+// DriverRules are the driver profile's (../shared/docs/ATTENTION.md: Euro
+// NCAP's driver engagement protocol, the EU ADDW regulation, openpilot).
+type DriverRules struct {
+	// Attending are the targets that count as attending to driving (the
+	// road, the mirrors, the instrument cluster).
+	Attending []string `yaml:"attending"`
+	// Long is how long the gaze may stay away before a long distraction
+	// (Euro NCAP: 3 s).
+	Long time.Duration `yaml:"long"`
+	// Shared within Window: glances away adding up to Shared within the
+	// last Window are visual attention time sharing (Euro NCAP: 10 s in 30 s).
+	Shared time.Duration `yaml:"shared"`
+	Window time.Duration `yaml:"window"`
+	// Unresponsive: away this long without a break (Euro NCAP: 6 s).
+	Unresponsive time.Duration `yaml:"unresponsive"`
+	// Unmonitored: the driver's attention unknown this long (face lost,
+	// uncertain) says that posed cannot monitor (Euro NCAP: tell the
+	// driver within 10 s; openpilot: 10 s of uncertainty).
+	Unmonitored time.Duration `yaml:"unmonitored"`
+	// MinSpeed, if above 0, gates the warnings on the vehicle's speed
+	// (km/h, from set/speed): below it no event starts (ADDW: 20 km/h).
+	// A speed older than SpeedTimeout is forgotten: the warnings are on.
+	MinSpeed     float64       `yaml:"min_speed"`
+	SpeedTimeout time.Duration `yaml:"speed_timeout"`
+}
+
+// EngagementRules are the engagement profile's (ROS4HRI's five levels):
+// looking at one of Targets for On makes a face engaged; looking away
+// for Off makes it disengaged.
+type EngagementRules struct {
+	Targets []string      `yaml:"targets"`
+	On      time.Duration `yaml:"on"`
+	Off     time.Duration `yaml:"off"`
 }
 
 // AttentionTarget is a region of head directions in degrees: yaw and
@@ -392,15 +436,18 @@ func Default() Config {
 			Path: "/dev/video0", Width: 640, Height: 480, FPS: 15, Format: "auto", Buffers: 3,
 			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second, Flip: "none",
 		},
-		Model:     modelDefaults(),
-		Detect:    Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
-		Track:     Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
-		Primary:   Primary{Mode: "largest"},
-		Zero:      Zero{Seconds: 3, Forget: 30 * time.Second},
-		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15},
-		MQTT:      MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", EmbeddedAnonymous: true, Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant", HAInterval: 5 * time.Second, HADeadband: 1},
-		Metrics:   Metrics{Listen: "127.0.0.1:9464"},
-		Log:       Log{Level: "info", Format: "text"},
+		Model:   modelDefaults(),
+		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
+		Primary: Primary{Mode: "largest"},
+		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
+		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 15, Profile: "none",
+			Driver: DriverRules{Attending: []string{"road"}, Long: 3 * time.Second, Shared: 10 * time.Second, Window: 30 * time.Second,
+				Unresponsive: 6 * time.Second, Unmonitored: 10 * time.Second, SpeedTimeout: 10 * time.Second},
+			Engagement: EngagementRules{Targets: []string{"camera"}, On: time.Second, Off: 2 * time.Second}},
+		MQTT:    MQTT{Broker: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", EmbeddedAnonymous: true, Prefix: "posed", QoS: 0, MaxRate: 10, StatsInterval: 30 * time.Second, ConnectTimeout: 5 * time.Second, DiscoveryTopic: "homeassistant", HAInterval: 5 * time.Second, HADeadband: 1},
+		Metrics: Metrics{Listen: "127.0.0.1:9464"},
+		Log:     Log{Level: "info", Format: "text"},
 	}
 }
 
@@ -738,6 +785,10 @@ func (p *problems) attention(a Attention) {
 	if !(a.Camera >= 0 && a.Camera <= 90) {
 		bad("attention.camera", "%g is not in [0, 90] degrees", a.Camera)
 	}
+	if !(a.MaxStd > 0 && a.MaxStd <= 180) {
+		bad("attention.max_std", "%g is not in (0, 180] degrees", a.MaxStd)
+	}
+	p.attentionRules(a)
 	for name, t := range a.Targets {
 		f := "attention.targets." + name
 		if !deviceID.MatchString(name) {
@@ -770,6 +821,52 @@ func (p *problems) attention(a Attention) {
 			}
 		}
 	}
+}
+
+// attentionRules checks the profile and its rules: durations in range,
+// and every target they name configured (or the built-in camera).
+func (p *problems) attentionRules(a Attention) {
+	bad := p.bad
+	known := func(name string) bool {
+		_, ok := a.Targets[name]
+		return ok || name == "camera" && a.Camera > 0
+	}
+	names := func(field string, list []string) {
+		if len(list) == 0 {
+			bad(field, "name at least one target")
+		}
+		for _, n := range list {
+			if !known(n) {
+				bad(field, "%q is not a target: add it under attention.targets (or, for camera, keep attention.camera above 0)", n)
+			}
+		}
+	}
+	span := func(field string, d, lo, hi time.Duration) {
+		if d < lo || d > hi {
+			bad(field, "%v is not in [%v, %v]", d, lo, hi)
+		}
+	}
+	d, e := a.Driver, a.Engagement
+	switch a.Profile {
+	case "none":
+	case "driver":
+		names("attention.driver.attending", d.Attending)
+	case "engagement":
+		names("attention.engagement.targets", e.Targets)
+	default:
+		bad("attention.profile", "%q is not none, driver or engagement", a.Profile)
+	}
+	span("attention.driver.long", d.Long, 100*time.Millisecond, time.Minute)
+	span("attention.driver.shared", d.Shared, 100*time.Millisecond, time.Hour)
+	span("attention.driver.window", d.Window, d.Shared, time.Hour)
+	span("attention.driver.unresponsive", d.Unresponsive, d.Long, time.Hour)
+	span("attention.driver.unmonitored", d.Unmonitored, 100*time.Millisecond, time.Hour)
+	span("attention.driver.speed_timeout", d.SpeedTimeout, time.Second, time.Hour)
+	if !(d.MinSpeed >= 0 && d.MinSpeed <= 300) {
+		bad("attention.driver.min_speed", "%g is not in [0, 300] km/h", d.MinSpeed)
+	}
+	span("attention.engagement.on", e.On, 0, time.Minute)
+	span("attention.engagement.off", e.Off, 0, time.Minute)
 }
 
 func (p *problems) logAndListen(c Config) {

@@ -301,3 +301,44 @@ func TestStateFileNoLeftover(t *testing.T) {
 		t.Errorf("temporary file left: %v", err)
 	}
 }
+
+// The attention profiles: a driver block as a car would have it parses
+// (a list replaces the default, not appended to it), and each rule out
+// of range or naming a target that is not there is reported by its path.
+func TestAttentionProfiles(t *testing.T) {
+	good := `attention:
+  profile: driver
+  targets:
+    road: {yaw: [-22.5, 22.5], pitch: [-25, 25]}
+    mirror_left: {cone: [45, 0, 10]}
+  driver: {attending: [road, mirror_left], long: 2s, min_speed: 20}
+`
+	c, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Attention.Driver
+	if c.Attention.Profile != "driver" || len(d.Attending) != 2 || d.Attending[1] != "mirror_left" || d.Long != 2*time.Second ||
+		d.Shared != 10*time.Second || d.Window != 30*time.Second || d.MinSpeed != 20 {
+		t.Errorf("parsed %+v", c.Attention)
+	}
+	if _, err := Parse([]byte("attention: {profile: engagement}\n")); err != nil {
+		t.Errorf("engagement on the built-in camera target: %v", err)
+	}
+	for _, bad := range []struct{ yaml, field string }{
+		{"attention: {profile: pilot}\n", "attention.profile"},
+		{"attention: {profile: driver}\n", "attention.driver.attending"}, // no road configured
+		{"attention: {profile: engagement, camera: 0}\n", "attention.engagement.targets"},
+		{"attention: {profile: engagement, engagement: {targets: []}}\n", "attention.engagement.targets"},
+		{"attention: {driver: {long: 0s}}\n", "attention.driver.long"},
+		{"attention: {driver: {shared: 40s}}\n", "attention.driver.window"}, // shared beyond its window
+		{"attention: {driver: {unresponsive: 1s}}\n", "attention.driver.unresponsive"},
+		{"attention: {driver: {min_speed: -5}}\n", "attention.driver.min_speed"},
+		{"attention: {engagement: {off: -1s}}\n", "attention.engagement.off"},
+		{"attention: {max_std: 0}\n", "attention.max_std"},
+	} {
+		if _, err := Parse([]byte(bad.yaml)); err == nil || !strings.Contains(err.Error(), bad.field+":") {
+			t.Errorf("%q: %v, want an error naming %s", bad.yaml, err, bad.field)
+		}
+	}
+}

@@ -489,7 +489,7 @@ func (l *Loop) process(f *device.Frame) {
 	// publisher encodes them.
 	l.msg = publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
 		Faces: l.faceMsgs(faces)}
-	l.Attention.Apply(l.msg.Faces, l.msg.Width, l.msg.Height, f.Time)
+	l.Attention.Apply(l.msg.Faces, l.msg.Width, l.msg.Height, f.Time, prim)
 	l.View.Offer(f.Gray, l.msg.Faces)
 	if len(faces) > 0 || l.State.Faces > 0 {
 		l.Publisher.Pose(&l.msg, prim)

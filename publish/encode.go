@@ -167,6 +167,14 @@ func appendFace(b []byte, f *FaceMsg) []byte {
 		b = append(b, `,"dwell_s":`...)
 		b = appendFloat(b, f.Dwell.V)
 	}
+	if f.Attention != "" {
+		b = append(b, `,"attention":`...)
+		b = appendString(b, f.Attention)
+	}
+	if f.AttentionReason != "" {
+		b = append(b, `,"attention_reason":`...)
+		b = appendString(b, f.AttentionReason)
+	}
 	if len(f.Zones) > 0 {
 		b = append(b, `,"zones":[`...)
 		for i, z := range f.Zones {

@@ -49,6 +49,12 @@ func randomPose(rng *rand.Rand) (*PoseMsg, int) {
 		case 2:
 			f.Target, f.Dwell = Label{Name: str(), Known: true, On: true}, Some(num())
 		}
+		if rng.IntN(2) == 0 {
+			f.Attention = str()
+			if rng.IntN(2) == 0 {
+				f.AttentionReason = str()
+			}
+		}
 		m.Faces = append(m.Faces, f)
 	}
 	return m, rng.IntN(n+1) - 1

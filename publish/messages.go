@@ -23,6 +23,8 @@ const (
 	TopicSnapshot  = "snapshot"  // an annotated JPEG, on the snapshot command
 	TopicError     = "error"     // ErrorMsg: a command that was refused, and why
 	TopicPrimary   = "primary"   // PrimaryMsg, with every pose message
+	TopicAttention = "attention" // AttentionMsg, retained, when the primary face's attention changes
+	TopicEvent     = "event"     // EventMsg: distraction and engagement events, as they start and end
 	TopicSet       = "set/"      // commands arrive on set/<command>
 )
 
@@ -32,11 +34,12 @@ const (
 	CommandSnapshot = "snapshot" // any payload: publish an annotated JPEG on the snapshot topic
 	CommandReload   = "reload"   // any payload: reload the configuration file, as SIGHUP does
 	CommandZero     = "zero"     // empty, PRESS or seconds: measure the neutral pose; "clear": forget it
+	CommandSpeed    = "speed"    // the vehicle's speed in km/h: the driver profile's warnings are off below attention.driver.min_speed
 )
 
 // ownSubtopics are the topics under <prefix>/<device>/ that posed alone
 // writes (the embedded broker refuses them to other clients).
-var ownSubtopics = []string{TopicAvailable, TopicPose, TopicState, TopicStats, TopicCamera, TopicHA, TopicDetect, TopicSnapshot, TopicError, TopicPrimary}
+var ownSubtopics = []string{TopicAvailable, TopicPose, TopicState, TopicStats, TopicCamera, TopicHA, TopicDetect, TopicSnapshot, TopicError, TopicPrimary, TopicAttention, TopicEvent}
 
 // ErrorMsg is published on <prefix>/<device>/error when a command is
 // refused; nothing was changed.
@@ -70,9 +73,16 @@ type FaceMsg struct {
 	RawRoll  Num `json:"raw_roll,omitzero"`
 	// Target is the attention target the face looks at (null: none of
 	// them), and Dwell the seconds it has looked there (or at none).
-	Target Label    `json:"target,omitzero"`
-	Dwell  Num      `json:"dwell_s,omitzero"`
-	Zones  []string `json:"zones,omitempty"` // named zones the box centre is in
+	Target Label `json:"target,omitzero"`
+	Dwell  Num   `json:"dwell_s,omitzero"`
+	// Attention is the face's state under the attention profile (absent
+	// where the profile says nothing of this face: the passengers of a
+	// driver); "unknown" with AttentionReason when the face's direction
+	// cannot be trusted ("uncertain": its yaw or pitch σ is above
+	// attention.max_std; "no_pose").
+	Attention       string   `json:"attention,omitempty"`
+	AttentionReason string   `json:"attention_reason,omitempty"`
+	Zones           []string `json:"zones,omitempty"` // named zones the box centre is in
 }
 
 // PoseMsg is published on <prefix>/<device>/pose.
@@ -96,6 +106,70 @@ type PrimaryMsg struct {
 	Seq      uint64    `json:"seq"`
 	Captured time.Time `json:"captured"`
 	Face     *FaceMsg  `json:"face"`
+}
+
+// AttentionMsg is the primary face's attention, retained on
+// <prefix>/<device>/attention and published when any field but Dwell and
+// Time changes.
+type AttentionMsg struct {
+	Schema  int    `json:"schema"`
+	Device  string `json:"device"`
+	Profile string `json:"profile"` // none, driver, engagement
+	Track   Num    `json:"track"`   // the primary face's track; null without one
+	Target  Label  `json:"target"`  // the target it looks at; null: none, or unknown
+	// Since is when it began to look there (or away), Dwell the seconds
+	// from then to Time.
+	Since time.Time `json:"since,omitzero"`
+	Dwell Num       `json:"dwell_s"`
+	// State: unknown (with Reason), or the profile's: looking, away
+	// (none); attentive, glancing, distracted, unresponsive (driver);
+	// disengaged, engaging, engaged, disengaging (engagement).
+	State string `json:"state"`
+	// Reason says why the state is unknown: no_face, uncertain, no_pose,
+	// paused, camera_offline, stopped.
+	Reason string `json:"reason,omitempty"`
+	// Attending: the driver's eyes on the road (a target of
+	// attention.driver.attending), or the face looking at the device
+	// (engagement's targets; the camera target without a profile). Null
+	// while unknown.
+	Attending *bool     `json:"attending"`
+	Active    []string  `json:"active"`  // the events in progress (their kinds)
+	Neutral   string    `json:"neutral"` // the neutral pose: set, learnt, calibrating, none
+	Time      time.Time `json:"time"`    // the frame it was decided on
+}
+
+// Event kinds (EventMsg.Kind).
+const (
+	EventLongDistraction = "long_distraction" // driver: away for attention.driver.long
+	EventTimeSharing     = "time_sharing"     // driver: glances away adding up to driver.shared within driver.window
+	EventUnresponsive    = "unresponsive"     // driver: away for driver.unresponsive
+	EventUnmonitored     = "unmonitored"      // driver: attention unknown for driver.unmonitored
+	EventEngagement      = "engagement"       // engagement: from engaged to disengaged
+)
+
+// EventMsg is a distraction or engagement event, published on
+// <prefix>/<device>/event as it starts and as it ends (QoS 1, not
+// retained).
+type EventMsg struct {
+	Schema    int    `json:"schema"`
+	Device    string `json:"device"`
+	EventType string `json:"event_type"` // <kind>_<phase>: what Home Assistant's event entity reads
+	Kind      string `json:"kind"`
+	Phase     string `json:"phase"` // start, end
+	Track     uint64 `json:"track"`
+	// Time: when it started (start) or stopped holding (end); Since: when
+	// its condition began (the gaze left the road, the first glance in
+	// the window, the attention became unknown, the face looked at the
+	// device).
+	Time  time.Time `json:"time"`
+	Since time.Time `json:"since"`
+	// DurationS is how long the condition had held at Time: away
+	// (long_distraction, unresponsive), glances summed in the window
+	// (time_sharing; at its end, the time it lasted), unknown
+	// (unmonitored), looking at the device (engagement).
+	DurationS float64 `json:"duration_s"`
+	Target    Label   `json:"target"`        // where the face looked at Time
+	Why       string  `json:"why,omitempty"` // end: returned (to the road), away (from the device), window, monitored, lost, speed, paused, camera_offline, stopped
 }
 
 // ZeroMsg is the neutral pose in the state message.

@@ -20,6 +20,7 @@ package attention
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -95,22 +96,71 @@ type Options struct {
 	FOV    float64
 	Margin float64       // hysteresis, degrees
 	Dwell  time.Duration // a new target holds this long before it counts
+	// MaxStd: a face whose yaw or pitch standard deviation is above it
+	// (degrees) looks at no target; its attention is unknown ("uncertain").
+	// 0: no bound.
+	MaxStd float64
+	// Profile is the rules: ProfileNone, ProfileDriver or ProfileEngagement.
+	Profile    string
+	Driver     DriverRules
+	Engagement EngagementRules
+	// Clock is the wall clock that dates the speed (time.Now if nil).
+	Clock func() time.Time
 }
+
+// Profiles (config.Attention.Profile).
+const (
+	ProfileNone       = "none"       // targets only; states looking, away
+	ProfileDriver     = "driver"     // the primary face is a driver (driver.go)
+	ProfileEngagement = "engagement" // each face's engagement with the device (engagement.go)
+)
+
+// States without a profile.
+const (
+	StateLooking = "looking" // at a target
+	StateAway    = "away"    // at none
+	StateUnknown = "unknown" // see the reason
+)
+
+// Reasons for the state unknown.
+const (
+	ReasonNoFace    = "no_face"        // no primary face
+	ReasonNoPose    = "no_pose"        // the face has no yaw and pitch
+	ReasonUncertain = "uncertain"      // its yaw or pitch σ is above MaxStd
+	ReasonPaused    = "paused"         // detection switched off
+	ReasonOffline   = "camera_offline" // no frames
+	ReasonStopped   = "stopped"        // posed stopped
+)
 
 // Stage follows each tracked face's target. It is used by the frame loop
 // alone (not safe for concurrent use).
 type Stage struct {
 	o     Options
 	names []string // names[i] is Targets[i].Name: what messages point to
-	faces map[uint64]*faceState
-	gen   uint64
+	// attending[i]: target i counts as attending (the driver's task, or
+	// the device for engagement and without a profile).
+	attending  []bool
+	faces      map[uint64]*faceState
+	gen        uint64
+	drv        driver
+	events     []publish.EventMsg // of the last Apply or Suspend
+	sum, last  publish.AttentionMsg
+	sent       bool                        // last was published
+	activeBuf  [numDriverEvents + 1]string // sum.Active's storage
+	lastActive [numDriverEvents + 1]string // last.Active's
+	lastNow    time.Time
+	counters   counters
+	speed      speedGate
 }
 
 // faceState is one track's target and the target it may be moving to.
 type faceState struct {
 	target, pending  int // indices into the targets, -1: none
 	since, pendingAt time.Time
-	seen             uint64 // the last frame (gen) it was in
+	seen             uint64    // the last frame (gen) it was in
+	seenAt           time.Time // and its time
+	fresh            bool      // not yet known where it looks
+	eng              engagement
 }
 
 // New checks o and returns the stage.
@@ -121,7 +171,14 @@ func New(o Options) (*Stage, error) {
 	if !(o.Margin >= 0 && o.Margin < 45) || o.Dwell < 0 {
 		return nil, fmt.Errorf("attention: margin %g°, dwell %v: want 0 ≤ margin < 45 and dwell ≥ 0", o.Margin, o.Dwell)
 	}
+	if o.Profile == "" {
+		o.Profile = ProfileNone
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
 	s := &Stage{o: o, faces: map[uint64]*faceState{}}
+	s.drv.r = o.Driver
 	s.o.Targets = append([]Target(nil), o.Targets...)
 	// Fixed order (by name): which of two overlapping targets with the
 	// same distance wins must not depend on a map.
@@ -132,47 +189,234 @@ func New(o Options) (*Stage, error) {
 		}
 		s.names = append(s.names, t.Name)
 	}
+	var attending []string
+	switch o.Profile {
+	case ProfileNone:
+		attending = []string{CameraTarget}
+	case ProfileDriver:
+		attending = o.Driver.Attending
+		if o.Driver.Long <= 0 || o.Driver.Unresponsive < o.Driver.Long || o.Driver.Window < o.Driver.Shared || o.Driver.Shared <= 0 || o.Driver.Unmonitored <= 0 {
+			return nil, fmt.Errorf("attention: driver rules %+v: want long > 0, unresponsive ≥ long, 0 < shared ≤ window, unmonitored > 0", o.Driver)
+		}
+	case ProfileEngagement:
+		attending = o.Engagement.Targets
+		if o.Engagement.On < 0 || o.Engagement.Off < 0 {
+			return nil, fmt.Errorf("attention: engagement delays on %v, off %v: want ≥ 0", o.Engagement.On, o.Engagement.Off)
+		}
+	default:
+		return nil, fmt.Errorf("attention: profile %q: want none, driver or engagement", o.Profile)
+	}
+	s.attending = make([]bool, len(s.names))
+	for _, a := range attending {
+		i := slices.Index(s.names, a)
+		if i < 0 && (o.Profile != ProfileNone) {
+			return nil, fmt.Errorf("attention: the %s profile names %q, which is not a target", o.Profile, a)
+		}
+		if i >= 0 {
+			s.attending[i] = true
+		}
+	}
+	s.counters.init(s.names)
+	s.sum = publish.AttentionMsg{Profile: o.Profile, State: StateUnknown, Reason: ReasonNoFace, Active: s.activeBuf[:0]}
 	return s, nil
 }
 
-// Apply sets the target and dwell of each face of a w×h frame seen at now.
-// A face without a yaw and pitch looks at no known target. Tracks not seen
-// in the frame are forgotten.
-func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time) {
+// Apply sets the target, dwell and attention state of each face of a w×h
+// frame seen at now (primary: the index of the primary face, -1 for none),
+// and runs the profile's rules (Events, Summary). A face without a yaw and
+// pitch, or whose σ is above MaxStd, looks at no known target: its
+// attention is unknown. Tracks not seen in the frame are forgotten (an
+// engagement in progress ends).
+func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary int) {
 	if s == nil {
 		return
 	}
 	s.gen++
+	s.events = s.events[:0]
 	for i := range faces {
 		f := &faces[i]
 		st := s.faces[f.Track]
-		cand := s.target(f, w, h, st)
 		if st == nil {
-			st = &faceState{target: cand, pending: cand, since: now, pendingAt: now}
+			st = &faceState{target: -1, pending: -1, since: now, pendingAt: now, fresh: true}
 			s.faces[f.Track] = st
 		}
-		st.seen = s.gen
-		switch {
-		case cand == st.target:
-			st.pending = cand
-		case cand != st.pending:
-			st.pending, st.pendingAt = cand, now
+		st.seen, st.seenAt = s.gen, now
+		f.Target, f.Attention, f.AttentionReason = publish.Label{On: true}, "", ""
+		if why := s.doubt(f); why != "" {
+			// The last known target is kept for when the face is trusted
+			// again; this frame says nothing of where it looks.
+			f.Dwell = publish.Num{}
+			f.Attention, f.AttentionReason = StateUnknown, why
+			continue
 		}
-		if st.pending != st.target && now.Sub(st.pendingAt) >= s.o.Dwell {
-			// The gaze moved when the new target was first seen.
-			st.target, st.since = st.pending, st.pendingAt
+		if cand := s.target(f, w, h, st); st.fresh {
+			// A new face looks where it is first seen looking.
+			st.target, st.pending, st.since, st.fresh = cand, cand, now, false
+		} else {
+			s.follow(st, cand, now)
 		}
-		f.Target = publish.Label{On: true}
 		if st.target >= 0 {
 			f.Target.Name, f.Target.Known = s.names[st.target], true
 		}
 		f.Dwell = publish.Some(math.Round(now.Sub(st.since).Seconds()*100) / 100)
+		switch s.o.Profile {
+		case ProfileNone:
+			f.Attention = StateAway
+			if st.target >= 0 {
+				f.Attention = StateLooking
+			}
+		case ProfileEngagement:
+			s.events = st.eng.observe(s.events, &s.o.Engagement, now, st.target >= 0 && s.attending[st.target], st.since, f.Track, f.Target)
+			f.Attention = st.eng.level
+		}
+	}
+	if s.o.Profile == ProfileDriver {
+		s.driverFrame(faces, now, primary)
 	}
 	for id, st := range s.faces {
 		if st.seen != s.gen {
+			if st.eng.engaged() {
+				s.events = st.eng.end(s.events, st.seenAt, id, "lost")
+			}
 			delete(s.faces, id)
 		}
 	}
+	s.summarise(faces, now, primary)
+	s.counters.frame(&s.sum, s.events, s.lastNow, now)
+	s.lastNow = now
+}
+
+// follow moves st towards the candidate target cand seen at now, with
+// the dwell's hysteresis.
+func (s *Stage) follow(st *faceState, cand int, now time.Time) {
+	switch {
+	case cand == st.target:
+		st.pending = cand
+	case cand != st.pending:
+		st.pending, st.pendingAt = cand, now
+	}
+	if st.pending != st.target && now.Sub(st.pendingAt) >= s.o.Dwell {
+		// The gaze moved when the new target was first seen.
+		st.target, st.since = st.pending, st.pendingAt
+	}
+}
+
+// doubt is why face f's direction cannot be trusted, "" if it can.
+func (s *Stage) doubt(f *publish.FaceMsg) string {
+	switch {
+	case !f.Yaw.Set || !f.Pitch.Set:
+		return ReasonNoPose
+	case s.o.MaxStd > 0 && (f.YawStd.Set && f.YawStd.V > s.o.MaxStd || f.PitchStd.Set && f.PitchStd.V > s.o.MaxStd):
+		return ReasonUncertain
+	}
+	return ""
+}
+
+// driverFrame runs the driver's rules on the primary face (the driver);
+// the other faces are passengers, of whom the profile says nothing.
+func (s *Stage) driverFrame(faces []publish.FaceMsg, now time.Time, primary int) {
+	gated := s.speed.gated(s.o.Driver, s.o.Clock())
+	if primary < 0 || primary >= len(faces) {
+		s.events = s.drv.observe(s.events, now, false, false, now, 0, publish.Label{}, gated)
+		return
+	}
+	f := &faces[primary]
+	st := s.faces[f.Track]
+	known := f.AttentionReason == ""
+	onTask := known && st.target >= 0 && s.attending[st.target]
+	s.events = s.drv.observe(s.events, now, known, onTask, st.since, f.Track, f.Target, gated)
+	if known {
+		f.Attention = s.drv.state(now)
+	}
+}
+
+// Events are the events that started or ended in the last Apply or
+// Suspend (valid until the next call).
+func (s *Stage) Events() []publish.EventMsg {
+	if s == nil {
+		return nil
+	}
+	return s.events
+}
+
+// Suspend says that no frame is seen any more (why: ReasonPaused,
+// ReasonOffline or ReasonStopped) at now: every event in progress ends
+// (dated by the last frame seen) and every face is forgotten; the
+// driver's rules start again with the next face.
+func (s *Stage) Suspend(now time.Time, why string) {
+	if s == nil {
+		return
+	}
+	s.events = s.events[:0]
+	end := s.lastNow
+	if end.IsZero() {
+		end = now
+	}
+	s.events = s.drv.endAll(s.events, end, why)
+	s.drv.reset()
+	for id, st := range s.faces {
+		if st.eng.engaged() {
+			s.events = st.eng.end(s.events, st.seenAt, id, why)
+		}
+		delete(s.faces, id)
+	}
+	s.counters.frame(nil, s.events, time.Time{}, now)
+	s.sum.Track, s.sum.Target, s.sum.Since, s.sum.Dwell = publish.Num{}, publish.Label{On: true}, time.Time{}, publish.Num{}
+	s.sum.State, s.sum.Reason, s.sum.Attending, s.sum.Active, s.sum.Time = StateUnknown, why, nil, s.activeBuf[:0], now
+	s.lastNow = time.Time{}
+}
+
+// summarise makes the attention summary of the primary face.
+func (s *Stage) summarise(faces []publish.FaceMsg, now time.Time, primary int) {
+	m := &s.sum
+	m.Time, m.Active = now, s.activeBuf[:0]
+	if s.o.Profile == ProfileDriver {
+		m.Active = s.drv.activeKinds(m.Active)
+	}
+	if primary < 0 || primary >= len(faces) {
+		m.Track, m.Target, m.Since, m.Dwell, m.Attending = publish.Num{}, publish.Label{On: true}, time.Time{}, publish.Num{}, nil
+		m.State, m.Reason = StateUnknown, ReasonNoFace
+		return
+	}
+	f := &faces[primary]
+	st := s.faces[f.Track]
+	m.Track, m.Target, m.Dwell = publish.Some(float64(f.Track)), f.Target, f.Dwell
+	if f.AttentionReason != "" {
+		m.Since, m.Attending, m.State, m.Reason = time.Time{}, nil, StateUnknown, f.AttentionReason
+		return
+	}
+	m.Since, m.State, m.Reason = st.since, f.Attention, ""
+	m.Attending = &notAttending
+	if st.target >= 0 && s.attending[st.target] {
+		m.Attending = &attending
+	}
+	if s.o.Profile == ProfileEngagement && st.eng.engaged() {
+		m.Active = append(m.Active, publish.EventEngagement)
+	}
+}
+
+// The values Summary's Attending points to.
+var attending, notAttending = true, false
+
+// Summary is the primary face's attention as of the last Apply or
+// Suspend, with the neutral pose's status (set, learnt, calibrating,
+// none); changed says whether it differs from the last one returned as
+// changed (Dwell and Time aside): the attention topic is change-driven.
+func (s *Stage) Summary(neutral string) (m *publish.AttentionMsg, changed bool) {
+	if s == nil {
+		return nil, false
+	}
+	s.sum.Neutral = neutral
+	a, b := &s.sum, &s.last
+	changed = !s.sent || a.Profile != b.Profile || a.Track != b.Track || a.Target != b.Target || !a.Since.Equal(b.Since) ||
+		a.State != b.State || a.Reason != b.Reason || a.Neutral != b.Neutral || !slices.Equal(a.Active, b.Active) ||
+		(a.Attending == nil) != (b.Attending == nil) || a.Attending != nil && *a.Attending != *b.Attending
+	if changed {
+		s.sent = true
+		s.last = s.sum
+		s.last.Active = append(s.lastActive[:0], s.sum.Active...)
+	}
+	return &s.sum, changed
 }
 
 // target is the target face f looks at: among those that contain its
@@ -249,7 +493,11 @@ func (s *Stage) Ray(box [4]float64, w, h int) (yaw, pitch float64) {
 // around looking into the lens) unless that radius is 0; the configured
 // targets win over it where they hold the face.
 func FromConfig(a config.Attention) (*Stage, error) {
-	o := Options{FOV: a.FOV, Margin: a.Margin, Dwell: a.Dwell}
+	d, e := a.Driver, a.Engagement
+	o := Options{FOV: a.FOV, Margin: a.Margin, Dwell: a.Dwell, MaxStd: a.MaxStd, Profile: a.Profile,
+		Driver: DriverRules{Attending: d.Attending, Long: d.Long, Shared: d.Shared, Window: d.Window, Unresponsive: d.Unresponsive,
+			Unmonitored: d.Unmonitored, MinSpeed: d.MinSpeed, SpeedTimeout: d.SpeedTimeout},
+		Engagement: EngagementRules{Targets: e.Targets, On: e.On, Off: e.Off}}
 	if a.Camera > 0 {
 		o.Targets = append(o.Targets, Target{Name: CameraTarget, Frame: Ray, Radius: a.Camera, Fallback: true})
 	}

@@ -23,7 +23,7 @@ func run(t *testing.T, s *Stage, yaws []float64) []string {
 	var out []string
 	for i, y := range yaws {
 		f := []publish.FaceMsg{face(y, 0)}
-		s.Apply(f, 640, 480, t0.Add(time.Duration(i)*100*time.Millisecond))
+		s.Apply(f, 640, 480, t0.Add(time.Duration(i)*100*time.Millisecond), 0)
 		if !f[0].Target.On {
 			t.Fatal("no target field")
 		}
@@ -88,7 +88,7 @@ func TestDwell(t *testing.T) {
 	var last publish.FaceMsg
 	for i, y := range []float64{0, 0, 0, 40, 40, 40, 40, 40} {
 		f := []publish.FaceMsg{face(y, 0)}
-		s.Apply(f, 640, 480, t0.Add(time.Duration(i)*100*time.Millisecond))
+		s.Apply(f, 640, 480, t0.Add(time.Duration(i)*100*time.Millisecond), 0)
 		last = f[0]
 		if i == 2 && (f[0].Target.Name != "road" || f[0].Dwell.V != 0.2) {
 			t.Errorf("frame 2: %+v, dwell %v, want road 0.2 s", f[0].Target, f[0].Dwell.V)
@@ -100,7 +100,7 @@ func TestDwell(t *testing.T) {
 	}
 	// A face with no yaw looks at no known target.
 	f := []publish.FaceMsg{{Track: 2, Box: [4]float64{0, 0, 10, 10}}}
-	s.Apply(f, 640, 480, t0)
+	s.Apply(f, 640, 480, t0, 0)
 	if f[0].Target.Known || !f[0].Target.On {
 		t.Errorf("a face without angles: %+v", f[0].Target)
 	}
@@ -134,7 +134,7 @@ func TestRayCorrection(t *testing.T) {
 		// away from the ray by its angle.
 		ray := math.Atan((cx-float64(w)/2)/focal) / deg
 		f := []publish.FaceMsg{{Track: 1, Box: [4]float64{cx - 40, 200, cx + 40, 280}, Yaw: publish.Some(-ray), Pitch: publish.Some(0), Roll: publish.Some(0)}}
-		s.Apply(f, w, h, now)
+		s.Apply(f, w, h, now, 0)
 		if f[0].Target.Name != "tv" && f[0].Target.Name != "tv_flat" {
 			t.Errorf("at x %.0f (ray %.1f°) looking along the axis: %q, want tv", cx, ray, f[0].Target.Name)
 		}
@@ -144,7 +144,7 @@ func TestRayCorrection(t *testing.T) {
 		// Looking into the lens from there: the camera target (where no
 		// configured target holds the face: "tv" does near the axis).
 		f = []publish.FaceMsg{{Track: 2, Box: f[0].Box, Yaw: publish.Some(2), Pitch: publish.Some(-1), Roll: publish.Some(0)}}
-		lens.Apply(f, w, h, now)
+		lens.Apply(f, w, h, now, 0)
 		if want := CameraTarget; math.Abs(ray) > 10 && f[0].Target.Name != want {
 			t.Errorf("at x %.0f looking into the lens: %q, want camera", cx, f[0].Target.Name)
 		}
@@ -193,20 +193,45 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
-// The stage allocates nothing per frame once its tracks are known.
+// The stage allocates nothing per frame once its tracks are known, under
+// every profile, while its events start and end and its summary changes:
+// two faces turning to and from the road every 4 s.
 func TestApplyDoesNotAllocate(t *testing.T) {
-	s := road(3, 200*time.Millisecond)
-	f := []publish.FaceMsg{face(5, 0), face(40, 3)}
-	f[1].Track = 2
-	now := time.Unix(1000, 0)
-	s.Apply(f, 640, 480, now)
-	if a := testing.AllocsPerRun(100, func() { now = now.Add(time.Millisecond); s.Apply(f, 640, 480, now) }); a != 0 {
-		t.Errorf("Apply allocates %.0f times per frame", a)
+	for _, profile := range []string{ProfileNone, ProfileDriver, ProfileEngagement} {
+		a := config.Default().Attention
+		a.Profile = profile
+		a.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}}
+		a.Driver.Long, a.Driver.Unresponsive, a.Engagement.Targets = time.Second, 2*time.Second, []string{"road"}
+		s, err := FromConfig(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := []publish.FaceMsg{face(5, 0), face(40, 3)}
+		f[1].Track = 2
+		now, n, events := time.Unix(1000, 0), 0, 0
+		step := func() {
+			now = now.Add(100 * time.Millisecond)
+			n++
+			f[0].Yaw = publish.Some(float64(n/40%2) * 60)
+			s.Apply(f, 640, 480, now, 0)
+			events += len(s.Events())
+			s.Summary(ProfileNone)
+		}
+		for range 200 {
+			step()
+		}
+		if a := testing.AllocsPerRun(400, step); a != 0 {
+			t.Errorf("%s: Apply allocates %.2f times per frame", profile, a)
+		}
+		if profile != ProfileNone && events == 0 {
+			t.Errorf("%s: no event in 60 s of turns", profile)
+		}
 	}
 }
 
 // BenchmarkApply: the stage's cost per frame of two faces against a
-// driver's targets (road, two mirrors, the cluster) and the camera.
+// driver's targets (road, two mirrors, the cluster) and the camera, with
+// the driver's rules.
 func BenchmarkApply(b *testing.B) {
 	a := config.Default().Attention
 	a.Targets = map[string]config.AttentionTarget{
@@ -215,6 +240,7 @@ func BenchmarkApply(b *testing.B) {
 		"right_mirror": {Cone: []float64{-60, -5, 10}},
 		"cluster":      {Yaw: []float64{-10, 10}, Pitch: []float64{-45, -25}},
 	}
+	a.Profile, a.Driver.Attending = ProfileDriver, []string{"road", "left_mirror", "right_mirror", "cluster"}
 	s, err := FromConfig(a)
 	if err != nil {
 		b.Fatal(err)
@@ -225,6 +251,6 @@ func BenchmarkApply(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(66 * time.Millisecond)
-		s.Apply(f, 640, 480, now)
+		s.Apply(f, 640, 480, now, 0)
 	}
 }

@@ -1,0 +1,129 @@
+package attention
+
+import (
+	"errors"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/edgepose/posed/publish"
+)
+
+// counters are the stage's figures for /metrics, written by the frame
+// loop and read by the HTTP server: the primary face's time per target
+// and the events started, by kind.
+type counters struct {
+	names  []string        // target names, then "none" and "unknown"
+	micros []atomic.Uint64 // time per names[i], µs
+	events [len(eventKinds)]atomic.Uint64
+}
+
+// eventKinds are every event kind, in /metrics's order.
+var eventKinds = [...]string{publish.EventLongDistraction, publish.EventTimeSharing, publish.EventUnresponsive,
+	publish.EventUnmonitored, publish.EventEngagement}
+
+// maxFrameGap bounds the time one frame counts for: a longer gap between
+// two frames (a pause, a camera that stalled) is not time spent looking.
+const maxFrameGap = time.Second
+
+func (c *counters) init(targets []string) {
+	c.names = append(append([]string(nil), targets...), "none", StateUnknown)
+	c.micros = make([]atomic.Uint64, len(c.names))
+}
+
+// frame counts a frame at now (the one before at last; zero: none) whose
+// primary face's attention is m (nil: none counted), and its events.
+func (c *counters) frame(m *publish.AttentionMsg, evs []publish.EventMsg, last, now time.Time) {
+	for i := range evs {
+		if evs[i].Phase != "start" {
+			continue
+		}
+		for k, kind := range eventKinds {
+			if kind == evs[i].Kind {
+				c.events[k].Add(1)
+			}
+		}
+	}
+	dt := now.Sub(last)
+	if m == nil || last.IsZero() || dt <= 0 || dt > maxFrameGap || !m.Track.Set {
+		return
+	}
+	i := len(c.names) - 1 // unknown
+	switch {
+	case m.State == StateUnknown:
+	case !m.Target.Known:
+		i = len(c.names) - 2
+	default:
+		for j, n := range c.names[:len(c.names)-2] {
+			if n == m.Target.Name {
+				i = j
+			}
+		}
+	}
+	c.micros[i].Add(uint64(dt.Microseconds()))
+}
+
+// Figure is a labelled value of /metrics.
+type Figure struct {
+	Label string
+	Value float64
+}
+
+// TargetSeconds is the primary face's time per target (and "none",
+// "unknown"), in seconds; EventCounts the events started per kind. Safe
+// for use beside the frame loop.
+func (s *Stage) TargetSeconds() []Figure {
+	if s == nil {
+		return nil
+	}
+	out := make([]Figure, len(s.counters.names))
+	for i, n := range s.counters.names {
+		out[i] = Figure{n, float64(s.counters.micros[i].Load()) / 1e6}
+	}
+	return out
+}
+
+// EventCounts: see TargetSeconds.
+func (s *Stage) EventCounts() []Figure {
+	if s == nil {
+		return nil
+	}
+	out := make([]Figure, len(eventKinds))
+	for i, k := range eventKinds {
+		out[i] = Figure{k, float64(s.counters.events[i].Load())}
+	}
+	return out
+}
+
+// speedGate is the vehicle's speed from set/speed, written by the command
+// goroutine and read by the frame loop.
+type speedGate struct {
+	bits atomic.Uint64 // math.Float64bits(km/h)
+	at   atomic.Int64  // unix ns of the wall clock when it came; 0: never
+}
+
+// SetSpeed takes the vehicle's speed in km/h (set/speed).
+func (s *Stage) SetSpeed(kmh float64) error {
+	if s == nil {
+		return nil
+	}
+	if !(kmh >= 0 && kmh <= 500) {
+		return errSpeed
+	}
+	s.speed.bits.Store(math.Float64bits(kmh))
+	s.speed.at.Store(s.o.Clock().UnixNano())
+	return nil
+}
+
+// gated reports whether the driver's warnings are off at wall time now:
+// a fresh speed below MinSpeed.
+func (g *speedGate) gated(r DriverRules, now time.Time) bool {
+	at := g.at.Load()
+	if r.MinSpeed <= 0 || at == 0 || now.Sub(time.Unix(0, at)) > r.SpeedTimeout {
+		return false
+	}
+	return math.Float64frombits(g.bits.Load()) < r.MinSpeed
+}
+
+// errSpeed: set/speed got something that is not a speed.
+var errSpeed = errors.New("a speed is a number of km/h from 0 to 500")

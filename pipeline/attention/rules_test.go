@@ -1,0 +1,325 @@
+package attention
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/publish"
+)
+
+// t0 is the scripts' first frame time; frames come every 100 ms.
+var t0 = time.Unix(5000, 0)
+
+const frame = 100 * time.Millisecond
+
+// segment is a stretch of a script: the primary face looking at (yaw,
+// pitch) for d, with standard deviation std (0: 2°), or no face (lost).
+type segment struct {
+	d          time.Duration
+	yaw, pitch float64
+	std        float64
+	lost       bool
+}
+
+// timeline is what a script gave: every event, and each frame's state.
+type timeline struct {
+	start  time.Time // the first frame's
+	events []publish.EventMsg
+	states []string
+	sums   []publish.AttentionMsg // the summaries that changed
+}
+
+// play feeds the script to s, a frame every 100 ms from t0.
+func play(t *testing.T, s *Stage, script ...segment) timeline {
+	t.Helper()
+	tl := timeline{start: t0}
+	if !s.lastNow.IsZero() {
+		tl.start = s.lastNow.Add(frame) // a script played after another goes on from it
+	}
+	now := tl.start
+	for _, sg := range script {
+		for end := now.Add(sg.d); now.Before(end); now = now.Add(frame) {
+			var faces []publish.FaceMsg
+			prim := -1
+			if !sg.lost {
+				f := face(sg.yaw, sg.pitch)
+				std := sg.std
+				if std == 0 {
+					std = 2
+				}
+				f.YawStd, f.PitchStd = publish.Some(std), publish.Some(std)
+				faces, prim = []publish.FaceMsg{f}, 0
+			}
+			s.Apply(faces, 640, 480, now, prim)
+			tl.events = append(tl.events, s.Events()...)
+			st := "-"
+			if prim >= 0 {
+				st = faces[0].Attention
+			}
+			tl.states = append(tl.states, st)
+			if m, ok := s.Summary("none"); ok {
+				c := *m
+				c.Active = append([]string(nil), m.Active...)
+				tl.sums = append(tl.sums, c)
+			}
+		}
+	}
+	return tl
+}
+
+// kinds lists the events as kind/phase@seconds from the first frame.
+func (tl timeline) kinds() string {
+	var b []string
+	for _, e := range tl.events {
+		b = append(b, fmt.Sprintf("%s/%s@%.1f", e.Kind, e.Phase, e.Time.Sub(tl.start).Seconds()))
+	}
+	return strings.Join(b, " ")
+}
+
+func driverStage(t *testing.T, mod func(*config.Attention)) *Stage {
+	t.Helper()
+	a := config.Default().Attention
+	a.Profile = "driver"
+	a.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}},
+		"mirror": {Cone: []float64{50, 0, 10}}}
+	a.Driver.Attending = []string{"road", "mirror"}
+	if mod != nil {
+		mod(&a)
+	}
+	s, err := FromConfig(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A long distraction starts exactly `long` after the gaze leaves the road
+// (the first frame looking away: the dwell is backdated) and ends when it
+// returns, dated by the first frame back; a mirror is not a distraction.
+func TestLongDistraction(t *testing.T) {
+	s := driverStage(t, nil)
+	tl := play(t, s, segment{d: 2 * time.Second}, segment{d: 4 * time.Second, yaw: 60}, segment{d: 2 * time.Second},
+		segment{d: 5 * time.Second, yaw: 50}, segment{d: time.Second})
+	if got, want := tl.kinds(), "long_distraction/start@5.0 long_distraction/end@6.0"; got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	start, end := tl.events[0], tl.events[1]
+	if start.Since != t0.Add(2*time.Second) || start.DurationS != 3 || !start.Target.Known && start.Target.Name != "" {
+		t.Errorf("start %+v: want since 2 s, 3 s away", start)
+	}
+	if end.DurationS != 4 || end.Why != "returned" {
+		t.Errorf("end %+v: want 4 s away, returned", end)
+	}
+	// States: attentive, glancing (once the 0.2 s dwell has confirmed the
+	// glance) before 3 s away, distracted after, attentive again once the
+	// return is confirmed.
+	for i, want := range map[int]string{10: StateAttentive, 21: StateAttentive, 22: StateGlancing, 49: StateGlancing, 50: StateDistracted,
+		61: StateDistracted, 62: StateAttentive, 80: StateAttentive} {
+		if tl.states[i] != want {
+			t.Errorf("frame %d (%.1f s): state %q, want %q", i, float64(i)/10, tl.states[i], want)
+		}
+	}
+}
+
+// Unresponsive past 6 s away; both events end together when the gaze
+// comes back.
+func TestUnresponsive(t *testing.T) {
+	tl := play(t, driverStage(t, nil), segment{d: time.Second}, segment{d: 7 * time.Second, yaw: -70}, segment{d: time.Second})
+	want := "long_distraction/start@4.0 unresponsive/start@7.0 unresponsive/end@8.0 long_distraction/end@8.0"
+	if got := tl.kinds(); got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if tl.states[75] != StateUnresponsive {
+		t.Errorf("state at 7.5 s: %q", tl.states[75])
+	}
+}
+
+// Time sharing accumulates across glances (each shorter than `long`) and
+// forgets them after its window: five 2 s glances within 30 s start it at
+// the fifth's end (10 s summed); it ends when the first glance leaves
+// the window.
+func TestTimeSharing(t *testing.T) {
+	var script []segment
+	for range 5 {
+		script = append(script, segment{d: 3 * time.Second}, segment{d: 2 * time.Second, yaw: 45, pitch: -30})
+	}
+	script = append(script, segment{d: 30 * time.Second})
+	tl := play(t, driverStage(t, nil), script...)
+	// Glances at 3–5, 8–10, 13–15, 18–20, 23–25 s: 10 s summed at 25 s
+	// (the window then reaches back to −5 s); at 33.1 s the first glance
+	// has begun to leave it.
+	want := "time_sharing/start@25.0 time_sharing/end@33.1"
+	if got := tl.kinds(); got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if e := tl.events[0]; e.Since != t0.Add(3*time.Second) || e.DurationS < 9.9 {
+		t.Errorf("start %+v: since the first glance (3 s), 10 s summed", e)
+	}
+	// Four glances are not enough, however long the wait.
+	tl = play(t, driverStage(t, nil), script[:8]...)
+	if len(tl.events) != 0 {
+		t.Errorf("four glances: %q", tl.kinds())
+	}
+}
+
+// Uncertainty makes the state unknown, not road; the last known direction
+// holds meanwhile (on the road: no distraction), and past `unmonitored`
+// posed says it cannot monitor.
+func TestUncertainIsUnknown(t *testing.T) {
+	s := driverStage(t, nil)
+	tl := play(t, s, segment{d: time.Second}, segment{d: 12 * time.Second, std: 40}, segment{d: time.Second})
+	if tl.states[5] != StateAttentive || tl.states[50] != StateUnknown || tl.states[135] != StateAttentive {
+		t.Errorf("states %q", tl.states)
+	}
+	if got, want := tl.kinds(), "unmonitored/start@11.0 unmonitored/end@13.0"; got != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	var reasons []string
+	for _, m := range tl.sums {
+		reasons = append(reasons, m.State+"/"+m.Reason)
+	}
+	if got := strings.Join(reasons, " "); !strings.Contains(got, "unknown/uncertain") || strings.Contains(got, "attentive/uncertain") {
+		t.Errorf("summaries %q", got)
+	}
+	for _, m := range tl.sums {
+		if m.State == StateUnknown && (m.Attending != nil || m.Target.Known) {
+			t.Errorf("an unknown summary says attending %v, target %+v", m.Attending, m.Target)
+		}
+	}
+	// Looking away, then lost: still away (the head may have turned
+	// beyond the detector), so the distraction comes.
+	tl = play(t, driverStage(t, nil), segment{d: time.Second}, segment{d: time.Second, yaw: 70}, segment{d: 4 * time.Second, lost: true})
+	if got, want := tl.kinds(), "long_distraction/start@4.0"; got != want {
+		t.Errorf("away then lost: %q, want %q", got, want)
+	}
+}
+
+// Below min_speed no warning starts; one in progress ends (speed); a
+// speed older than speed_timeout is forgotten.
+func TestSpeedGating(t *testing.T) {
+	wall := time.Unix(9000, 0)
+	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 })
+	s.o.Clock = func() time.Time { return wall }
+	if err := s.SetSpeed(10); err != nil {
+		t.Fatal(err)
+	}
+	if tl := play(t, s, segment{d: time.Second}, segment{d: 5 * time.Second, yaw: 60}); len(tl.events) != 0 {
+		t.Errorf("at 10 km/h: %q", tl.kinds())
+	}
+	if err := s.SetSpeed(60); err != nil {
+		t.Fatal(err)
+	}
+	tl := play(t, s, segment{d: time.Second, yaw: 60})
+	if got := tl.kinds(); got != "long_distraction/start@0.0" {
+		t.Errorf("speeding up while away: %q (the distraction starts at once)", got)
+	}
+	_ = s.SetSpeed(5)
+	if got := play(t, s, segment{d: 200 * time.Millisecond, yaw: 60}).kinds(); got != "long_distraction/end@0.0" {
+		t.Errorf("slowing down: %q", got)
+	}
+	wall = wall.Add(11 * time.Second) // the speed is stale: warnings on (away for 6.2 s by now)
+	if got := play(t, s, segment{d: 200 * time.Millisecond, yaw: 60}).kinds(); got != "long_distraction/start@0.0 unresponsive/start@0.0" {
+		t.Errorf("stale speed: %q", got)
+	}
+	for _, bad := range []float64{-1, 600} {
+		if s.SetSpeed(bad) == nil {
+			t.Errorf("speed %g accepted", bad)
+		}
+	}
+}
+
+// Pausing ends what is in progress and starts the rules again.
+func TestSuspendEndsEvents(t *testing.T) {
+	s := driverStage(t, nil)
+	play(t, s, segment{d: time.Second}, segment{d: 4 * time.Second, yaw: 60})
+	s.Suspend(t0.Add(time.Hour), ReasonPaused)
+	evs := s.Events()
+	if len(evs) != 1 || evs[0].Kind != publish.EventLongDistraction || evs[0].Phase != "end" || evs[0].Why != ReasonPaused ||
+		evs[0].Time != t0.Add(4900*time.Millisecond) {
+		t.Fatalf("events on pause %+v", evs)
+	}
+	m, changed := s.Summary("none")
+	if !changed || m.State != StateUnknown || m.Reason != ReasonPaused || len(m.Active) != 0 {
+		t.Errorf("summary on pause %+v (changed %v)", m, changed)
+	}
+}
+
+// ROS4HRI's levels from looking at the camera, with the on and off
+// delays; a face that leaves ends its engagement.
+func TestEngagementLevels(t *testing.T) {
+	a := config.Default().Attention
+	a.Profile = "engagement"
+	s, err := FromConfig(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := play(t, s, segment{d: time.Second, yaw: 60}, segment{d: 3 * time.Second}, segment{d: time.Second, yaw: 60},
+		segment{d: time.Second}, segment{d: 3 * time.Second, yaw: 60}, segment{d: 2 * time.Second}, segment{d: time.Second, lost: true})
+	for i, want := range map[int]string{5: LevelDisengaged, 15: LevelEngaging, 25: LevelEngaged, 45: LevelDisengaging,
+		55: LevelEngaged, 65: LevelDisengaging, 85: LevelDisengaged, 95: LevelEngaging, 105: LevelEngaged} {
+		if tl.states[i] != want {
+			t.Errorf("%.1f s: %q, want %q", float64(i)/10, tl.states[i], want)
+		}
+	}
+	want := "engagement/start@2.0 engagement/end@6.0 engagement/start@10.0 engagement/end@10.9"
+	if got := tl.kinds(); got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if e := tl.events[1]; e.DurationS != 5 || e.Why != "away" {
+		t.Errorf("end %+v: 5 s from the first look (1 s) to looking away (6 s)", e)
+	}
+	if e := tl.events[3]; e.Why != "lost" {
+		t.Errorf("a face that leaves: %+v", e)
+	}
+}
+
+// The summary is change-driven: a face that keeps looking at the road
+// gives one, not one per frame; a change of target, state or neutral
+// status gives another.
+func TestSummaryChangeDriven(t *testing.T) {
+	s := driverStage(t, nil)
+	tl := play(t, s, segment{d: 5 * time.Second}, segment{d: 5 * time.Second, yaw: 60})
+	var got []string
+	for _, m := range tl.sums {
+		got = append(got, fmt.Sprintf("%s/%s/%v", m.Target.Name, m.State, m.Active))
+	}
+	// road; none glancing (0.2 s dwell); distracted with the event.
+	want := "road/attentive/[] /glancing/[] /distracted/[long_distraction]"
+	if strings.Join(got, " ") != want {
+		t.Errorf("summaries %q, want %q", strings.Join(got, " "), want)
+	}
+	if _, ok := s.Summary("learnt"); !ok {
+		t.Error("a new neutral status is not a change")
+	}
+	if _, ok := s.Summary("learnt"); ok {
+		t.Error("the same summary twice is a change")
+	}
+	if *tl.sums[0].Attending != true || *tl.sums[1].Attending != false {
+		t.Error("attending does not follow the road")
+	}
+}
+
+// /metrics' figures: time per target of the primary face, events by kind.
+func TestCounters(t *testing.T) {
+	s := driverStage(t, nil)
+	play(t, s, segment{d: 2 * time.Second}, segment{d: 4 * time.Second, yaw: 60}, segment{d: 2 * time.Second, std: 40})
+	got := map[string]float64{}
+	for _, f := range s.TargetSeconds() {
+		got[f.Label] = f.Value
+	}
+	// Each frame counts the 100 ms before it, at the target decided (the
+	// 0.2 s dwell): road 0.1–2.1 s, none 2.2–5.9 s, unknown 6.0–7.9 s.
+	if !near(got["road"], 2.1) || !near(got["none"], 3.8) || !near(got["unknown"], 2) || got["mirror"] != 0 || got["camera"] != 0 {
+		t.Errorf("seconds per target %v", got)
+	}
+	for _, f := range s.EventCounts() {
+		if want := map[string]float64{publish.EventLongDistraction: 1}[f.Label]; f.Value != want {
+			t.Errorf("%s: %g events, want %g", f.Label, f.Value, want)
+		}
+	}
+}
+
+func near(a, b float64) bool { return a > b-1e-6 && a < b+1e-6 }
