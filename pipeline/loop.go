@@ -60,6 +60,7 @@ type Publisher interface {
 	Retain(topic string, v any)
 	Stats(publish.StatsMsg)
 	NoFaces()
+	Event(publish.EventMsg)
 }
 
 // Loop is one run of the frame loop. Set its fields, then call Run once.
@@ -106,6 +107,9 @@ type Loop struct {
 	// The learning's state, double-buffered (learningState).
 	learnBuf  [2]publish.LearnMsg
 	learnFlip bool
+	// attentionLive: frames reached the attention stage since it was
+	// last suspended.
+	attentionLive bool
 	// The pose message and its faces' storage, reused frame after frame.
 	msg   publish.PoseMsg
 	faces []publish.FaceMsg
@@ -146,6 +150,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	l.State.Schema, l.State.Status, l.State.Faces = publish.SchemaVersion, l.status(), 0
 	l.State.Zero, l.State.Learning = l.Neutral.State(), l.learningState()
 	l.Publisher.Retain(publish.TopicState, l.State)
+	l.publishAttention()
 	defer l.stopped()
 
 	l.free = []*device.Frame{{}, {}, {}}
@@ -227,6 +232,7 @@ func (l *Loop) pingWatchdog(notify func(string), lastFrame int64) int64 {
 // in use.
 func (l *Loop) stopped() {
 	l.State.Status, l.State.Faces = "stopped", 0
+	l.suspendAttention(attention.ReasonStopped)
 	l.Publisher.NoFaces()
 	l.Publisher.Retain(publish.TopicState, l.State)
 	l.Publisher.Retain(publish.TopicCamera, publish.CameraMsg{Schema: publish.SchemaVersion, Device: l.State.Device,
@@ -412,6 +418,7 @@ func (l *Loop) publishCamera() {
 			msg.Status, msg.Error, msg.RetryS = "offline", st.Err.Error(), st.Retry.Seconds()
 			l.Log.Warn("camera offline", "camera", l.State.Camera, "err", st.Err, "retry", st.Retry)
 			l.Publisher.NoFaces()
+			l.suspendAttention(attention.ReasonOffline)
 		} else {
 			l.Log.Info("camera online", "camera", l.State.Camera)
 		}
@@ -432,6 +439,9 @@ func (l *Loop) status() string {
 // a pose message without faces (which also tells Home Assistant) and the
 // state.
 func (l *Loop) pause() {
+	if l.Attention != nil && l.attentionLive {
+		l.suspendAttention(attention.ReasonPaused)
+	}
 	if l.State.Faces == 0 {
 		return
 	}
@@ -490,6 +500,8 @@ func (l *Loop) process(f *device.Frame) {
 	l.msg = publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
 		Faces: l.faceMsgs(faces)}
 	l.Attention.Apply(l.msg.Faces, l.msg.Width, l.msg.Height, f.Time, prim)
+	l.attentionLive = true
+	l.publishAttention()
 	l.View.Offer(f.Gray, l.msg.Faces)
 	if len(faces) > 0 || l.State.Faces > 0 {
 		l.Publisher.Pose(&l.msg, prim)
@@ -499,6 +511,47 @@ func (l *Loop) process(f *device.Frame) {
 		l.State.Faces = len(faces)
 		l.Publisher.Retain(publish.TopicState, l.State)
 	}
+}
+
+// publishAttention publishes the attention stage's events, and its
+// summary of the primary face if it changed (retained).
+func (l *Loop) publishAttention() {
+	if l.Attention == nil {
+		return
+	}
+	for _, e := range l.Attention.Events() {
+		l.Publisher.Event(e)
+	}
+	if m, changed := l.Attention.Summary(l.neutralStatus()); changed {
+		m.Schema, m.Device = publish.SchemaVersion, l.State.Device
+		l.Publisher.Retain(publish.TopicAttention, *m)
+	}
+}
+
+// suspendAttention tells the attention stage that no frame is seen (why:
+// paused, camera offline, stopped): what was in progress ends.
+func (l *Loop) suspendAttention(why string) {
+	if l.Attention == nil {
+		return
+	}
+	l.Attention.Suspend(time.Now(), why)
+	l.attentionLive = false
+	l.publishAttention()
+}
+
+// neutralStatus is the neutral pose's status for the attention summary:
+// set (by hand or in the configuration), learnt, calibrating or none.
+func (l *Loop) neutralStatus() string {
+	if z := l.Neutral.State(); z != nil {
+		if z.Source == "learnt" {
+			return "learnt"
+		}
+		return "set"
+	}
+	if m := l.Neutral.Learning(); m != nil && m.Status == "calibrating" {
+		return "calibrating"
+	}
+	return "none"
 }
 
 // faceMsgs fills the loop's reused messages with faces: box, score, view,

@@ -20,6 +20,7 @@ import (
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
@@ -35,6 +36,7 @@ type scriptSource struct {
 	hold      bool
 	i         int
 	frames    int
+	step      time.Duration // if set, frame n is stamped n·step after a fixed time (else now)
 }
 
 func (s *scriptSource) Next(ctx context.Context, f *device.Frame) error {
@@ -66,6 +68,9 @@ func (s *scriptSource) Next(ctx context.Context, f *device.Frame) error {
 		f.Gray = image.NewGray(image.Rect(0, 0, 64, 48))
 	}
 	f.Seq, f.Time = it.(uint64), time.Now()
+	if s.step > 0 {
+		f.Time = time.Unix(1000, 0).Add(time.Duration(f.Seq) * s.step)
+	}
 	return nil
 }
 
@@ -104,6 +109,8 @@ type recorder struct {
 	cameras   []publish.CameraMsg
 	stats     []publish.StatsMsg
 	noFaces   int
+	attention []publish.AttentionMsg
+	events    []publish.EventMsg
 }
 
 // Pose keeps a deep copy: the loop reuses the message and its faces.
@@ -125,6 +132,11 @@ func (r *recorder) Stats(m publish.StatsMsg) {
 	r.mu.Unlock()
 }
 func (r *recorder) NoFaces() { r.mu.Lock(); r.noFaces++; r.mu.Unlock() }
+func (r *recorder) Event(e publish.EventMsg) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
 func (r *recorder) Retain(topic string, v any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -133,6 +145,9 @@ func (r *recorder) Retain(topic string, v any) {
 		r.states = append(r.states, m)
 	case publish.CameraMsg:
 		r.cameras = append(r.cameras, m)
+	case publish.AttentionMsg:
+		m.Active = append([]string(nil), m.Active...)
+		r.attention = append(r.attention, m)
 	default:
 		panic(fmt.Sprintf("unexpected retained %s: %T", topic, v))
 	}
@@ -357,5 +372,56 @@ func TestLosslessReplayProcessesEveryFrame(t *testing.T) {
 				t.Fatalf("pose %d is frame %d", i, p.Seq)
 			}
 		}
+	}
+}
+
+// The attention topic follows the primary face, change-driven: unknown
+// (no face) at the start, the face's state while it is there, unknown
+// when it goes, and stopped as posed stops; a driver's distraction in
+// progress ends as the camera goes offline.
+func TestLoopAttention(t *testing.T) {
+	src, trk, pub := newScript([]any{uint64(1), uint64(2), uint64(3), uint64(4), uint64(5)}, map[uint64]int{1: 1, 2: 1, 3: 1, 5: 1})
+	att, err := attention.FromConfig(config.Default().Attention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Loop{Source: src, Tracker: trk, Publisher: pub, Attention: att}
+	if err := l.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range pub.attention {
+		got = append(got, fmt.Sprintf("%s/%s/%s", m.State, m.Reason, m.Neutral))
+	}
+	// The scripted face (yaw 12.3°, pitch −3.2°: 12.7° from the lens)
+	// is outside the camera cone less its margin: away.
+	want := "unknown/no_face/none away//none unknown/no_face/none away//none unknown/stopped/none"
+	if strings.Join(got, " ") != want {
+		t.Errorf("attention summaries %q, want %q", strings.Join(got, " "), want)
+	}
+	if f := pub.poses[0].Faces[0]; f.Attention != attention.StateAway || !f.Target.On || f.Target.Known {
+		t.Errorf("face %+v: want attention away, target null", f)
+	}
+
+	// The driver looks away (off the road) for long enough, then posed
+	// stops: the distraction ends, dated by the last frame.
+	a := config.Default().Attention
+	a.Profile, a.Targets = "driver", map[string]config.AttentionTarget{"road": {Yaw: []float64{-5, 5}, Pitch: []float64{-5, 5}}}
+	a.Driver.Long = 100 * time.Millisecond
+	att, _ = attention.FromConfig(a)
+	src, trk, pub = newScript([]any{uint64(1), uint64(2), uint64(3)}, map[uint64]int{1: 1, 2: 1, 3: 1})
+	src.step = 100 * time.Millisecond
+	l = &Loop{Source: src, Tracker: trk, Publisher: pub, Attention: att}
+	done := make(chan error, 1)
+	go func() { done <- l.Run(context.Background()) }()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var evs []string
+	for _, e := range pub.events {
+		evs = append(evs, fmt.Sprintf("%s/%s/%s@%v", e.Kind, e.Phase, e.Why, e.Time.Sub(time.Unix(1000, 0))))
+	}
+	if got, want := strings.Join(evs, " "), "long_distraction/start/@200ms long_distraction/end/stopped@300ms"; got != want {
+		t.Errorf("events %q, want %q", got, want)
 	}
 }

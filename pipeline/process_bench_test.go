@@ -24,6 +24,7 @@ func (noopPub) Pose(*publish.PoseMsg, int) {}
 func (noopPub) Retain(string, any)         {}
 func (noopPub) Stats(publish.StatsMsg)     {}
 func (noopPub) NoFaces()                   {}
+func (noopPub) Event(publish.EventMsg)     {}
 
 type twoFaces struct{ faces []track.Face }
 

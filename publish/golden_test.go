@@ -23,7 +23,10 @@ func TestDiscoveryGolden(t *testing.T) {
 	cfg := testMQTT(mqtttest.FreeAddr(t)) // no broker: the documents are made at New
 	cfg.Discovery = true
 	p, err := New(cfg, "cam", quiet(), nil, WithVersion("1.2.3"), WithConfigURL("http://cam.local:9464/"),
-		WithCommands(func(string, []byte) (Reply, error) { return Reply{}, nil }))
+		WithCommands(func(string, []byte) (Reply, error) { return Reply{}, nil }),
+		WithAttention(AttentionInfo{Profile: "driver", Targets: []string{"camera", "mirror", "road"},
+			States: []string{"attentive", "glancing", "distracted", "unresponsive"},
+			Events: []string{EventLongDistraction, EventTimeSharing, EventUnresponsive, EventUnmonitored}}))
 	if err != nil {
 		t.Fatal(err)
 	}

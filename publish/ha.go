@@ -36,19 +36,39 @@ func WithStateDir(dir string) Option { return func(p *Publisher) { p.stateDir = 
 type haSensor struct {
 	component, key, name, field, unit, icon string
 	command                                 bool // announced only when posed takes commands
+	attention                               bool // announced only with the attention stage (WithAttention)
 }
+
+// AttentionInfo is what Home Assistant is told of the attention stage:
+// its profile, its targets' names (the target sensor's options), the
+// profile's states and the kinds of events it sends.
+type AttentionInfo struct {
+	Profile string
+	Targets []string
+	States  []string
+	Events  []string
+}
+
+// WithAttention announces the attention entities: whether the primary
+// face attends (its eyes on the road for a driver, looking at the device
+// otherwise), its target, its state, and the events.
+func WithAttention(a AttentionInfo) Option { return func(p *Publisher) { p.attention = &a } }
 
 // haSensors are the Home Assistant entities posed announces.
 var haSensors = []haSensor{
-	{"sensor", "yaw", "Yaw", "yaw", "°", "mdi:axis-z-rotate-counterclockwise", false},
-	{"sensor", "pitch", "Pitch", "pitch", "°", "mdi:axis-x-rotate-counterclockwise", false},
-	{"sensor", "roll", "Roll", "roll", "°", "mdi:axis-y-rotate-counterclockwise", false},
-	{"sensor", "faces", "Faces", "faces", "", "mdi:account-multiple", false},
-	{"switch", "detect", "Detection", CommandDetect, "", "mdi:face-recognition", true},
-	{"button", "snapshot", "Snapshot", CommandSnapshot, "", "mdi:camera", true},
-	{"button", "zero", "Set neutral pose", CommandZero, "", "mdi:crosshairs-gps", true},
-	{"button", "reload", "Reload configuration", CommandReload, "", "mdi:reload", true},
-	{"image", "snapshot_image", "Snapshot", TopicSnapshot, "", "mdi:image", true},
+	{"sensor", "yaw", "Yaw", "yaw", "°", "mdi:axis-z-rotate-counterclockwise", false, false},
+	{"sensor", "pitch", "Pitch", "pitch", "°", "mdi:axis-x-rotate-counterclockwise", false, false},
+	{"sensor", "roll", "Roll", "roll", "°", "mdi:axis-y-rotate-counterclockwise", false, false},
+	{"sensor", "faces", "Faces", "faces", "", "mdi:account-multiple", false, false},
+	{"switch", "detect", "Detection", CommandDetect, "", "mdi:face-recognition", true, false},
+	{"button", "snapshot", "Snapshot", CommandSnapshot, "", "mdi:camera", true, false},
+	{"button", "zero", "Set neutral pose", CommandZero, "", "mdi:crosshairs-gps", true, false},
+	{"button", "reload", "Reload configuration", CommandReload, "", "mdi:reload", true, false},
+	{"image", "snapshot_image", "Snapshot", TopicSnapshot, "", "mdi:image", true, false},
+	{"binary_sensor", "attending", "Attending", "attending", "", "mdi:eye", false, true},
+	{"sensor", "target", "Target", "target", "", "mdi:target", false, true},
+	{"sensor", "attention", "Attention", "state", "", "mdi:account-eye", false, true},
+	{"event", "attention_event", "Attention event", TopicEvent, "", "mdi:alert-circle", false, true},
 }
 
 // discoveryTopic is where entity s of device is announced.
@@ -98,7 +118,7 @@ func (p *Publisher) discovery() []string {
 	}
 	var topics []string
 	for _, s := range haSensors {
-		if s.command && p.commands == nil {
+		if s.command && p.commands == nil || s.attention && (p.attention == nil || s.component == "event" && len(p.attention.Events) == 0) {
 			continue
 		}
 		cfg := map[string]any{
@@ -132,6 +152,9 @@ func (p *Publisher) discovery() []string {
 			cfg["image_topic"] = p.base + s.field
 			cfg["content_type"] = "image/jpeg"
 		}
+		if s.attention {
+			p.attentionEntity(cfg, s)
+		}
 		if s.unit != "" {
 			cfg["unit_of_measurement"] = s.unit
 			cfg["suggested_display_precision"] = 1
@@ -142,6 +165,42 @@ func (p *Publisher) discovery() []string {
 		topics = append(topics, t)
 	}
 	return topics
+}
+
+// attentionEntity fills the discovery config of an attention entity: the
+// retained attention topic (its fields as the entity's attributes) or the
+// events topic. A state that is unknown renders None: Home Assistant shows
+// the entity as unknown.
+func (p *Publisher) attentionEntity(cfg map[string]any, s haSensor) {
+	a := p.attention
+	delete(cfg, "state_class") // states, not measurements
+	cfg["state_topic"] = p.base + TopicAttention
+	cfg["json_attributes_topic"] = p.base + TopicAttention
+	switch s.key {
+	case "attending":
+		cfg["name"] = "Looking at the device"
+		if a.Profile == "driver" {
+			cfg["name"] = "Eyes on the road"
+		}
+		cfg["value_template"] = "{% if value_json.attending is none %}None{% elif value_json.attending %}ON{% else %}OFF{% endif %}"
+		cfg["payload_on"], cfg["payload_off"] = "ON", "OFF"
+	case "target":
+		cfg["device_class"] = "enum"
+		cfg["options"] = append(append([]string{}, a.Targets...), "none")
+		cfg["value_template"] = "{% if value_json.state == 'unknown' %}None{% elif value_json.target is none %}none{% else %}{{ value_json.target }}{% endif %}"
+	case "attention":
+		cfg["device_class"] = "enum"
+		cfg["options"] = a.States
+		cfg["value_template"] = "{% if value_json.state == 'unknown' %}None{% else %}{{ value_json.state }}{% endif %}"
+	case "attention_event":
+		delete(cfg, "json_attributes_topic")
+		cfg["state_topic"] = p.base + TopicEvent
+		var types []string
+		for _, k := range a.Events {
+			types = append(types, k+"_start", k+"_end")
+		}
+		cfg["event_types"] = types
+	}
 }
 
 // discoveryStateFile is the file, in the state directory, listing the

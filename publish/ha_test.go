@@ -2,6 +2,7 @@ package publish
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,6 +116,16 @@ func TestHomeAssistant(t *testing.T) {
 	time.Sleep(350 * time.Millisecond)
 	p.Pose(onePose(3, 10.5), 0)
 	p.Pose(onePose(4, 12), 0)
+	// A retained topic carries its latest payload: wait for 12 to be out
+	// before the next, which would otherwise replace it unsent.
+	col.WaitFor(t, "the HA summary of 12", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		for _, m := range ms {
+			if m.Topic == "posed/cam/ha" && strings.Contains(string(m.Payload), `"yaw":12`) {
+				return true
+			}
+		}
+		return false
+	})
 	p.Pose(onePose(5, 30), 0)
 	p.Pose(&PoseMsg{Seq: 6, Captured: time.Now()}, -1)
 	p.Retain(TopicCamera, CameraMsg{Schema: SchemaVersion, Device: "cam", Camera: "x", Status: "offline", Error: "gone", Changed: time.Now()})
@@ -130,7 +141,7 @@ func TestHomeAssistant(t *testing.T) {
 	sch := mqtttest.Schemas(t)
 	var ha, cams []string
 	for _, m := range col.On("posed/cam/ha") {
-		validate(t, sch["ha"], m)
+		mqtttest.Validate(t, sch["ha"], m)
 		ha = append(ha, string(m.Payload))
 	}
 	for _, m := range col.On("posed/cam/camera") {
@@ -235,7 +246,7 @@ func TestDiscoveryRemoval(t *testing.T) {
 func plainEntities() int {
 	n := 0
 	for _, s := range haSensors {
-		if !s.command {
+		if !s.command && !s.attention {
 			n++
 		}
 	}
@@ -269,5 +280,72 @@ func TestDiscoveryRemovalSentOnce(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if n := len(col.All()); n != 1 {
 		t.Errorf("the stale entity was cleared %d times, want once", n)
+	}
+}
+
+// The attention entities' templates, rendered by Jinja2 against real
+// attention messages: on the road, away at no target, and unknown (which
+// must render None, Home Assistant's unknown, never "road" or OFF); the
+// event entity declares every kind's start and end, and an event message
+// carries its event_type.
+func TestHomeAssistantAttention(t *testing.T) {
+	cfg := testMQTT(mqtttest.FreeAddr(t))
+	cfg.Discovery = true
+	info := AttentionInfo{Profile: "driver", Targets: []string{"camera", "road"}, States: []string{"attentive", "glancing"},
+		Events: []string{EventLongDistraction}}
+	p, err := New(cfg, "cam", quiet(), nil, WithAttention(info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(p, 100*time.Millisecond)
+	doc := func(component, key string) map[string]any {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var m map[string]any
+		if err := json.Unmarshal(p.retained["homeassistant/"+component+"/posed_cam_"+key+"/config"], &m); err != nil {
+			t.Fatalf("%s %s: %v", component, key, err)
+		}
+		return m
+	}
+	yes, no := true, false
+	msgs := []AttentionMsg{
+		{Profile: "driver", Track: Some(1), Target: Label{Name: "road", Known: true, On: true}, State: "attentive", Attending: &yes},
+		{Profile: "driver", Track: Some(1), Target: Label{On: true}, State: "glancing", Attending: &no},
+		{Profile: "driver", Track: Some(1), Target: Label{On: true}, State: "unknown", Reason: "uncertain"},
+		{Profile: "driver", Target: Label{On: true}, State: "unknown", Reason: "no_face"},
+	}
+	want := map[string][]string{
+		"binary_sensor/attending": {"ON", "OFF", "None", "None"},
+		"sensor/target":           {"road", "none", "None", "None"},
+		"sensor/attention":        {"attentive", "glancing", "None", "None"},
+	}
+	for entity, w := range want {
+		c, k, _ := strings.Cut(entity, "/")
+		d := doc(c, k)
+		if d["state_topic"] != "posed/cam/attention" || d["state_class"] != nil {
+			t.Errorf("%s: %v", entity, d)
+		}
+		var pairs [][2]string
+		for _, m := range msgs {
+			b, _ := json.Marshal(m)
+			pairs = append(pairs, [2]string{d["value_template"].(string), string(b)})
+		}
+		if got := renderJinja(t, pairs); !slices.Equal(got, w) {
+			t.Errorf("%s renders %q, want %q", entity, got, w)
+		}
+		if opts, ok := d["options"].([]any); ok {
+			for _, g := range w {
+				if g != "None" && !slices.Contains(opts, any(g)) {
+					t.Errorf("%s: %q is not among the options %v", entity, g, opts)
+				}
+			}
+		}
+	}
+	if d := doc("binary_sensor", "attending"); d["name"] != "Eyes on the road" {
+		t.Errorf("driver's binary sensor: %v", d["name"])
+	}
+	ev := doc("event", "attention_event")
+	if ev["state_topic"] != "posed/cam/event" || fmt.Sprint(ev["event_types"]) != "[long_distraction_start long_distraction_end]" {
+		t.Errorf("event entity %v", ev)
 	}
 }

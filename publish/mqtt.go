@@ -45,7 +45,11 @@ type Publisher struct {
 
 	mu       sync.Mutex
 	retained map[string][]byte // topic → last retained payload, re-sent on reconnect
-	lastPose time.Time
+	// dirtyTopics are the retained topics changed while connected and not
+	// yet sent; dirty (capacity 1) says there are some.
+	dirtyTopics map[string]bool
+	dirty       chan struct{}
+	lastPose    time.Time
 
 	// Home Assistant: what posed tells of itself, the discovery topics it
 	// announces and those of earlier runs to clear, and the last message
@@ -54,6 +58,7 @@ type Publisher struct {
 	announced, stale             []string
 	discoverySaved               bool // stale cleared and announced recorded (under mu)
 	commands                     CommandHandler
+	attention                    *AttentionInfo // WithAttention
 	cmdQueue                     chan command
 	cmdStop, cmdDone             chan struct{} // runCommands: told to stop, stopped
 	cmdOnce                      sync.Once
@@ -106,8 +111,14 @@ type outMsg struct {
 	flush chan struct{}
 }
 
-// queueLen bounds the messages waiting for the publishing goroutine.
-const queueLen = 16
+// queueLen bounds the messages waiting for the publishing goroutine;
+// frames' messages leave poseReserve of it to the rest (retained state,
+// events), which a stream of poses waiting on QoS 1 acknowledgements
+// would otherwise crowd out.
+const (
+	queueLen    = 16
+	poseReserve = 4
+)
 
 // tokenWait bounds every wait on the broker.
 const tokenWait = 5 * time.Second
@@ -119,6 +130,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	p := &Publisher{
 		cfg: cfg, device: device, base: cfg.Prefix + "/" + device + "/", log: log, print: print,
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
+		dirty: make(chan struct{}, 1), dirtyTopics: map[string]bool{},
 		bufs:    make(chan []byte, 2*queueLen+4),
 		version: "dev",
 	}
@@ -323,8 +335,14 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 		}
 	}
 	p.mu.Unlock()
+	// paho calls this in a goroutine of its own: it may wait for room in
+	// the queue, so that no retained message is lost on a busy queue.
 	for _, m := range msgs {
-		p.enqueue(m)
+		select {
+		case p.queue <- m:
+		case <-p.done:
+			return
+		}
 	}
 }
 
@@ -335,7 +353,17 @@ func (p *Publisher) loop() {
 		select {
 		case <-p.done:
 			return
+		case <-p.dirty:
+			p.sendDirty()
 		case m := <-p.queue:
+			// Retained changes go first: they are few, and what they
+			// say (state, camera, attention) is what a subscriber sees
+			// last and keeps.
+			select {
+			case <-p.dirty:
+				p.sendDirty()
+			default:
+			}
 			if m.flush != nil {
 				close(m.flush)
 				continue
@@ -345,6 +373,21 @@ func (p *Publisher) loop() {
 				m.after()
 			}
 		}
+	}
+}
+
+// sendDirty publishes the retained topics changed since the last call,
+// each with its latest payload.
+func (p *Publisher) sendDirty() {
+	p.mu.Lock()
+	msgs := make([]outMsg, 0, len(p.dirtyTopics))
+	for t := range p.dirtyTopics {
+		msgs = append(msgs, outMsg{topic: t, qos: 1, retained: true, payload: p.retained[t]})
+	}
+	clear(p.dirtyTopics)
+	p.mu.Unlock()
+	for _, m := range msgs {
+		p.send(m)
 	}
 }
 
@@ -485,6 +528,10 @@ func WithLossless(on bool) Option { return func(p *Publisher) { p.lossless = on 
 // when there is room (or dropped as the publisher stops).
 func (p *Publisher) enqueuePose(m outMsg) bool {
 	if !p.lossless {
+		if len(p.queue) >= queueLen-poseReserve {
+			p.drop(m.pose)
+			return false
+		}
 		return p.enqueue(m)
 	}
 	select {
@@ -534,12 +581,36 @@ func (p *Publisher) Retain(topic string, v any) {
 	full := p.base + topic
 	p.mu.Lock()
 	p.retained[full] = b
-	p.mu.Unlock()
 	// While disconnected the message waits in p.retained: the connect
-	// handler sends it.
+	// handler sends it. While connected the publishing goroutine sends
+	// the latest payload of each changed topic before the queue's next
+	// message: a retained message is never dropped for a full queue (it
+	// would stay stale on the broker).
 	if p.connected.Load() {
-		p.enqueue(outMsg{topic: full, qos: 1, retained: true, payload: b})
+		p.dirtyTopics[full] = true
 	}
+	p.mu.Unlock()
+	select {
+	case p.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// Event publishes a distraction or engagement event (QoS 1, not
+// retained). An event that happens while the broker is away is dropped
+// and counted: the retained attention topic says the state on reconnect.
+func (p *Publisher) Event(e EventMsg) {
+	e.Schema, e.Device, e.EventType = SchemaVersion, p.device, e.Kind+"_"+e.Phase
+	b, err := json.Marshal(e)
+	if err != nil {
+		p.log.Error("publish: encoding", "topic", TopicEvent, "err", err)
+		return
+	}
+	if !p.connected.Load() {
+		p.drop(false)
+		return
+	}
+	p.enqueue(outMsg{topic: p.base + TopicEvent, qos: 1, payload: b})
 }
 
 // Stats publishes a statistics message (not retained).

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/edgepose/posed/config"
 
@@ -81,17 +79,6 @@ func states(ms []mqtttest.Msg) []string {
 	return out
 }
 
-func validate(t *testing.T, s *jsonschema.Schema, m mqtttest.Msg) {
-	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Payload))
-	if err != nil {
-		t.Fatalf("%s: %v", m.Topic, err)
-	}
-	if err := s.Validate(v); err != nil {
-		t.Errorf("%s does not match its schema: %v\n%s", m.Topic, err, m.Payload)
-	}
-}
-
 // The rate cap lets through at most max_rate pose messages a second, at
 // least 1/max_rate apart; the rest are counted as dropped, and the "faces
 // gone" message is never held back. Stats report the pose counters alone.
@@ -140,10 +127,10 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 		t.Errorf("%d primary messages for %d pose messages", len(prim), len(col.On("posed/cam/pose")))
 	}
 	for _, m := range prim {
-		validate(t, sch["primary"], m)
+		mqtttest.Validate(t, sch["primary"], m)
 	}
 	for _, m := range col.On("posed/cam/pose") {
-		validate(t, sch["pose"], m)
+		mqtttest.Validate(t, sch["pose"], m)
 		var pm PoseMsg
 		if err := json.Unmarshal(m.Payload, &pm); err != nil {
 			t.Fatal(err)
@@ -169,7 +156,7 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 	}
 
 	stats := col.On("posed/cam/stats")
-	validate(t, sch["stats"], stats[0])
+	mqtttest.Validate(t, sch["stats"], stats[0])
 	var s StatsMsg
 	json.Unmarshal(stats[0].Payload, &s)
 	if s.PosePublished != uint64(n+1) || s.PosePublished+s.PoseDropped != calls+1 {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/publish"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -138,7 +139,12 @@ func TestEndToEndMosquitto(t *testing.T) {
 					Topic string `json:"topic"`
 				} `json:"availability"`
 			}
-			if err := json.Unmarshal(m.Payload, &d); err != nil || d.StateTopic != "posed/test/ha" || len(d.Availability) != 2 || d.Availability[0].Topic != "posed/test/available" {
+			// The attention entities read the attention topic.
+			want := "posed/test/ha"
+			if strings.HasSuffix(m.Topic, "_target/config") || strings.HasSuffix(m.Topic, "_attention/config") {
+				want = "posed/test/attention"
+			}
+			if err := json.Unmarshal(m.Payload, &d); err != nil || d.StateTopic != want || len(d.Availability) != 2 || d.Availability[0].Topic != "posed/test/available" {
 				t.Errorf("discovery %s: %s", m.Topic, m.Payload)
 			}
 			seen["discovery"]++
@@ -841,5 +847,84 @@ func TestLearntNeutralPoseReplay(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(cfg.StateDir, "zero.json")); err != nil || !strings.Contains(string(b), `"learnt"`) {
 		t.Errorf("the learnt pose is not kept: %s %v", b, err)
+	}
+}
+
+// The driver profile end to end on real faces through mosquitto: a
+// Pointing'04 person looks ahead for 3 s, aside (60°) for 4 s, then ahead
+// again, at 10 fps. One long distraction comes, whose start is within one
+// frame of 3 s after the first frame turned away, and it ends when the
+// gaze returns; the event and attention messages follow their schemas.
+func TestLongDistractionEndToEnd(t *testing.T) {
+	var yaws []int
+	for i := range 100 {
+		y := 0
+		if i >= 30 && i < 70 {
+			y = 60
+		}
+		yaws = append(yaws, y)
+	}
+	seq, truth := heldSequence(t, yaws, 1)
+	broker := mqtttest.Start(t)
+	events := mqtttest.Collect(t, broker.Addr(), "posed/test/event")
+	att := mqtttest.Collect(t, broker.Addr(), "posed/test/attention")
+	poses := mqtttest.Collect(t, broker.Addr(), "posed/test/pose")
+	cfg := testConfig(t, seq, "tcp://"+broker.Addr())
+	cfg.Source.FPS, cfg.Source.Unpaced = 10, true
+	cfg.Attention.Profile = "driver"
+	cfg.Attention.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}}
+	if err := run(context.Background(), cfg, quietLog(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	att.WaitFor(t, "the stopped attention", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		return len(ms) > 0 && strings.Contains(string(ms[len(ms)-1].Payload), `"stopped"`)
+	})
+	poses.WaitFor(t, "the last pose", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		return len(ms) > 0 && strings.Contains(string(ms[len(ms)-1].Payload), fmt.Sprintf(`"seq":%d,`, len(truth)))
+	})
+	var turned time.Time
+	for _, m := range poses.All() {
+		var p struct {
+			Seq      int
+			Captured time.Time
+		}
+		json.Unmarshal(m.Payload, &p)
+		if p.Seq == 31 { // the first frame turned away (frames count from 1)
+			turned = p.Captured
+		}
+	}
+	if turned.IsZero() {
+		t.Fatal("no pose message of the first turned frame")
+	}
+	sch := mqtttest.Schemas(t)
+	for _, m := range att.All() {
+		mqtttest.Validate(t, sch["attention"], m)
+	}
+	var got []string
+	var start, end time.Time
+	for _, m := range events.All() {
+		mqtttest.Validate(t, sch["event"], m)
+		var e publish.EventMsg
+		if err := json.Unmarshal(m.Payload, &e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.EventType)
+		switch e.EventType {
+		case "long_distraction_start":
+			start = e.Time
+		case "long_distraction_end":
+			end = e.Time
+		}
+	}
+	if strings.Join(got, " ") != "long_distraction_start long_distraction_end" {
+		t.Fatalf("events %q, want one long distraction, started and ended", got)
+	}
+	lag := start.Sub(turned)
+	t.Logf("long distraction %v after the turn; ended %v after it (the gaze returned at 4 s)", lag, end.Sub(turned))
+	if lag < 3*time.Second-100*time.Millisecond || lag > 3*time.Second+100*time.Millisecond {
+		t.Errorf("the long distraction started %v after the turn, want 3 s within a frame (100 ms)", lag)
+	}
+	if d := end.Sub(turned); d < 4*time.Second-200*time.Millisecond || d > 4*time.Second+300*time.Millisecond {
+		t.Errorf("it ended %v after the turn, want about 4 s", d)
 	}
 }

@@ -65,14 +65,22 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	view := web.NewView(vctx)
 	n := neutral.New(cfg.StateDir, cfg.Zero, log)
 	defer n.Stop()
+	att, err := attention.FromConfig(cfg.Attention)
+	if err != nil {
+		return err
+	}
 	ctl := control.New(cfg.StateDir, view, n, log)
 	ctl.Reload = reload
+	if cfg.Attention.Profile == attention.ProfileDriver {
+		ctl.Speed = att.SetSpeed
+	}
 	if carry != nil && carry.detect != nil {
 		ctl.Restore(*carry.detect)
 	}
 	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
 		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)),
-		publish.WithDetect(ctl.Detecting()), publish.WithCommands(ctl.Handle), publish.WithLossless(pipeline.Lossless(cfg.Source)))
+		publish.WithDetect(ctl.Detecting()), publish.WithCommands(ctl.Handle), publish.WithLossless(pipeline.Lossless(cfg.Source)),
+		publish.WithAttention(att.Info()))
 	if err != nil {
 		return err
 	}
@@ -88,6 +96,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 
 	met := metrics.NewMetrics()
 	met.MQTT, met.MQTTErr = pub.Counters, pub.ConnectionError
+	met.AttentionSeconds, met.AttentionEvents = att.TargetSeconds, att.EventCounts
 	if cfg.Metrics.Listen != "" {
 		stop, err := serveHTTP(cfg, met, view, log)
 		if err != nil {
@@ -96,10 +105,6 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		defer stop()
 	}
 
-	att, err := attention.FromConfig(cfg.Attention)
-	if err != nil {
-		return err
-	}
 	watchdog, _ := daemon.SdWatchdogEnabled(false) // WATCHDOG_USEC for this pid; 0 if off
 	loop := &pipeline.Loop{
 		Tracker: tracker, Publisher: pub, Metrics: met, Log: log,

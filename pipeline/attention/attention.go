@@ -160,6 +160,8 @@ type faceState struct {
 	seen             uint64    // the last frame (gen) it was in
 	seenAt           time.Time // and its time
 	fresh            bool      // not yet known where it looks
+	movedAt          time.Time // when the gaze moved to pending
+	doubtAt          time.Time // the first frame of a doubt in progress (zero: none)
 	eng              engagement
 }
 
@@ -247,6 +249,9 @@ func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary 
 			// again; this frame says nothing of where it looks.
 			f.Dwell = publish.Num{}
 			f.Attention, f.AttentionReason = StateUnknown, why
+			if st.doubtAt.IsZero() {
+				st.doubtAt = now
+			}
 			continue
 		}
 		if cand := s.target(f, w, h, st); st.fresh {
@@ -255,6 +260,7 @@ func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary 
 		} else {
 			s.follow(st, cand, now)
 		}
+		st.doubtAt = time.Time{}
 		if st.target >= 0 {
 			f.Target.Name, f.Target.Known = s.names[st.target], true
 		}
@@ -293,11 +299,16 @@ func (s *Stage) follow(st *faceState, cand int, now time.Time) {
 	case cand == st.target:
 		st.pending = cand
 	case cand != st.pending:
-		st.pending, st.pendingAt = cand, now
+		// The gaze moved when the new target was first seen, or, if the
+		// face was in doubt just before (a head that turns fast is often
+		// uncertain while it turns), when the doubt began.
+		st.pending, st.pendingAt, st.movedAt = cand, now, now
+		if !st.doubtAt.IsZero() {
+			st.movedAt = st.doubtAt
+		}
 	}
 	if st.pending != st.target && now.Sub(st.pendingAt) >= s.o.Dwell {
-		// The gaze moved when the new target was first seen.
-		st.target, st.since = st.pending, st.pendingAt
+		st.target, st.since = st.pending, st.movedAt
 	}
 }
 
@@ -330,13 +341,15 @@ func (s *Stage) driverFrame(faces []publish.FaceMsg, now time.Time, primary int)
 	}
 }
 
-// Events are the events that started or ended in the last Apply or
-// Suspend (valid until the next call).
+// Events returns, once, the events that started or ended in the last
+// Apply or Suspend (valid until the next of those).
 func (s *Stage) Events() []publish.EventMsg {
 	if s == nil {
 		return nil
 	}
-	return s.events
+	evs := s.events
+	s.events = s.events[:0]
+	return evs
 }
 
 // Suspend says that no frame is seen any more (why: ReasonPaused,
@@ -486,6 +499,23 @@ func (s *Stage) Ray(box [4]float64, w, h int) (yaw, pitch float64) {
 	f := float64(w) / 2 / math.Tan(s.o.FOV/2*deg)
 	cx, cy := (box[0]+box[2])/2, (box[1]+box[3])/2
 	return math.Atan((cx-float64(w)/2)/f) / deg, math.Atan((cy-float64(h)/2)/f) / deg
+}
+
+// Info is what Home Assistant is told of the stage: its profile, its
+// targets, the profile's states and the kinds of its events.
+func (s *Stage) Info() publish.AttentionInfo {
+	a := publish.AttentionInfo{Profile: s.o.Profile, Targets: append([]string(nil), s.names...)}
+	switch s.o.Profile {
+	case ProfileNone:
+		a.States = []string{StateLooking, StateAway}
+	case ProfileDriver:
+		a.States = []string{StateAttentive, StateGlancing, StateDistracted, StateUnresponsive}
+		a.Events = driverKinds[:]
+	case ProfileEngagement:
+		a.States = []string{LevelDisengaged, LevelEngaging, LevelEngaged, LevelDisengaging}
+		a.Events = []string{publish.EventEngagement}
+	}
+	return a
 }
 
 // FromConfig is the stage of the configuration's attention block: its

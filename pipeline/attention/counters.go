@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/publish"
 )
 
@@ -63,34 +64,28 @@ func (c *counters) frame(m *publish.AttentionMsg, evs []publish.EventMsg, last, 
 	c.micros[i].Add(uint64(dt.Microseconds()))
 }
 
-// Figure is a labelled value of /metrics.
-type Figure struct {
-	Label string
-	Value float64
-}
-
 // TargetSeconds is the primary face's time per target (and "none",
 // "unknown"), in seconds; EventCounts the events started per kind. Safe
 // for use beside the frame loop.
-func (s *Stage) TargetSeconds() []Figure {
+func (s *Stage) TargetSeconds() []metrics.Figure {
 	if s == nil {
 		return nil
 	}
-	out := make([]Figure, len(s.counters.names))
+	out := make([]metrics.Figure, len(s.counters.names))
 	for i, n := range s.counters.names {
-		out[i] = Figure{n, float64(s.counters.micros[i].Load()) / 1e6}
+		out[i] = metrics.Figure{Label: n, Value: float64(s.counters.micros[i].Load()) / 1e6}
 	}
 	return out
 }
 
 // EventCounts: see TargetSeconds.
-func (s *Stage) EventCounts() []Figure {
+func (s *Stage) EventCounts() []metrics.Figure {
 	if s == nil {
 		return nil
 	}
-	out := make([]Figure, len(eventKinds))
+	out := make([]metrics.Figure, len(eventKinds))
 	for i, k := range eventKinds {
-		out[i] = Figure{k, float64(s.counters.events[i].Load())}
+		out[i] = metrics.Figure{Label: k, Value: float64(s.counters.events[i].Load())}
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,10 @@ type Control struct {
 	// Reload loads the configuration again and, if it is valid, has posed
 	// restart with it; its error says why not. nil: reload refused.
 	Reload func() error
-	Log    *slog.Logger
+	// Speed takes the vehicle's speed in km/h (set/speed: the driver
+	// profile's gating). nil: the command is refused.
+	Speed func(kmh float64) error
+	Log   *slog.Logger
 
 	detect  atomic.Bool
 	changed chan struct{}
@@ -170,12 +174,21 @@ func (c *Control) Handle(name string, payload []byte) (publish.Reply, error) {
 		return publish.Reply{Snapshot: j}, nil
 	case publish.CommandZero:
 		return publish.Reply{}, c.Neutral.Command(payload, c.Detecting())
+	case publish.CommandSpeed:
+		if c.Speed == nil {
+			return publish.Reply{}, errors.New("speed is taken by the driver profile only (attention.profile: driver)")
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(string(payload)), 64)
+		if err != nil {
+			return publish.Reply{}, fmt.Errorf("speed %.40q: want a number of km/h", payload)
+		}
+		return publish.Reply{}, c.Speed(v)
 	case publish.CommandReload:
 		if c.Reload == nil {
 			return publish.Reply{}, errors.New("reload is not available here")
 		}
 		return publish.Reply{}, c.Reload()
 	}
-	known := []string{publish.CommandDetect, publish.CommandSnapshot, publish.CommandZero, publish.CommandReload}
+	known := []string{publish.CommandDetect, publish.CommandSnapshot, publish.CommandZero, publish.CommandReload, publish.CommandSpeed}
 	return publish.Reply{}, fmt.Errorf("unknown command %q (known: %s)", name, strings.Join(known, ", "))
 }

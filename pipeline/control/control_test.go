@@ -89,6 +89,26 @@ func TestHandleReplies(t *testing.T) {
 	if _, err := c.Handle("reload", nil); err == nil {
 		t.Error("reload without a reloader accepted")
 	}
+	if _, err := c.Handle("speed", []byte("50")); err == nil || !strings.Contains(err.Error(), "driver") {
+		t.Errorf("speed without the driver profile: %v", err)
+	}
+	var got []float64
+	c.Speed = func(v float64) error {
+		if v > 500 {
+			return errors.New("too fast")
+		}
+		got = append(got, v)
+		return nil
+	}
+	for _, p := range []string{"50", " 12.5\n", "fast", "", "900"} {
+		_, err := c.Handle("speed", []byte(p))
+		if ok := p == "50" || p == " 12.5\n"; (err == nil) != ok {
+			t.Errorf("speed %q: %v", p, err)
+		}
+	}
+	if len(got) != 2 || got[0] != 50 || got[1] != 12.5 {
+		t.Errorf("speeds taken %v", got)
+	}
 	c.SetDetect(false)
 	for _, cmd := range []string{"snapshot", "zero"} {
 		if _, err := c.Handle(cmd, nil); !errors.Is(err, ErrDetectOff) {

@@ -24,7 +24,17 @@ type Metrics struct {
 	Stages                                                     [numStages]Histogram // by Stage
 	MQTT                                                       func() (published, dropped uint64, connected bool)
 	MQTTErr                                                    func() string // why the broker is not connected ("" if it is)
-	Started                                                    time.Time
+	// AttentionSeconds and AttentionEvents, if set, are the attention
+	// stage's figures: the primary face's time per target, the events
+	// started per kind.
+	AttentionSeconds, AttentionEvents func() []Figure
+	Started                           time.Time
+}
+
+// Figure is a labelled value of a metric.
+type Figure struct {
+	Label string
+	Value float64
 }
 
 // Stage is a part of a frame's processing whose time is kept.
@@ -126,6 +136,12 @@ func (m *Metrics) WriteText(w io.Writer, version string) {
 		g("posed_mqtt_connected", "1 while connected to the broker.", b2f(conn))
 	}
 	g("posed_uptime_seconds", "Seconds since start.", time.Since(m.Started).Seconds())
+	if m.AttentionSeconds != nil {
+		writeLabelled(w, "posed_attention_seconds_total", "Seconds the primary face looked at each target (none: at no target; unknown: its direction was not trusted).", "target", m.AttentionSeconds())
+	}
+	if m.AttentionEvents != nil {
+		writeLabelled(w, "posed_attention_events_total", "Attention events started, by kind.", "kind", m.AttentionEvents())
+	}
 	fmt.Fprintf(w, "# HELP posed_stage_seconds Time per frame spent in each stage (latency: capture to publish).\n# TYPE posed_stage_seconds histogram\n")
 	for st, s := range stageNames {
 		h := &m.Stages[st]
@@ -139,6 +155,14 @@ func (m *Metrics) WriteText(w io.Writer, version string) {
 	}
 	writeRuntime(w, version)
 	writeProcess(w)
+}
+
+// writeLabelled writes a counter with one label.
+func writeLabelled(w io.Writer, name, help, label string, figs []Figure) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
+	for _, f := range figs {
+		fmt.Fprintf(w, "%s{%s=%q} %g\n", name, label, f.Label, f.Value)
+	}
 }
 
 // Healthy reports whether frames flow: one was processed in the last

@@ -240,7 +240,7 @@ func Schemas(t testing.TB) map[string]*jsonschema.Schema {
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
 	out := map[string]*jsonschema.Schema{}
-	for _, name := range []string{"pose", "state", "camera", "stats", "ha", "error", "primary"} {
+	for _, name := range []string{"pose", "state", "camera", "stats", "ha", "error", "primary", "attention", "event"} {
 		b, err := schema.Files.ReadFile(name + ".json")
 		if err != nil {
 			t.Fatal(err)
@@ -258,4 +258,16 @@ func Schemas(t testing.TB) map[string]*jsonschema.Schema {
 		}
 	}
 	return out
+}
+
+// Validate checks that message m follows schema s.
+func Validate(t testing.TB, s *jsonschema.Schema, m Msg) {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(m.Payload))
+	if err != nil {
+		t.Fatalf("%s: %v", m.Topic, err)
+	}
+	if err := s.Validate(v); err != nil {
+		t.Errorf("%s does not match its schema: %v\n%s", m.Topic, err, m.Payload)
+	}
 }

@@ -3,7 +3,8 @@ package schema
 
 import "embed"
 
-// Files holds the schema of each JSON topic: pose, state, camera, stats, ha, error, primary.
+// Files holds the schema of each JSON topic: pose, state, camera, stats, ha,
+// error, primary, attention, event.
 //
 //go:embed *.json
 var Files embed.FS
