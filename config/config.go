@@ -61,6 +61,10 @@ type Attention struct {
 	// which a face's direction is trusted; beyond it the face's attention
 	// is unknown ("uncertain") and it looks at no target.
 	MaxStd float64 `yaml:"max_std"`
+	// Doubt: a face whose direction is nearer than Doubt times its σ to
+	// the border of the target it would look at (or, at none, of the
+	// nearest) is uncertain too. 0: never.
+	Doubt float64 `yaml:"doubt"`
 	// Profile is the rules that turn targets into states and events:
 	// none, driver or engagement.
 	Profile    string          `yaml:"profile"`
@@ -217,6 +221,10 @@ type Track struct {
 	// two-member ensemble: faces median 7°, 99th percentile 33°; background
 	// median 28°, 90th percentile 82°.)
 	MaxStd float64 `yaml:"max_std"`
+	// Doubt: a face whose direction is nearer than Doubt times its σ to
+	// the border of the target it would look at (or, at none, of the
+	// nearest) is uncertain too. 0: never.
+	Doubt float64 `yaml:"doubt"`
 }
 
 // Zones say where posed looks and name parts of the frame. Rectangles are
@@ -441,7 +449,7 @@ func Default() Config {
 		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
-		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 15, Profile: "none",
+		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",
 			Driver: DriverRules{Attending: []string{"road"}, Long: 3 * time.Second, Shared: 10 * time.Second, Window: 30 * time.Second,
 				Unresponsive: 6 * time.Second, Unmonitored: 10 * time.Second, SpeedTimeout: 10 * time.Second},
 			Engagement: EngagementRules{Targets: []string{"camera"}, On: time.Second, Off: 2 * time.Second}},
@@ -787,6 +795,9 @@ func (p *problems) attention(a Attention) {
 	}
 	if !(a.MaxStd > 0 && a.MaxStd <= 180) {
 		bad("attention.max_std", "%g is not in (0, 180] degrees", a.MaxStd)
+	}
+	if !(a.Doubt >= 0 && a.Doubt <= 5) {
+		bad("attention.doubt", "%g is not in [0, 5] (standard deviations)", a.Doubt)
 	}
 	p.attentionRules(a)
 	for name, t := range a.Targets {

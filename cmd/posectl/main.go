@@ -28,6 +28,7 @@ func commands() []command {
 		{"sequence", "sequence [-o DIR] [-fallback IMAGE]", "write the demo frame sequence `make run` replays", runSequence},
 		{"cascade", "cascade -o FILE [-view LO,HI] [-half H] [flags]", "train a detection cascade for turned faces (pico, pigo's format)", runCascade},
 		{"detections", "detections [-cascades A,B -half H] [flags]", "measure detectors: faces found by |yaw| on unseen persons, false detections per frame", runDetections},
+		{"decisions", "decisions -per-face EVAL.csv [flags]", "measure the attention decisions (road, camera) on an evaluation's poses, by |yaw|", runDecisions},
 		{"inspect", "inspect [-json] MODEL.gllim", "print a model file's header in words", runInspect},
 		{"version", "version", "print the version", func([]string, io.Writer) error {
 			fmt.Println("posectl", version)

@@ -72,6 +72,21 @@ func (t *Target) contains(yaw, pitch, inset float64) bool {
 	return yaw >= t.Yaw[0]+inset && yaw <= t.Yaw[1]-inset && pitch >= t.Pitch[0]+inset && pitch <= t.Pitch[1]-inset
 }
 
+// inside is how far (yaw, pitch) is inside the target, in degrees: the
+// distance to its border, negative outside.
+func (t *Target) inside(yaw, pitch float64) float64 {
+	if t.Radius > 0 {
+		return t.Radius - angleBetween(yaw, pitch, t.Yaw[0], t.Pitch[0])
+	}
+	in := min(yaw-t.Yaw[0], t.Yaw[1]-yaw, pitch-t.Pitch[0], t.Pitch[1]-pitch)
+	if in >= 0 {
+		return in
+	}
+	dy := max(t.Yaw[0]-yaw, 0, yaw-t.Yaw[1])
+	dp := max(t.Pitch[0]-pitch, 0, pitch-t.Pitch[1])
+	return -math.Hypot(dy, dp)
+}
+
 // angleBetween is the angle, in degrees, between the two head directions
 // (the nose's direction of each pose, roll aside).
 func angleBetween(y1, p1, y2, p2 float64) float64 {
@@ -100,6 +115,11 @@ type Options struct {
 	// (degrees) looks at no target; its attention is unknown ("uncertain").
 	// 0: no bound.
 	MaxStd float64
+	// Doubt: a face whose direction is nearer than Doubt times its σ
+	// (the larger of yaw's and pitch's) to the border of the target it
+	// would look at (or, looking at none, of the nearest target) is
+	// uncertain too: its target could as well be another. 0: never.
+	Doubt float64
 	// Profile is the rules: ProfileNone, ProfileDriver or ProfileEngagement.
 	Profile    string
 	Driver     DriverRules
@@ -244,7 +264,15 @@ func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary 
 		}
 		st.seen, st.seenAt = s.gen, now
 		f.Target, f.Attention, f.AttentionReason = publish.Label{On: true}, "", ""
-		if why := s.doubt(f); why != "" {
+		why := s.doubt(f)
+		cand := -1
+		if why == "" {
+			cand = s.target(f, w, h, st)
+			if sd := max(f.YawStd.V, f.PitchStd.V); s.o.Doubt > 0 && s.clearance(f, w, h, cand) < s.o.Doubt*sd {
+				why = ReasonUncertain
+			}
+		}
+		if why != "" {
 			// The last known target is kept for when the face is trusted
 			// again; this frame says nothing of where it looks.
 			f.Dwell = publish.Num{}
@@ -254,7 +282,7 @@ func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary 
 			}
 			continue
 		}
-		if cand := s.target(f, w, h, st); st.fresh {
+		if st.fresh {
 			// A new face looks where it is first seen looking.
 			st.target, st.pending, st.since, st.fresh = cand, cand, now, false
 		} else {
@@ -471,6 +499,24 @@ func (s *Stage) target(f *publish.FaceMsg, w, h int, st *faceState) int {
 	return -1
 }
 
+// clearance is how far, in degrees, face f's direction is from the border
+// of target i (inside it), or, for i < 0, from the nearest target (outside
+// them all); +Inf without targets.
+func (s *Stage) clearance(f *publish.FaceMsg, w, h int, i int) float64 {
+	if i >= 0 {
+		t := &s.o.Targets[i]
+		yaw, pitch := s.direction(f, t.Frame, w, h)
+		return math.Abs(t.inside(yaw, pitch))
+	}
+	d := math.Inf(1)
+	for j := range s.o.Targets {
+		t := &s.o.Targets[j]
+		yaw, pitch := s.direction(f, t.Frame, w, h)
+		d = min(d, math.Abs(t.inside(yaw, pitch)))
+	}
+	return d
+}
+
 // direction is the face's head direction (yaw, pitch) in frame fr.
 func (s *Stage) direction(f *publish.FaceMsg, fr Frame, w, h int) (yaw, pitch float64) {
 	yaw, pitch = f.Yaw.V, f.Pitch.V
@@ -524,7 +570,7 @@ func (s *Stage) Info() publish.AttentionInfo {
 // targets win over it where they hold the face.
 func FromConfig(a config.Attention) (*Stage, error) {
 	d, e := a.Driver, a.Engagement
-	o := Options{FOV: a.FOV, Margin: a.Margin, Dwell: a.Dwell, MaxStd: a.MaxStd, Profile: a.Profile,
+	o := Options{FOV: a.FOV, Margin: a.Margin, Dwell: a.Dwell, MaxStd: a.MaxStd, Doubt: a.Doubt, Profile: a.Profile,
 		Driver: DriverRules{Attending: d.Attending, Long: d.Long, Shared: d.Shared, Window: d.Window, Unresponsive: d.Unresponsive,
 			Unmonitored: d.Unmonitored, MinSpeed: d.MinSpeed, SpeedTimeout: d.SpeedTimeout},
 		Engagement: EngagementRules{Targets: e.Targets, On: e.On, Off: e.Off}}
