@@ -1,14 +1,20 @@
-// Package annotate draws faces on frames: each face's box, its track id
-// and its pose as 3-D axes from the box centre (x, red, to the face's
+// Package annotate draws faces on frames: each face's box, its track id,
+// its attention (target, dwell, state) under the box, and its pose as 3-D
+// axes from the box centre (x, red, to the face's
 // left; y, green, up; z, blue, out of the nose), for posed's live view
 // and snapshots and for `posectl predict -draw`.
 package annotate
 
 import (
+	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
 	"math"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
 
 	"github.com/edgepose/posed/infer/feature"
 )
@@ -19,6 +25,11 @@ type Face struct {
 	ID     uint64     // 0: no label
 	Angles [3]float64 // yaw, pitch, roll in degrees
 	Has    [3]bool    // which angles are known (axes need yaw and pitch)
+	// Attention, written under the box: the target ("" none), the
+	// seconds there (if HasDwell) and the state ("" none).
+	Target, State string
+	Dwell         float64
+	HasDwell      bool
 }
 
 // Colours of the drawing.
@@ -45,6 +56,24 @@ func Faces(img *image.RGBA, faces []Face) {
 		Rect(img, f.Box, BoxColour)
 		if f.ID > 0 {
 			Number(img, int(f.Box.X), int(f.Box.Y)-12, f.ID, BoxColour)
+		}
+		if f.State != "" || f.HasDwell {
+			x, y := int(f.Box.X), int(f.Box.Y+f.Box.H)+2
+			if f.HasDwell {
+				t := f.Target
+				if t == "" {
+					t = "-"
+				}
+				Text(img, x, y, fmt.Sprintf("%s %.1fs", t, f.Dwell), BoxColour)
+				y += lineHeight
+			}
+			if f.State != "" {
+				c := BoxColour
+				if f.State == "unknown" {
+					c = doubtColour
+				}
+				Text(img, x, y, f.State, c)
+			}
 		}
 		if f.Has[0] && f.Has[1] {
 			cx, cy := f.Box.Centre()
@@ -107,6 +136,22 @@ func Line(img *image.RGBA, x0, y0, x1, y1 float64, c color.RGBA) {
 			}
 		}
 	}
+}
+
+// lineHeight is the height of a line of Text, in pixels.
+const lineHeight = 14
+
+// doubtColour writes a state that is unknown.
+var doubtColour = color.RGBA{230, 180, 30, 255}
+
+// Text writes s with its top-left corner at (x, y), in a 7×13 bitmap
+// font, on a black band so that it reads on any picture.
+func Text(img *image.RGBA, x, y int, s string, c color.RGBA) {
+	face := basicfont.Face7x13
+	w := font.MeasureString(face, s).Ceil()
+	draw.Draw(img, image.Rect(x-1, y, x+w+1, y+lineHeight-1).Intersect(img.Rect), image.Black, image.Point{}, draw.Src)
+	d := font.Drawer{Dst: img, Src: image.NewUniform(c), Face: face, Dot: fixed.P(x, y+face.Ascent)}
+	d.DrawString(s)
 }
 
 // digits are 3×5 glyphs of 0–9, one row per 3 bits (top first).

@@ -2,6 +2,7 @@ package annotate
 
 import (
 	"image"
+	"image/color"
 	"math"
 	"testing"
 
@@ -63,5 +64,33 @@ func TestFacesDraws(t *testing.T) {
 	}
 	if lit < 20 {
 		t.Errorf("the id is not drawn above the box (%d pixels)", lit)
+	}
+}
+
+// The attention is written under the box: the target and its dwell in the
+// box's colour, an unknown state in the doubt colour.
+func TestFacesWritesAttention(t *testing.T) {
+	img := Grey(nil, image.NewGray(image.Rect(0, 0, 160, 120)))
+	Faces(img, []Face{{Box: feature.Box{X: 10, Y: 10, W: 60, H: 50}, Target: "road", Dwell: 1.25, HasDwell: true, State: "unknown"}})
+	count := func(y0, y1 int, c color.RGBA) int {
+		n := 0
+		for y := y0; y < y1; y++ {
+			for x := 10; x < 110; x++ {
+				if img.RGBAAt(x, y) == c {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	// Line 1 ("road 1.2s") from y = 62, line 2 ("unknown") from y = 76.
+	if n := count(62, 76, BoxColour); n < 30 {
+		t.Errorf("target line: %d pixels of the box colour", n)
+	}
+	if n := count(76, 90, doubtColour); n < 30 {
+		t.Errorf("state line: %d pixels of the doubt colour", n)
+	}
+	if n := count(62, 90, color.RGBA{0, 0, 0, 255}); n < 200 {
+		t.Errorf("no dark band under the text (%d pixels)", n)
 	}
 }
