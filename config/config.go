@@ -109,8 +109,10 @@ type EngagementRules struct {
 
 // AttentionTarget is a region of head directions in degrees: yaw and
 // pitch ranges, or a cone [yaw, pitch, radius]; in the frame "neutral"
-// (relative to the person's neutral pose, the default) or "camera" (the
-// camera's frame, corrected by the face's ray: a target fixed in a room).
+// (relative to the person's neutral pose, the default), "camera" (the
+// camera's frame, corrected by the face's ray: a target fixed in a room)
+// or "ray" (relative to looking into the lens, wherever the face is: a
+// target beside the camera, such as the screen it sits on).
 type AttentionTarget struct {
 	Yaw   []float64 `yaml:"yaw"`
 	Pitch []float64 `yaml:"pitch"`
@@ -809,9 +811,9 @@ func (p *problems) attention(a Attention) {
 			bad(f, "camera is the built-in target (looking at the device): name yours otherwise, or set attention.camera: 0")
 		}
 		switch t.Frame {
-		case "", "neutral", "camera":
+		case "", "neutral", "camera", "ray":
 		default:
-			bad(f+".frame", "%q is not neutral or camera", t.Frame)
+			bad(f+".frame", "%q is not neutral, camera or ray", t.Frame)
 		}
 		angle := func(v float64) bool { return v >= -180 && v <= 180 }
 		switch {

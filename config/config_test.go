@@ -342,3 +342,22 @@ func TestAttentionProfiles(t *testing.T) {
 		}
 	}
 }
+
+// The three example configurations (a car, a robot head, a living room)
+// load and say what they are for.
+func TestExampleConfigurations(t *testing.T) {
+	for file, profile := range map[string]string{"car.yaml": "driver", "robot.yaml": "engagement", "living-room.yaml": "engagement"} {
+		c, err := Load(filepath.Join("examples", file))
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if c.Attention.Profile != profile {
+			t.Errorf("%s: profile %q, want %q", file, c.Attention.Profile, profile)
+		}
+	}
+	c, _ := Load(filepath.Join("examples", "car.yaml"))
+	if !c.Zero.Learn || c.Attention.Driver.MinSpeed != 20 || len(c.Attention.Driver.Attending) != 5 {
+		t.Errorf("car: %+v %+v", c.Zero, c.Attention.Driver)
+	}
+}

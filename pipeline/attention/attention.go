@@ -579,8 +579,11 @@ func FromConfig(a config.Attention) (*Stage, error) {
 	}
 	for name, t := range a.Targets {
 		tg := Target{Name: name}
-		if t.Frame == "camera" {
+		switch t.Frame {
+		case "camera":
 			tg.Frame = Camera
+		case "ray":
+			tg.Frame = Ray
 		}
 		if t.Cone != nil {
 			tg.Yaw[0], tg.Pitch[0], tg.Radius = t.Cone[0], t.Cone[1], t.Cone[2]

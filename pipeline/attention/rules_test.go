@@ -374,3 +374,24 @@ func TestDoubtNearBorder(t *testing.T) {
 		}
 	}
 }
+
+// A target in the ray frame (the living room's TV, beside the camera) is
+// looked at wherever the face is: the estimate itself is compared with
+// it, the ray not added.
+func TestRayFrameTarget(t *testing.T) {
+	a := config.Default().Attention
+	a.Camera, a.Targets = 0, map[string]config.AttentionTarget{"tv": {Cone: []float64{0, -7, 14}, Frame: "ray"}}
+	s, err := FromConfig(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range []float64{10, 300, 1150} { // across a 1280-pixel frame
+		f := []publish.FaceMsg{face(2, -6)}
+		f[0].Track = uint64(i + 1)
+		f[0].Box = [4]float64{x, 300, x + 100, 400}
+		s.Apply(f, 1280, 720, t0, 0)
+		if f[0].Target.Name != "tv" {
+			t.Errorf("a face at x %g looking at the TV: %+v", x, f[0].Target)
+		}
+	}
+}
