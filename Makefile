@@ -254,6 +254,9 @@ eval: build
 		-condition annotated,shifted,detected -iterations 1,3 -per-face build/eval-pointing04-lopo.csv -card models/default.md
 	bin/posectl eval -protocol kfold -splits 5 -set aflw2000 $(MODEL_FLAGS) $(PROFILE_FLAGS) -profile-compare -learn-temperature $(TEMPERATURES) \
 		-condition annotated,detected -iterations 1,3 -per-face build/eval-aflw2000-kfold.csv -card models/default.md
+	# The attention decisions (road, camera) on the same faces, by |yaw|.
+	bin/posectl decisions -per-face build/eval-pointing04-lopo.csv -case "annotated, 3 iterations, averaged, T learnt"
+	bin/posectl decisions -per-face build/eval-aflw2000-kfold.csv -case "annotated, 3 iterations, averaged, T learnt"
 
 clean:
 	rm -rf bin dist build
