@@ -27,7 +27,7 @@ func TestDecisions(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"| 0–15 | 3 | 50.0 % | 33.3 % | ",         // road: 1 of 2 decided right, 1 of 3 in doubt
+		"| 0–15 | 3 | 50.0 % | 33.3 % | ",           // road: 1 of 2 decided right, 1 of 3 in doubt
 		"| 60–75 | 1 | 100.0 % | 0.0 % | 100.0 % |", // turned: right, decided
 		"| all | 4 | ",
 	} {
