@@ -381,7 +381,11 @@ func TestLosslessReplayProcessesEveryFrame(t *testing.T) {
 // progress ends as the camera goes offline.
 func TestLoopAttention(t *testing.T) {
 	src, trk, pub := newScript([]any{uint64(1), uint64(2), uint64(3), uint64(4), uint64(5)}, map[uint64]int{1: 1, 2: 1, 3: 1, 5: 1})
-	att, err := attention.FromConfig(config.Default().Attention)
+	// No doubt: this tests the loop's publishing, not the stage's rules
+	// (the scripted face is 2.3° inside the camera cone's edge).
+	a := config.Default().Attention
+	a.Doubt = 0
+	att, err := attention.FromConfig(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +409,8 @@ func TestLoopAttention(t *testing.T) {
 
 	// The driver looks away (off the road) for long enough, then posed
 	// stops: the distraction ends, dated by the last frame.
-	a := config.Default().Attention
+	a = config.Default().Attention
+	a.Doubt = 0
 	a.Profile, a.Targets = "driver", map[string]config.AttentionTarget{"road": {Yaw: []float64{-5, 5}, Pitch: []float64{-5, 5}}}
 	a.Driver.Long = 100 * time.Millisecond
 	att, _ = attention.FromConfig(a)

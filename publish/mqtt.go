@@ -111,12 +111,15 @@ type outMsg struct {
 	flush chan struct{}
 }
 
-// queueLen bounds the messages waiting for the publishing goroutine;
+// queueLen bounds the messages waiting for the publishing goroutine (a
+// connection's first burst — availability, retained messages, up to 13
+// Home Assistant entries to announce or clear — fits with room for
+// frames);
 // frames' messages leave poseReserve of it to the rest (retained state,
 // events), which a stream of poses waiting on QoS 1 acknowledgements
 // would otherwise crowd out.
 const (
-	queueLen    = 16
+	queueLen    = 32
 	poseReserve = 4
 )
 
