@@ -524,6 +524,9 @@ func (l *Loop) publishAttention() {
 	}
 	if m, changed := l.Attention.Summary(l.neutralStatus()); changed {
 		m.Schema, m.Device = publish.SchemaVersion, l.State.Device
+		if m.Time.IsZero() {
+			m.Time = time.Now() // before the first frame
+		}
 		l.Publisher.Retain(publish.TopicAttention, *m)
 	}
 }

@@ -396,6 +396,9 @@ func TestLoopAttention(t *testing.T) {
 	var got []string
 	for _, m := range pub.attention {
 		got = append(got, fmt.Sprintf("%s/%s/%s", m.State, m.Reason, m.Neutral))
+		if m.Time.Before(time.Now().Add(-time.Minute)) || m.Schema != publish.SchemaVersion {
+			t.Errorf("attention message %+v: no time, or no schema", m)
+		}
 	}
 	// The scripted face (yaw 12.3°, pitch −3.2°: 12.7° from the lens)
 	// is outside the camera cone less its margin: away.
