@@ -182,6 +182,8 @@ type faceState struct {
 	fresh            bool      // not yet known where it looks
 	movedAt          time.Time // when the gaze moved to pending
 	doubtAt          time.Time // the first frame of a doubt in progress (zero: none)
+	inDoubt          bool      // doubtful for the dwell, and not clear for the dwell since
+	clearAt          time.Time // in doubt: the first clear frame since
 	eng              engagement
 }
 
@@ -272,6 +274,12 @@ func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary 
 				why = ReasonUncertain
 			}
 		}
+		doubtful, wasInDoubt := why != "", st.inDoubt
+		if why == ReasonUncertain && !st.fresh && !s.settle(st, true, now) {
+			why = "" // not yet for dwell: the face keeps its last known target
+		} else if why == "" && s.settle(st, false, now) {
+			why = ReasonUncertain // in doubt until clear for dwell
+		}
 		if why != "" {
 			// The last known target is kept for when the face is trusted
 			// again; this frame says nothing of where it looks.
@@ -282,13 +290,26 @@ func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary 
 			}
 			continue
 		}
-		if st.fresh {
+		switch {
+		case doubtful:
+			// A doubt shorter than the dwell: the last known target holds.
+		case st.fresh:
 			// A new face looks where it is first seen looking.
 			st.target, st.pending, st.since, st.fresh = cand, cand, now, false
-		} else {
+		case wasInDoubt:
+			// Out of a doubt that lasted the dwell: the face looks where it
+			// is seen now (the dwell has been served), since the doubt
+			// began if that is elsewhere.
+			if cand != st.target {
+				st.target, st.since = cand, st.doubtAt
+			}
+			st.pending = cand
+		default:
 			s.follow(st, cand, now)
 		}
-		st.doubtAt = time.Time{}
+		if !doubtful {
+			st.doubtAt = time.Time{}
+		}
 		if st.target >= 0 {
 			f.Target.Name, f.Target.Known = s.names[st.target], true
 		}
@@ -338,6 +359,32 @@ func (s *Stage) follow(st *faceState, cand int, now time.Time) {
 	if st.pending != st.target && now.Sub(st.pendingAt) >= s.o.Dwell {
 		st.target, st.since = st.pending, st.movedAt
 	}
+}
+
+// settle puts the dwell on doubt, as on targets, so that a face at the
+// edge of its doubt band does not flicker between a target and unknown:
+// a face goes into doubt once it has been doubtful for the dwell, and
+// out of it once it has been clear for the dwell. It returns whether the
+// face is in doubt.
+func (s *Stage) settle(st *faceState, doubtful bool, now time.Time) bool {
+	switch {
+	case doubtful:
+		st.clearAt = time.Time{}
+		if st.doubtAt.IsZero() {
+			st.doubtAt = now
+		}
+		if now.Sub(st.doubtAt) >= s.o.Dwell {
+			st.inDoubt = true
+		}
+	case st.inDoubt:
+		if st.clearAt.IsZero() {
+			st.clearAt = now
+		}
+		if now.Sub(st.clearAt) >= s.o.Dwell {
+			st.inDoubt, st.clearAt = false, time.Time{}
+		}
+	}
+	return st.inDoubt
 }
 
 // doubt is why face f's direction cannot be trusted, "" if it can.

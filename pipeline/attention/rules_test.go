@@ -2,6 +2,7 @@ package attention
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -174,7 +175,9 @@ func TestUncertainIsUnknown(t *testing.T) {
 	if tl.states[5] != StateAttentive || tl.states[50] != StateUnknown || tl.states[135] != StateAttentive {
 		t.Errorf("states %q", tl.states)
 	}
-	if got, want := tl.kinds(), "unmonitored/start@11.0 unmonitored/end@13.0"; got != want {
+	// Doubt, like a target, holds for the 0.2 s dwell before it counts,
+	// and so does the return to certainty: unknown from 1.2 to 13.2 s.
+	if got, want := tl.kinds(), "unmonitored/start@11.2 unmonitored/end@13.2"; got != want {
 		t.Errorf("events %q, want %q", got, want)
 	}
 	var reasons []string
@@ -311,8 +314,9 @@ func TestCounters(t *testing.T) {
 		got[f.Label] = f.Value
 	}
 	// Each frame counts the 100 ms before it, at the target decided (the
-	// 0.2 s dwell): road 0.1–2.1 s, none 2.2–5.9 s, unknown 6.0–7.9 s.
-	if !near(got["road"], 2.1) || !near(got["none"], 3.8) || !near(got["unknown"], 2) || got["mirror"] != 0 || got["camera"] != 0 {
+	// 0.2 s dwell, for doubt too): road 0.1–2.1 s, none 2.2–6.1 s,
+	// unknown 6.2–7.9 s.
+	if !near(got["road"], 2.1) || !near(got["none"], 4) || !near(got["unknown"], 1.8) || got["mirror"] != 0 || got["camera"] != 0 {
 		t.Errorf("seconds per target %v", got)
 	}
 	for _, f := range s.EventCounts() {
@@ -393,5 +397,54 @@ func TestRayFrameTarget(t *testing.T) {
 		if f[0].Target.Name != "tv" {
 			t.Errorf("a face at x %g looking at the TV: %+v", x, f[0].Target)
 		}
+	}
+}
+
+// At the edge of the doubt band, noise does not flicker the state between
+// the road and unknown: doubt, like a target, must hold for the dwell
+// (the control, without a dwell, flickers).
+func TestDoubtDwell(t *testing.T) {
+	flips := func(dwell time.Duration) int {
+		a := config.Default().Attention
+		a.Targets, a.Camera, a.Doubt, a.Dwell = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}}, 0, 0.5, dwell
+		s, err := FromConfig(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, last := 0, ""
+		for i := range 60 {
+			// σ 6: the band's edge is 3° inside the border, at 19.5°; the
+			// yaw wanders ±1° around it, on the road throughout.
+			f := []publish.FaceMsg{face(19.5+math.Sin(float64(i)*2.1), 0)}
+			f[0].YawStd, f[0].PitchStd = publish.Some(6), publish.Some(1)
+			s.Apply(f, 640, 480, t0.Add(time.Duration(i)*frame), 0)
+			if i > 0 && f[0].Attention != last {
+				n++
+			}
+			last = f[0].Attention
+		}
+		return n
+	}
+	if n := flips(0); n < 10 {
+		t.Fatalf("control: without a dwell the state flipped only %d times", n)
+	}
+	if n := flips(200 * time.Millisecond); n > 2 {
+		t.Errorf("with the dwell the state flipped %d times", n)
+	}
+}
+
+// Out of a doubt that lasted, the face looks where it is seen at once:
+// the target it had before the doubt is not shown again for a dwell, and
+// the move is dated from the doubt's start.
+func TestOutOfDoubt(t *testing.T) {
+	tl := play(t, driverStage(t, nil), segment{d: time.Second}, segment{d: time.Second, yaw: 75, std: 35},
+		segment{d: 4 * time.Second, yaw: 75})
+	for i := 20; i < len(tl.states); i++ {
+		if tl.states[i] == StateAttentive {
+			t.Fatalf("%.1f s: attentive again after the doubt: %q", float64(i)/10, tl.states[10:30])
+		}
+	}
+	if got, want := tl.kinds(), "long_distraction/start@4.0"; got != want {
+		t.Errorf("events %q, want %q (away since the doubt began, at 1 s)", got, want)
 	}
 }
