@@ -731,19 +731,30 @@ func TestAttentionRoadEndToEnd(t *testing.T) {
 			if byYaw[y] == nil {
 				byYaw[y] = map[string]int{}
 			}
-			byYaw[y][string(raw)]++
+			// null is either looking elsewhere or, in doubt, not known.
+			kind := "road"
+			switch {
+			case string(f["attention"]) == `"unknown"`:
+				kind = "unknown"
+			case string(raw) == "null":
+				kind = "away"
+			}
+			byYaw[y][kind]++
 		}
 	}
 	t.Logf("targets by true yaw at the end of each hold: %v", byYaw)
 	// At ±15° the model's error (about 8° on Pointing'04) and the margin
-	// may keep a face off the road: only straight ahead is asserted.
+	// may keep a face off the road: only straight ahead is asserted. This
+	// person's pitch is estimated near −18° (σ 12–14°) looking ahead,
+	// close enough to the road's border (−25°) for posed to be in doubt
+	// at times: unknown is honest, away would be wrong.
 	for _, y := range []float64{0} {
-		if byYaw[y][`"road"`] <= byYaw[y]["null"] {
+		if byYaw[y]["road"] == 0 || byYaw[y]["road"] <= byYaw[y]["away"] {
 			t.Errorf("looking ahead (yaw %g): %v", y, byYaw[y])
 		}
 	}
 	for _, y := range []float64{-45, 45} {
-		if byYaw[y]["null"] <= byYaw[y][`"road"`] {
+		if byYaw[y]["away"] == 0 || byYaw[y]["away"] <= byYaw[y]["road"] {
 			t.Errorf("turned away (yaw %g): %v", y, byYaw[y])
 		}
 	}
