@@ -39,6 +39,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	e.data.register(fs, dataRoot()+"/pointing04")
 	e.mf.register(fs)
 	e.df.register(fs, 40)
+	fs.BoolVar(&e.df.p.Turned, "turned", false, "detected: also run the embedded cascade for turned faces, both ways, as posed does (trained on every person of ../shared/data: how many of those faces it finds is optimistic; posectl detections measures it on unseen persons)")
 	e.rf.register(fs)
 	e.xf.register(fs)
 	e.cache = cacheFlag(fs)

@@ -179,6 +179,7 @@ type detectFlags struct{ p detect.Params }
 
 func (d *detectFlags) register(fs *flag.FlagSet, minSize int) {
 	def := detect.DefaultParams()
+	d.p = def // what no flag sets (the turned views' scan) keeps its default
 	fs.IntVar(&d.p.MinSize, "min-size", minSize, "detector: smallest face side in pixels")
 	fs.IntVar(&d.p.MaxSize, "max-size", def.MaxSize, "detector: largest face side in pixels")
 	fs.Float64Var(&d.p.Shift, "det-shift", def.Shift, "detector: window step as a fraction of its size")
