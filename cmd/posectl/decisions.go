@@ -59,7 +59,7 @@ func runDecisions(args []string, stdout io.Writer) error {
 	road := config.AttentionTarget{Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}
 	for _, c := range order {
 		fmt.Fprintf(stdout, "%s (max_std %g°, doubt %gσ, camera %g°; agreement with the labels' decision, %% of the faces with a decision; unknown: in doubt)\n\n", c, *maxStd, *doubt, *cone)
-		fmt.Fprintln(stdout, "| \\|yaw\\| | faces | road agrees | road unknown | camera agrees | camera unknown | road agrees, σ ignored | camera agrees, σ ignored |")
+		fmt.Fprintln(stdout, "| \\|yaw\\| | faces | road agrees | road unknown | camera agrees | camera unknown | road agrees, no doubt | camera agrees, no doubt |")
 		fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|")
 		rows := byCase[c]
 		var all decisionTally
@@ -118,6 +118,9 @@ func readPerFace(path string) ([]faceRow, error) {
 	for line, rec := range recs[1:] {
 		r := faceRow{caseName: rec[col["case"]], found: rec[col["found"]] == "true"}
 		num := func(name string) float64 {
+			if rec[col[name]] == "" && strings.HasPrefix(name, "roll") {
+				return 0 // Pointing'04 has no roll; the decisions do not use it
+			}
 			v, e := strconv.ParseFloat(rec[col[name]], 64)
 			if e != nil && err == nil {
 				err = fmt.Errorf("%s:%d: %s: %w", path, line+2, name, e)

@@ -17,12 +17,13 @@ func TestDecisions(t *testing.T) {
 		"c,1,true,10,0,0,30,0,0,2,2,1\n" + // truth on the road and at the camera; predicted off both: both wrong
 		"c,1,true,70,0,0,65,3,0,20,20,1\n" + // turned, decided (far from every border) and right
 		"c,1,true,5,0,0,21,0,0,8,2,1\n" + // 1.5° inside the road with σ 8: in doubt
+		"d,1,true,5,0,,4,1,,2,2,\n" + // no roll (Pointing'04): still read
 		"c,1,false,40,0,0,0,0,0,0,0,0\n" // not found: not counted
 	if err := os.WriteFile(path, []byte(csv), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := runDecisions([]string{"-per-face", path}, &out); err != nil {
+	if err := runDecisions([]string{"-per-face", path, "-case", "c"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
