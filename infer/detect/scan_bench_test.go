@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	pigo "github.com/esimov/pigo/core"
@@ -48,6 +49,28 @@ func BenchmarkTurned(b *testing.B) {
 				ImageParams: pigo.ImageParams{Pixels: g.Pix, Rows: 480, Cols: 640, Dim: g.Stride}}, 0)
 		}
 	})
+	// A candidate cascade (a file of posectl cascade) at the default
+	// turned scan, to compare with the embedded one before shipping it.
+	if path := os.Getenv("POSED_TURNED_CASCADE"); path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := ParseCascade(raw)
+		if err != nil {
+			b.Fatalf("%s: %v", path, err)
+		}
+		b.Run("candidate-both-views", func(b *testing.B) {
+			var sc scanner
+			var w []Window
+			m := c.Mirrored()
+			sp := scanParams{p.MinSize, p.MaxSize, p.TurnedShift, p.TurnedScale}
+			for b.Loop() {
+				w = sc.scan(w[:0], c, g.Pix, g.Stride, 480, 640, sp)
+				w = sc.scan(w, m, g.Pix, g.Stride, 480, 640, sp)
+			}
+		})
+	}
 	for _, s := range [][2]float64{{0.1, 1.1}, {0.1, 1.2}, {0.15, 1.1}, {0.15, 1.2}} {
 		b.Run(fmt.Sprintf("both-views-%g-%g", s[0], s[1]), func(b *testing.B) {
 			var sc scanner
