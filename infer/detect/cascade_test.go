@@ -191,7 +191,7 @@ func TestWalkVectorMatchesGo(t *testing.T) {
 			codes[i] = int8(rng.IntN(255) - 127)
 		}
 		s := 8 + rng.IntN(60)
-		o1, o2 := sc.offsets(codes, 6, s, w)
+		o1, o2, low := sc.offsets(codes, 6, s, w)
 		half := s/2 + 1
 		var cand []int32
 		for r := half; r <= h-half; r += 1 + rng.IntN(3) {
@@ -200,7 +200,7 @@ func TestWalkVectorMatchesGo(t *testing.T) {
 			}
 		}
 		cand = cand[:rng.IntN(len(cand)+1)]
-		got := slices.Clone(sc.walk(cand, o1, o2, pix, 6))
+		got := slices.Clone(sc.walk(cand, o1, o2, low, pix, 6))
 		want := make([]int32, len(cand))
 		walkGo(want, cand, o1, o2, pix, 6)
 		if !slices.Equal(got, want) {

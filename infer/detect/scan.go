@@ -2,7 +2,6 @@ package detect
 
 import (
 	"math"
-	"slices"
 )
 
 // Window is one window a cascade kept: centre row and column, side, and
@@ -35,25 +34,31 @@ type scanner struct {
 // of each pixel from the window's centre at side s (see Cascade):
 // o1[n − 1] = ⌊r1·s/256⌋·stride + ⌊c1·s/256⌋, o2 alike. Each table is
 // padded by 8 entries, so that the vector walk may load 8 at any node.
-func (sc *scanner) offsets(codes []int8, d, s, stride int) (o1, o2 []int32) {
+// low is the lowest offset of both tables.
+func (sc *scanner) offsets(codes []int8, d, s, stride int) (o1, o2 []int32, low int32) {
 	nodes := 1<<d - 1
 	pad := nodes + 8
 	if cap(sc.offs) < 2*pad {
 		sc.offs = make([]int32, 2*pad)
 	}
 	o1, o2 = sc.offs[:pad], sc.offs[pad:2*pad]
+	codes = codes[:4*nodes]
+	low = math.MaxInt32
 	for n := range nodes {
 		k := 4 * n
-		o1[n] = int32((int(codes[k])*s>>8)*stride + int(codes[k+1])*s>>8)
-		o2[n] = int32((int(codes[k+2])*s>>8)*stride + int(codes[k+3])*s>>8)
+		a := int32((int(codes[k])*s>>8)*stride + int(codes[k+1])*s>>8)
+		b := int32((int(codes[k+2])*s>>8)*stride + int(codes[k+3])*s>>8)
+		o1[n], o2[n] = a, b
+		low = min(low, a, b)
 	}
-	return o1[:nodes], o2[:nodes]
+	return o1[:nodes], o2[:nodes], low
 }
 
 // walk returns the heap index of the leaf each window reaches in the tree
 // whose pixel offsets are o1, o2: with the vector walk where the CPU has
-// one (depth 6, 8 windows at a time), else walkGo.
-func (sc *scanner) walk(cand, o1, o2 []int32, pix []byte, depth int) []int32 {
+// one (depth 6, 8 windows at a time), else walkGo. low is the lowest of
+// the offsets.
+func (sc *scanner) walk(cand, o1, o2 []int32, low int32, pix []byte, depth int) []int32 {
 	if cap(sc.idx) < len(cand) {
 		sc.idx = make([]int32, len(cand))
 	}
@@ -65,7 +70,6 @@ func (sc *scanner) walk(cand, o1, o2 []int32, pix []byte, depth int) []int32 {
 	// The vector walk reads 3 bytes before each pixel: the windows whose
 	// lowest pixel is among the first 3 (the top row's first, if any; the
 	// windows are in increasing order) walk in Go.
-	low := min(slices.Min(o1), slices.Min(o2))
 	i0 := 0
 	for i0 < len(cand) && int(cand[i0])+int(low) < 3 {
 		i0++
@@ -143,15 +147,17 @@ func (sc *scanner) scanScale(dst []Window, c *Cascade, pix []byte, stride, rows,
 		kept := 0
 		if len(cand)*c.Depth > nodes {
 			// Many windows: each node's pixel offsets once for all.
-			o1, o2 := sc.offsets(codes, c.Depth, s, stride)
-			idx := sc.walk(cand, o1, o2, pix, c.Depth)
+			o1, o2, low := sc.offsets(codes, c.Depth, s, stride)
+			idx := sc.walk(cand, o1, o2, low, pix, c.Depth)
+			idx, sc := idx[:len(cand)], score[:len(cand)]
 			for i, base := range cand {
 				// The window survives while the sum of its leaves stays
 				// above the tree's threshold. Written whether or not it
 				// survives, counted only if it does: no branch to
 				// mispredict.
-				v := score[i] + leaf[idx[i]-int32(leaves)]
-				cand[kept], score[kept] = base, v
+				// idx is in [leaves, 2·leaves): its low bits are the leaf.
+				v := sc[i] + leaf[idx[i]&int32(leaves-1)]
+				cand[kept], sc[kept] = base, v
 				kept += b2i(v > thr)
 			}
 		} else {
