@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"image"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -205,6 +206,51 @@ func TestWalkVectorMatchesGo(t *testing.T) {
 		walkGo(want, cand, o1, o2, pix, 6)
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d (side %d, %d windows, vector %v): leaves differ", trial, s, len(cand), vectorWalk)
+		}
+	}
+}
+
+// The vector survivors' step keeps the same windows with the same sums,
+// in the same order, as keepGo: random leaves and scores, thresholds
+// equal to some sums (kept only above), NaN sums (dropped), every
+// survivor count from none to all, counts that are not multiples of 8.
+func TestKeepVectorMatchesGo(t *testing.T) {
+	if !vectorWalk {
+		t.Skip("no vector walk on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	for trial := range 500 {
+		n := rng.IntN(200)
+		leaf := make([]float32, 64)
+		for i := range leaf {
+			leaf[i] = float32(rng.NormFloat64())
+		}
+		if trial%7 == 0 {
+			leaf[rng.IntN(64)] = float32(math.NaN())
+		}
+		cand := make([]int32, n)
+		score := make([]float32, n)
+		idx := make([]int32, n)
+		for i := range n {
+			cand[i] = int32(rng.IntN(1 << 20))
+			score[i] = float32(rng.NormFloat64() * float64(trial%4))
+			idx[i] = int32(64 + rng.IntN(64))
+		}
+		thr := float32(rng.NormFloat64())
+		if n > 0 && trial%3 == 0 {
+			thr = score[0] + leaf[idx[0]-64] // a sum exactly at the threshold
+		}
+		wantC, wantS := slices.Clone(cand), slices.Clone(score)
+		wantK := keepGo(wantC, wantS, idx, leaf, thr, 0, 0)
+		gotC, gotS := slices.Clone(cand), slices.Clone(score)
+		from, kept := keepVector(gotC, gotS, idx, leaf, thr)
+		if from != n&^7 {
+			t.Fatalf("trial %d: the vector step looked at %d of %d windows", trial, from, n)
+		}
+		gotK := keepGo(gotC, gotS, idx, leaf, thr, from, kept)
+		if gotK != wantK || !slices.Equal(gotC[:gotK], wantC[:wantK]) ||
+			!slices.EqualFunc(gotS[:gotK], wantS[:wantK], func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Fatalf("trial %d (%d windows): kept %d, want %d, or the windows or sums differ", trial, n, gotK, wantK)
 		}
 	}
 }

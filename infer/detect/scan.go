@@ -97,6 +97,23 @@ func walkGo(out, cand, o1, o2 []int32, pix []byte, depth int) {
 	}
 }
 
+// keepGo keeps, from window from on, the windows whose sum of leaves stays
+// above the tree's threshold thr (pico eq. 2): score[i] += the leaf of
+// idx[i] (its heap index, in [leaves, 2·leaves)), and the windows kept are
+// packed in order from index kept on. It returns the new kept. Each window
+// is written whether or not it survives and counted only if it does: no
+// branch to mispredict.
+func keepGo(cand []int32, score []float32, idx []int32, leaf []float32, thr float32, from, kept int) int {
+	idx, score = idx[:len(cand)], score[:len(cand)]
+	mask := int32(len(leaf) - 1)
+	for i := from; i < len(cand); i++ {
+		v := score[i] + leaf[idx[i]&mask]
+		cand[kept], score[kept] = cand[i], v
+		kept += b2i(v > thr)
+	}
+	return kept
+}
+
 // scanParams are pigo's CascadeParams without the pixels.
 type scanParams struct {
 	MinSize, MaxSize int
@@ -149,17 +166,11 @@ func (sc *scanner) scanScale(dst []Window, c *Cascade, pix []byte, stride, rows,
 			// Many windows: each node's pixel offsets once for all.
 			o1, o2, low := sc.offsets(codes, c.Depth, s, stride)
 			idx := sc.walk(cand, o1, o2, low, pix, c.Depth)
-			idx, sc := idx[:len(cand)], score[:len(cand)]
-			for i, base := range cand {
-				// The window survives while the sum of its leaves stays
-				// above the tree's threshold. Written whether or not it
-				// survives, counted only if it does: no branch to
-				// mispredict.
-				// idx is in [leaves, 2·leaves): its low bits are the leaf.
-				v := sc[i] + leaf[idx[i]&int32(leaves-1)]
-				cand[kept], sc[kept] = base, v
-				kept += b2i(v > thr)
+			from := 0
+			if vectorWalk && c.Depth == 6 {
+				from, kept = keepVector(cand, score, idx, leaf, thr)
 			}
+			kept = keepGo(cand, score, idx, leaf, thr, from, kept)
 		} else {
 			// The few windows that reach the deep trees (faces, at a
 			// few scales): offsets of the visited nodes only.

@@ -32,3 +32,38 @@ func walkVector(out, base, o1, o2 []int32, pix []byte) {
 	}
 	walk6AVX(&out[0], &base[0], len(base), &o1[0], &o2[0], &pix[0])
 }
+
+//go:noescape
+func keepAVX(cand *int32, score *float32, idx *int32, n int, leaf *float32, thr float32, lut *[256][8]int32, kept int) int
+
+// keepLUT[m] lists the lanes set in the 8-bit mask m, in order, then the
+// others: the permute that packs a vector's kept lanes first.
+var keepLUT = func() (t [256][8]int32) {
+	for m := range t {
+		k := 0
+		for l := range 8 {
+			if m>>l&1 == 1 {
+				t[m][k] = int32(l)
+				k++
+			}
+		}
+		for l := range 8 {
+			if m>>l&1 == 0 {
+				t[m][k] = int32(l)
+				k++
+			}
+		}
+	}
+	return t
+}()
+
+// keepVector is keepGo for the first len(cand) &^ 7 windows of a tree of
+// depth 6, eight at a time (keepAVX); it returns how many it looked at and
+// the new kept.
+func keepVector(cand []int32, score []float32, idx []int32, leaf []float32, thr float32) (n, kept int) {
+	n = len(cand) &^ 7
+	if n == 0 || len(score) < n || len(idx) < n || len(leaf) != 64 {
+		return 0, 0
+	}
+	return n, keepAVX(&cand[0], &score[0], &idx[0], n, &leaf[0], thr, &keepLUT, 0)
+}

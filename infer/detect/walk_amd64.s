@@ -103,3 +103,56 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func keepAVX(cand *int32, score *float32, idx *int32, n int, leaf *float32, thr float32, lut *[256][8]int32, kept int) int
+//
+// The survivors of one tree (pico eq. 2, see scanScale, its reference),
+// eight windows at a time: v_i = score_i + leaf[idx_i mod 64] (depth 6),
+// window i kept when v_i > thr (ordered: a NaN is dropped), the kept
+// centres and sums packed in order from index kept on (a permute by the
+// table entry of the 8-bit mask: lut[m] lists m's set lanes first). n is a
+// multiple of 8; the packed stores write 8 lanes at kept ≤ i, so they
+// overwrite only windows already read. Returns the new kept.
+TEXT ·keepAVX(SB), NOSPLIT, $0-72
+	MOVQ cand+0(FP), DI
+	MOVQ score+8(FP), SI
+	MOVQ idx+16(FP), BX
+	MOVQ n+24(FP), R8
+	MOVQ leaf+32(FP), R11
+	VBROADCASTSS thr+40(FP), Y13
+	MOVQ lut+48(FP), R9
+	MOVQ kept+56(FP), R13
+	MOVL $63, AX
+	MOVQ AX, X14
+	VPBROADCASTD X14, Y14        // 63
+	XORQ R12, R12                // i
+	SHRQ $3, R8
+	JZ   kdone
+
+kloop:
+	VMOVDQU (BX)(R12*4), Y1      // leaf heap indices, 64…127
+	VPAND   Y14, Y1, Y1          // mod 64: the leaf
+	VPCMPEQD Y15, Y15, Y15
+	VGATHERDPS Y15, (R11)(Y1*4), Y2
+	VMOVUPS (SI)(R12*4), Y3
+	VADDPS  Y2, Y3, Y3           // v = score + leaf
+	VMOVDQU (DI)(R12*4), Y0      // the centres
+	VCMPPS  $0x1e, Y13, Y3, Y4   // v > thr, ordered
+	VMOVMSKPS Y4, AX
+	MOVQ    AX, CX
+	SHLQ    $5, CX
+	VMOVDQU (R9)(CX*1), Y5       // lut[mask]
+	VPERMD  Y0, Y5, Y6
+	VPERMD  Y3, Y5, Y7
+	VMOVDQU Y6, (DI)(R13*4)
+	VMOVUPS Y7, (SI)(R13*4)
+	POPCNTL AX, AX
+	ADDQ    AX, R13
+	ADDQ    $8, R12
+	DECQ    R8
+	JNZ     kloop
+
+kdone:
+	MOVQ R13, ret+64(FP)
+	VZEROUPPER
+	RET
