@@ -102,6 +102,38 @@ func BenchmarkFrame(b *testing.B) {
 			})
 		})
 	}
+	// detected-frame-ratio: the two above alternately, frame by frame, so
+	// that both see the same machine (a shared one drifts by 20 % within a
+	// run): the medians of each and their ratio, the figure.
+	b.Run("detected-frame-ratio", func(b *testing.B) {
+		ours, est := defaultTracker(b, 1)
+		ours.det = all
+		// The same model in memory for both, as one daemon has.
+		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
+		ours.Process(img)
+		ref.Process(img)
+		a := make([]time.Duration, 0, 1<<13)
+		r := make([]time.Duration, 0, 1<<13)
+		for b.Loop() {
+			t0 := time.Now()
+			n := len(ours.Process(img))
+			t1 := time.Now()
+			n *= len(ref.Process(img))
+			if len(a) < cap(a) {
+				a, r = append(a, t1.Sub(t0)), append(r, time.Since(t1))
+			}
+			if n == 0 {
+				b.Fatal("no face")
+			}
+		}
+		slices.Sort(a)
+		slices.Sort(r)
+		if n := len(a); n > 0 {
+			b.ReportMetric(float64(a[n/2].Nanoseconds()), "median-ns")
+			b.ReportMetric(float64(r[n/2].Nanoseconds()), "pigo-median-ns")
+			b.ReportMetric(float64(a[n/2])/float64(r[n/2]), "x-pigo")
+		}
+	})
 	b.Run("tracked-frame", func(b *testing.B) {
 		tr, _ := defaultTracker(b, 1<<30)
 		tr.Process(img) // the first frame detects
