@@ -29,6 +29,8 @@ type cascadeData struct {
 	cache     *string
 	view      string
 	half      int
+	folds     int // with leaveOut ≥ 0: train on every fold of folds but leaveOut
+	leaveOut  int
 	negatives string
 	maxSide   int
 }
@@ -39,6 +41,8 @@ func (c *cascadeData) register(fs *flag.FlagSet) {
 	c.cache = cacheFlag(fs)
 	fs.StringVar(&c.view, "view", "40,90", "the view: faces with LO ≤ |yaw| ≤ HI degrees, those with yaw < 0 mirrored")
 	fs.IntVar(&c.half, "half", -1, "train on the persons of half 0 or 1 only (measured on the other); -1: all persons")
+	fs.IntVar(&c.folds, "folds", 0, "split the persons into this many folds (with -leave-out; posectl detections: one cascade per fold, each measuring the fold it left out)")
+	fs.IntVar(&c.leaveOut, "leave-out", -1, "train on every fold of -folds but this one (0 … folds−1), which measures it; -1: none left out")
 	fs.StringVar(&c.negatives, "negatives", "build/negatives", "folder of face-free pictures (make negatives fetches Debian's wallpapers there); one in three is kept out to measure false detections")
 	fs.IntVar(&c.maxSide, "max-side", 1280, "pictures are scaled down to this longer side")
 }
@@ -95,8 +99,11 @@ func runCascade(args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if cd.half < -1 || cd.half > 1 {
-		return fmt.Errorf("%w: -half %d is not -1, 0 or 1", errUsage, cd.half)
+	if err := cd.checkSplit(); err != nil {
+		return err
+	}
+	if cd.folds > 0 && cd.leaveOut < 0 {
+		return fmt.Errorf("%w: -folds %d without -leave-out: say which fold to leave out", errUsage, cd.folds)
 	}
 	var err error
 	if jitter.SetN, err = parseSetCounts(*setJitter); err != nil {
@@ -119,8 +126,8 @@ func runCascade(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "view %s, half %d: %d face windows from %d faces (%d faces did not fit their image), %d backgrounds (%d pictures, mirrored and turned, and %d photographs of people)\n",
-		view, cd.half, len(faces.Windows), len(faces.Images), faces.Skipped, len(bg.Images), nPics, len(bg.Images)-4*nPics)
+	fmt.Fprintf(stdout, "view %s, %s: %d face windows from %d faces (%d faces did not fit their image), %d backgrounds (%d pictures, mirrored and turned, and %d photographs of people)\n",
+		view, cd.split(), len(faces.Windows), len(faces.Images), faces.Skipped, len(bg.Images), nPics, len(bg.Images)-4*nPics)
 	o.Progress = func(p cascade.Progress) { printStage(stdout, p) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -156,8 +163,47 @@ func parseSetCounts(s string) (map[string]int, error) {
 	return out, nil
 }
 
-// trainingFaces are the samples of the half trained on (all with -half
-// -1), their images and their face boxes.
+// checkSplit refuses a split of the persons that names no part of them.
+func (cd cascadeData) checkSplit() error {
+	switch {
+	case cd.half < -1 || cd.half > 1:
+		return fmt.Errorf("%w: -half %d is not -1, 0 or 1", errUsage, cd.half)
+	case cd.folds < 0 || cd.folds == 1:
+		return fmt.Errorf("%w: -folds %d: want 2 or more (0: no folds)", errUsage, cd.folds)
+	case cd.leaveOut >= 0 && cd.leaveOut >= cd.folds:
+		return fmt.Errorf("%w: -leave-out %d is not a fold of -folds %d (0 … %d)", errUsage, cd.leaveOut, cd.folds, cd.folds-1)
+	case cd.leaveOut < -1:
+		return fmt.Errorf("%w: -leave-out %d: want a fold or -1", errUsage, cd.leaveOut)
+	case cd.half >= 0 && cd.folds > 0:
+		return fmt.Errorf("%w: -half and -folds split the persons two ways: give one", errUsage)
+	}
+	return nil
+}
+
+// split says which persons a cascade trains on.
+func (cd cascadeData) split() string {
+	switch {
+	case cd.half >= 0:
+		return fmt.Sprintf("half %d", cd.half)
+	case cd.leaveOut >= 0:
+		return fmt.Sprintf("all folds of %d but %d", cd.folds, cd.leaveOut)
+	}
+	return "all persons"
+}
+
+// trains reports whether the cascade trains on s's person.
+func (cd cascadeData) trains(s dataset.Sample) bool {
+	switch {
+	case cd.half >= 0:
+		return cascade.Half(s) == cd.half
+	case cd.leaveOut >= 0:
+		return cascade.Fold(s, cd.folds) != cd.leaveOut
+	}
+	return true
+}
+
+// trainingFaces are the samples trained on (see trains), their images and
+// their face boxes.
 func (cd cascadeData) trainingFaces() ([]dataset.Sample, []*image.Gray, []feature.Box, error) {
 	samples, bank, err := cd.faceBoxes()
 	if err != nil {
@@ -167,7 +213,7 @@ func (cd cascadeData) trainingFaces() ([]dataset.Sample, []*image.Gray, []featur
 	var imgs []*image.Gray
 	var boxes []feature.Box
 	for i, s := range samples {
-		if cd.half < 0 || cascade.Half(s) == cd.half {
+		if cd.trains(s) {
 			trainS = append(trainS, s)
 			imgs = append(imgs, bank.Images[i])
 			boxes = append(boxes, bank.FaceBox(i))

@@ -22,7 +22,7 @@ func runDetections(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("detections", flag.ContinueOnError)
 	var cd cascadeData
 	cd.register(fs)
-	files := fs.String("cascades", "", "turned-face cascades (comma-separated); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); empty: facefinder alone")
+	files := fs.String("cascades", "", "turned-face cascades (comma-separated); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); with -folds N, N cascades, the k-th trained with -leave-out k (measured on fold k); empty: facefinder alone")
 	scores := fs.String("turned-scores", "2", "smallest scores of turned faces to measure (comma-separated)")
 	def := detect.DefaultParams()
 	shift := fs.Float64("turned-shift", def.TurnedShift, "the turned cascade's window step, a fraction of its side")
@@ -32,6 +32,12 @@ func runDetections(args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if err := cd.checkSplit(); err != nil {
+		return err
+	}
+	if cd.leaveOut >= 0 {
+		return fmt.Errorf("%w: -leave-out is for posectl cascade; posectl detections takes -folds N and N cascades", errUsage)
 	}
 	minScores, err := parseFloats(*scores)
 	if err != nil {
@@ -49,6 +55,9 @@ func runDetections(args []string, stdout io.Writer) error {
 		}
 		cs = append(cs, c)
 	}
+	if cd.folds > 0 && len(cs) != cd.folds {
+		return fmt.Errorf("%w: -folds %d wants %d cascades, one per fold left out; -cascades gives %d", errUsage, cd.folds, cd.folds, len(cs))
+	}
 	samples, err := cd.data.load()
 	if err != nil {
 		return err
@@ -65,12 +74,15 @@ func runDetections(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "| detector | set | 0–15 | 15–30 | 30–45 | 45–60 | 60–75 | 75–90 | false per photo | false per face-free frame |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, st := range setups {
-		ffp := 0
-		for _, f := range frames {
-			ffp += len(st.det(0).Detect(f))
+		// False detections on the face-free frames: each cascade's, averaged.
+		ffp, dets := 0, max(cd.folds, 1)
+		for k := range dets {
+			for _, f := range frames {
+				ffp += len(st.det(k).Detect(f))
+			}
 		}
 		for _, set := range []string{"pointing04", "aflw2000"} {
-			r, err := measureDetections(st, set, samples, cd.half, len(cs))
+			r, err := measureDetections(st, set, samples, cd.part, cd.measured(len(cs)))
 			if err != nil {
 				return err
 			}
@@ -82,7 +94,7 @@ func runDetections(args []string, stdout io.Writer) error {
 				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(r.found[b])/float64(max(r.total[b], 1))))
 			}
 			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos)),
-				fmt.Sprintf("%.3f", float64(ffp)/float64(len(frames))))
+				fmt.Sprintf("%.3f", float64(ffp)/float64(dets*len(frames))))
 			fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
 		}
 	}
@@ -92,12 +104,28 @@ func runDetections(args []string, stdout io.Writer) error {
 // detectionSetup is a detector measured by posectl detections.
 type detectionSetup struct {
 	name string
-	det  func(half int) *detect.Detector // the detector that measures faces of half
+	det  func(part int) *detect.Detector // the detector that measures the faces of a part (half or fold) of the persons
+}
+
+// part is the part of the persons a face belongs to: its fold with -folds,
+// else its half.
+func (cd cascadeData) part(s dataset.Sample) int {
+	if cd.folds > 0 {
+		return cascade.Fold(s, cd.folds)
+	}
+	return cascade.Half(s)
+}
+
+// measured reports whether the faces of a part are measured: all but the
+// half a single cascade was trained on.
+func (cd cascadeData) measured(cascades int) func(part int) bool {
+	return func(part int) bool { return cd.folds > 0 || cd.half < 0 || cascades != 1 || part != cd.half }
 }
 
 // detectionSetups are facefinder alone, then facefinder with the turned
 // cascades at each of minScores; with two cascades (one per half of the
-// persons) the faces of each half are measured by the other half's.
+// persons) the faces of each half are measured by the other half's, with
+// -folds N those of fold k by the k-th cascade (trained without it).
 func detectionSetups(cd cascadeData, cs []*detect.Cascade, minScores []float64, shift, scale float64) ([]detectionSetup, error) {
 	frontal, err := detect.New(cd.df.p)
 	if err != nil {
@@ -119,12 +147,14 @@ func detectionSetups(cd cascadeData, cs []*detect.Cascade, minScores []float64, 
 		if len(dets) == 0 {
 			break
 		}
-		setups = append(setups, detectionSetup{fmt.Sprintf("facefinder + turned (score ≥ %g)", ms), func(half int) *detect.Detector {
-			// The cascade trained on the other half measures this half.
-			if cd.half < 0 || len(dets) == 1 {
+		setups = append(setups, detectionSetup{fmt.Sprintf("facefinder + turned (score ≥ %g)", ms), func(part int) *detect.Detector {
+			switch {
+			case cd.folds > 0:
+				return dets[part] // trained without this fold
+			case cd.half < 0 || len(dets) == 1:
 				return dets[0]
-			}
-			if half == cd.half {
+			case part == cd.half:
+				// The cascade trained on the other half measures this half.
 				return dets[1]
 			}
 			return dets[0]
@@ -141,17 +171,17 @@ type detectionCounts struct {
 	falses, near, photos int
 }
 
-// measureDetections runs st on the photographs of set (the faces of half
-// skipped where a single cascade was trained on them).
-func measureDetections(st detectionSetup, set string, samples []dataset.Sample, half, cascades int) (detectionCounts, error) {
+// measureDetections runs st on the photographs of set whose part (partOf)
+// is measured, each by the part's detector.
+func measureDetections(st detectionSetup, set string, samples []dataset.Sample, partOf func(dataset.Sample) int, measured func(int) bool) (detectionCounts, error) {
 	bins := []float64{0, 15, 30, 45, 60, 75, 1000}
 	var r detectionCounts
 	for _, s := range samples {
 		if s.Set != set || !s.HasYaw {
 			continue
 		}
-		h := cascade.Half(s)
-		if half >= 0 && cascades == 1 && h == half {
+		h := partOf(s)
+		if !measured(h) {
 			continue // trained on: not measured
 		}
 		g, err := dataset.LoadGray(s.Path)

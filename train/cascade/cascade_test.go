@@ -3,6 +3,8 @@ package cascade
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	pigo "github.com/esimov/pigo/core"
 
 	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/train/dataset"
 )
 
 // A synthetic "face": a dark ring with two dark eyes on a lighter disc,
@@ -244,5 +247,40 @@ func TestRotate(t *testing.T) {
 	got := rotate(im, 4.5, 4.5, math.Pi/2)
 	if got.Pix[7*9+4] != 255 {
 		t.Errorf("after a quarter turn the pixel is not at row 7, column 4: %v", got.Pix)
+	}
+}
+
+// Folds of persons: every face of a person in the same fold, Pointing'04's
+// persons by number (3 a fold of 5), others spread over the folds; two
+// folds are the halves the shipped cascade was measured with.
+func TestFold(t *testing.T) {
+	for p := 1; p <= 15; p++ {
+		s := dataset.Sample{Set: "pointing04", Subject: fmt.Sprintf("%02d", p)}
+		if got := Fold(s, 5); got != p%5 {
+			t.Errorf("Pointing'04 person %d: fold %d of 5, want %d", p, got, p%5)
+		}
+		if Half(s) != p%2 {
+			t.Errorf("Pointing'04 person %d: half %d, want %d", p, Half(s), p%2)
+		}
+	}
+	count := make([]int, 5)
+	for i := range 1000 {
+		s := dataset.Sample{Set: "aflw2000", Subject: fmt.Sprintf("image%05d", i)}
+		k := Fold(s, 5)
+		if k != Fold(s, 5) || k < 0 || k >= 5 {
+			t.Fatalf("%s: fold %d", s.Subject, k)
+		}
+		// The halves are the hash's parity, as when the shipped cascade was measured.
+		h := fnv.New32a()
+		h.Write([]byte("aflw2000/" + s.Subject))
+		if Half(s) != int(h.Sum32()%2) {
+			t.Fatalf("%s: half %d, want %d", s.Subject, Half(s), h.Sum32()%2)
+		}
+		count[k]++
+	}
+	for k, n := range count {
+		if n < 150 || n > 250 {
+			t.Errorf("fold %d holds %d of 1000 persons", k, n)
+		}
 	}
 }

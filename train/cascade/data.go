@@ -39,17 +39,22 @@ func ParseView(s string) (View, error) {
 func (v View) Has(yaw float64) bool { return math.Abs(yaw) >= v.Lo && math.Abs(yaw) <= v.Hi }
 
 // Half is the half of the persons a face belongs to (0 or 1), for training
-// a cascade on one half and measuring it on the other: Pointing'04 persons
-// by the parity of their number, other sets by a hash of the person.
-func Half(s dataset.Sample) int {
+// a cascade on one half and measuring it on the other: Fold(s, 2).
+func Half(s dataset.Sample) int { return Fold(s, 2) }
+
+// Fold is the fold of n (≥ 1) that a face's person belongs to, for
+// training a cascade on every fold but one and measuring it on that one:
+// Pointing'04 persons by their number modulo n (3 persons a fold for n =
+// 5), other sets by a hash of the person.
+func Fold(s dataset.Sample, n int) int {
 	if s.Set == "pointing04" {
-		if n, err := strconv.Atoi(s.Subject); err == nil {
-			return n % 2
+		if p, err := strconv.Atoi(s.Subject); err == nil {
+			return p % n
 		}
 	}
 	h := fnv.New32a()
 	h.Write([]byte(s.Set + "/" + s.Subject))
-	return int(h.Sum32() % 2)
+	return int(h.Sum32() % uint32(n))
 }
 
 // FaceSet holds the face windows a cascade trains on.
