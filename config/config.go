@@ -223,6 +223,11 @@ type Track struct {
 	// two-member ensemble: faces median 7°, 99th percentile 33°; background
 	// median 28°, 90th percentile 82°.)
 	MaxStd float64 `yaml:"max_std"`
+	// RecheckStd: a tracked face whose yaw uncertainty exceeds it (degrees)
+	// makes the next frame a full-frame detection instead of waiting for
+	// detect.every: a box that slid off a face (a fast turn) is found again
+	// on the next frame. 0: wait for detect.every.
+	RecheckStd float64 `yaml:"recheck_std"`
 	// Doubt: a face whose direction is nearer than Doubt times its σ to
 	// the border of the target it would look at (or, at none, of the
 	// nearest) is uncertain too. 0: never.
@@ -448,7 +453,7 @@ func Default() Config {
 		},
 		Model:   modelDefaults(),
 		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, RecheckStd: 30},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",
@@ -678,6 +683,9 @@ func (p *problems) track(t Track) {
 	}
 	if t.MaxStd <= 0 {
 		bad("track.max_std", "%g is not positive", t.MaxStd)
+	}
+	if !(t.RecheckStd >= 0 && t.RecheckStd <= 180) {
+		bad("track.recheck_std", "%g is not in [0, 180] degrees (0: off)", t.RecheckStd)
 	}
 }
 

@@ -336,6 +336,8 @@ func TestAttentionProfiles(t *testing.T) {
 		{"attention: {driver: {min_speed: -5}}\n", "attention.driver.min_speed"},
 		{"attention: {engagement: {off: -1s}}\n", "attention.engagement.off"},
 		{"attention: {max_std: 0}\n", "attention.max_std"},
+		{"track: {recheck_std: -1}\n", "track.recheck_std"},
+		{"track: {recheck_std: 200}\n", "track.recheck_std"},
 	} {
 		if _, err := Parse([]byte(bad.yaml)); err == nil || !strings.Contains(err.Error(), bad.field+":") {
 			t.Errorf("%q: %v, want an error naming %s", bad.yaml, err, bad.field)

@@ -23,6 +23,11 @@ type Config struct {
 	MinIoU    float64 // a detection continues a track above this overlap
 	Smoothing float64 // exponential smoothing weight of the past, [0, 1)
 	MaxStd    float64 // a face whose yaw std (degrees) exceeds this is dropped
+	// RecheckStd: a tracked face whose yaw std (degrees) exceeds this
+	// makes the next frame a full detection instead of waiting for Every
+	// (the model doubts a box that has slid off the face, as after a fast
+	// turn); 0 waits for Every.
+	RecheckStd float64
 	// Region, if not empty, is where the detector looks (a tracked face
 	// that moves out of it is still followed).
 	Region image.Rectangle
@@ -94,6 +99,9 @@ type Tracker struct {
 	used   []bool
 	dbuf   detect.Buffers
 	last   Timing
+	// recheck: a face of the last frame was doubtful (Config.RecheckStd),
+	// so this frame detects.
+	recheck bool
 }
 
 // New returns a tracker finding faces with det (their boxes mapped by
@@ -123,7 +131,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	}
 	// 1. Detect on schedule (always while nothing is tracked) and match the
 	// detections with the tracks, which may re-anchor or start some.
-	if len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 {
+	if len(t.tracks) == 0 || t.recheck || (t.frame-1)%uint64(t.cfg.Every) == 0 {
 		d0 := time.Now()
 		r := img.Rect
 		if !t.cfg.Region.Empty() {
@@ -170,6 +178,12 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		kept = append(kept, tr)
 	}
 	t.tracks = kept
+	t.recheck = false
+	for _, tr := range t.tracks {
+		if t.cfg.RecheckStd > 0 && tr.face.Has[0] && tr.face.Std[0] > t.cfg.RecheckStd {
+			t.recheck = true
+		}
+	}
 	t.last.Pose = time.Since(start) - t.last.Detect
 	// 4. Report, largest first (insertion sort: a handful of tracks, and
 	// sort.Slice would allocate).

@@ -57,7 +57,7 @@ func newTracker(t *testing.T, cfg Config) *Tracker {
 // defaultConfig is the daemon's default tracking (config.Default), with
 // detection every 5 frames as in `make run`.
 func defaultConfig() Config {
-	return Config{MaxFaces: 4, Every: 5, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}
+	return Config{MaxFaces: 4, Every: 5, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, RecheckStd: 30}
 }
 
 // One person turning the head is one face with one track id, never two
@@ -232,9 +232,13 @@ func TestAdjacentHeadsStayTwoTracks(t *testing.T) {
 // pitch from −60° to 60°, |yaw| ≥ 60°: 84 frames, nodding while turned
 // one way, then the other: yaw 60, 75, 90 with pitch up, down, up) is
 // acquired and followed with the detector's turned cascade: a face on at
-// least 95 % of the frames, where facefinder alone finds it on few.
-// (The shipped cascade was trained on every person; posectl detections
-// measures persons it never saw.)
+// least 90 % of the frames (95 % measured; the replay jumps from one side
+// to the other three times, and the first frame after a jump is a miss
+// for any tracker that does not detect on every frame), where facefinder
+// alone finds it on fewer. A track the model doubts (track.recheck_std)
+// is checked by detection on the next frame: more frames with the face,
+// for a few more detections. (The shipped cascade was trained on every
+// person; posectl detections measures persons it never saw.)
 func TestNeverFrontalPerson(t *testing.T) {
 	samples, err := dataset.Read(filepath.Join(dataset.Root(), "pointing04"))
 	if err != nil {
@@ -262,29 +266,39 @@ func TestNeverFrontalPerson(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	share := func(turned bool) float64 {
+	share := func(turned bool, recheck float64) (float64, int) {
 		cfg := defaultConfig()
-		cfg.Every = 10
+		cfg.Every, cfg.RecheckStd = 10, recheck
 		tr, _ := trackerTurned(t, cfg, 40, turned)
-		seen := 0
+		seen, detections := 0, 0
 		for i, f := range frames {
 			hit := false
-			for _, face := range tr.Process(f) {
+			faces := tr.Process(f)
+			if tr.Timing().Detected {
+				detections++
+			}
+			for _, face := range faces {
 				if feature.IoU(face.Box, seq[i].Box.Square()) > 0.2 {
 					hit = true
 				}
 			}
 			if hit {
 				seen++
-			} else if turned {
-				t.Logf("missed: yaw %g pitch %g series %d: %v", seq[i].Yaw, seq[i].Pitch, seq[i].Series, tr.Process(f))
+			} else if turned && recheck > 0 {
+				t.Logf("missed: yaw %g pitch %g series %d: %v", seq[i].Yaw, seq[i].Pitch, seq[i].Series, faces)
 			}
 		}
-		return float64(seen) / float64(len(frames))
+		return float64(seen) / float64(len(frames)), detections
 	}
-	with, without := share(true), share(false)
-	t.Logf("%d frames: a face on %.0f %% with the turned cascade, %.0f %% with facefinder alone", len(frames), 100*with, 100*without)
-	if with < 0.95 || with <= without {
-		t.Errorf("a never-frontal person seen on %.2f of the frames (facefinder alone %.2f), want ≥ 0.95", with, without)
+	with, dets := share(true, 30)
+	noRecheck, detsNo := share(true, 0)
+	without, _ := share(false, 30)
+	t.Logf("%d frames: a face on %.1f %% with the turned cascade (%d detections; %.1f %% and %d without rechecks), %.1f %% with facefinder alone",
+		len(frames), 100*with, dets, 100*noRecheck, detsNo, 100*without)
+	if with < 0.90 || with < without+0.1 {
+		t.Errorf("a never-frontal person seen on %.2f of the frames (facefinder alone %.2f), want ≥ 0.90 and 0.1 more", with, without)
+	}
+	if with <= noRecheck || dets > detsNo+len(frames)/10 {
+		t.Errorf("rechecking doubtful tracks: %.2f of the frames with %d detections, %.2f with %d without", with, dets, noRecheck, detsNo)
 	}
 }
