@@ -21,7 +21,8 @@ func TestCascadeSplitRefused(t *testing.T) {
 		{cascadeCmd, []string{"-o", "x", "-folds", "5"}, "without -leave-out"},
 		{cascadeCmd, []string{"-o", "x", "-half", "0", "-folds", "5", "-leave-out", "1"}, "-half and -folds"},
 		{cascadeCmd, []string{"-o", "x", "-half", "2"}, "-half 2"},
-		{detectionsCmd, []string{"-folds", "5", "-cascades", turned + "," + turned}, "wants 5 cascades"},
+		{detectionsCmd, []string{"-folds", "2", "-cascades", turned + "," + turned + "," + turned}, "wants up to 2 cascades"},
+		{detectionsCmd, []string{"-folds", "5"}, "wants up to 5 cascades"},
 		{detectionsCmd, []string{"-folds", "5", "-leave-out", "1", "-cascades", turned}, "-leave-out is for posectl cascade"},
 	} {
 		err := c.cmd(c.args, &bytes.Buffer{})

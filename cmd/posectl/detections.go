@@ -22,7 +22,7 @@ func runDetections(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("detections", flag.ContinueOnError)
 	var cd cascadeData
 	cd.register(fs)
-	files := fs.String("cascades", "", "turned-face cascades (comma-separated); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); with -folds N, N cascades, the k-th trained with -leave-out k (measured on fold k); empty: facefinder alone")
+	files := fs.String("cascades", "", "turned-face cascades (comma-separated); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); with -folds N, up to N cascades, the k-th trained with -leave-out k (measured on fold k; folds without a cascade are not measured); empty: facefinder alone")
 	scores := fs.String("turned-scores", "2", "smallest scores of turned faces to measure (comma-separated)")
 	def := detect.DefaultParams()
 	shift := fs.Float64("turned-shift", def.TurnedShift, "the turned cascade's window step, a fraction of its side")
@@ -55,8 +55,8 @@ func runDetections(args []string, stdout io.Writer) error {
 		}
 		cs = append(cs, c)
 	}
-	if cd.folds > 0 && len(cs) != cd.folds {
-		return fmt.Errorf("%w: -folds %d wants %d cascades, one per fold left out; -cascades gives %d", errUsage, cd.folds, cd.folds, len(cs))
+	if cd.folds > 0 && (len(cs) == 0 || len(cs) > cd.folds) {
+		return fmt.Errorf("%w: -folds %d wants up to %d cascades, the k-th trained without fold k; -cascades gives %d", errUsage, cd.folds, cd.folds, len(cs))
 	}
 	samples, err := cd.data.load()
 	if err != nil {
@@ -67,7 +67,11 @@ func runDetections(args []string, stdout io.Writer) error {
 		return err
 	}
 	frames := faceFreeFrames(pics)
-	fmt.Fprintf(stdout, "%d faces; %d face-free 640×480 frames from %d held-out pictures\n\n", len(samples), len(frames), heldOut(pics))
+	fmt.Fprintf(stdout, "%d faces; %d face-free 640×480 frames from %d held-out pictures\n", len(samples), len(frames), heldOut(pics))
+	if cd.folds > 0 {
+		fmt.Fprintf(stdout, "folds 0 … %d of %d measured, each by the cascade trained without it\n", len(cs)-1, cd.folds)
+	}
+	fmt.Fprintln(stdout)
 	setups, err := detectionSetups(cd, cs, minScores, *shift, *scale)
 	if err != nil {
 		return err
@@ -75,7 +79,10 @@ func runDetections(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "| detector | set | 0–15 | 15–30 | 30–45 | 45–60 | 60–75 | 75–90 | false per photo | false per face-free frame |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, st := range setups {
 		// False detections on the face-free frames: each cascade's, averaged.
-		ffp, dets := 0, max(cd.folds, 1)
+		ffp, dets := 0, 1
+		if cd.folds > 0 {
+			dets = len(cs)
+		}
 		for k := range dets {
 			for _, f := range frames {
 				ffp += len(st.det(k).Detect(f))
@@ -119,7 +126,12 @@ func (cd cascadeData) part(s dataset.Sample) int {
 // measured reports whether the faces of a part are measured: all but the
 // half a single cascade was trained on.
 func (cd cascadeData) measured(cascades int) func(part int) bool {
-	return func(part int) bool { return cd.folds > 0 || cd.half < 0 || cascades != 1 || part != cd.half }
+	return func(part int) bool {
+		if cd.folds > 0 {
+			return part < cascades // the folds whose cascade was given
+		}
+		return cd.half < 0 || cascades != 1 || part != cd.half
+	}
 }
 
 // detectionSetups are facefinder alone, then facefinder with the turned
