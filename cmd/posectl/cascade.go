@@ -86,6 +86,8 @@ func runCascade(args []string, stdout io.Writer) error {
 	fs.Uint64Var(&o.Seed, "seed", def.Seed, "random seed")
 	fs.Float64Var(&o.MinTPR, "stage-tpr", def.MinTPR, "share of faces each stage keeps")
 	fs.Float64Var(&o.MaxFPR, "stage-fpr", def.MaxFPR, "share of negatives each stage may pass")
+	fs.Float64Var(&o.EarlyTPR, "early-tpr", def.EarlyTPR, "share of faces each of the first -early-stages stages keeps (they have 1, 2, 3, … trees: lower rejects more windows early, a cheaper scan)")
+	fs.IntVar(&o.EarlyStages, "early-stages", def.EarlyStages, "stages with the -early-tpr share and one tree more each")
 	fs.IntVar(&o.MaxTrees, "stage-trees", def.MaxTrees, "most trees per stage")
 	fs.Float64Var(&o.TargetFPR, "target-fpr", def.TargetFPR, "stop when the cascade passes this share of drawn windows")
 	fs.IntVar(&o.MaxStages, "stages", def.MaxStages, "most stages")

@@ -71,6 +71,13 @@ func runDetections(args []string, stdout io.Writer) error {
 	if cd.folds > 0 {
 		fmt.Fprintf(stdout, "folds 0 … %d of %d measured, each by the cascade trained without it\n", len(cs)-1, cd.folds)
 	}
+	def = cd.df.p
+	ff := scanCost(detect.Facefinder(), frames, detect.ScanParams{MinSize: def.MinSize, MaxSize: def.MaxSize, Shift: def.Shift, Scale: def.Scale})
+	fmt.Fprintf(stdout, "cost on the face-free frames, trees evaluated per window: facefinder %.2f", ff)
+	for i, c := range cs {
+		fmt.Fprintf(stdout, ", turned cascade %d (both views) %.2f", i, scanCost(c, frames, detect.ScanParams{MinSize: def.MinSize, MaxSize: def.MaxSize, Shift: *shift, Scale: *scale}))
+	}
+	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout)
 	setups, err := detectionSetups(cd, cs, minScores, *shift, *scale)
 	if err != nil {
@@ -259,6 +266,20 @@ func faceFreeFrames(pics []cascade.Picture) []*image.Gray {
 		}
 	}
 	return out
+}
+
+// scanCost is the trees c evaluates per window over frames (as it is and
+// mirrored, as the turned views run; facefinder is symmetric enough that
+// the mean is its own): a cascade's cost that no machine's noise moves.
+func scanCost(c *detect.Cascade, frames []*image.Gray, p detect.ScanParams) float64 {
+	var sc detect.Scanner
+	var w []detect.Window
+	for _, f := range frames {
+		for _, v := range []*detect.Cascade{c, c.Mirrored()} {
+			w = sc.Scan(w[:0], v, f.Pix, f.Stride, f.Rect.Dy(), f.Rect.Dx(), p)
+		}
+	}
+	return float64(sc.TreeEvals()) / float64(max(sc.Windows(), 1))
 }
 
 func heldOut(pics []cascade.Picture) int {

@@ -150,19 +150,30 @@ func TestScanMatchesPigo(t *testing.T) {
 
 // Classify, one window at a time, agrees with the scanner on every window
 // of a frame: the windows it scores positive are the scanner's, with the
-// same scores.
+// same scores; and the scanner counts the windows and the trees evaluated
+// (every tree up to the first that rejects) as a window-by-window walk does.
 func TestClassifyMatchesScan(t *testing.T) {
 	ff := mustFacefinder(t)
 	g := realFrames(t)[3]
-	var sc scanner
+	var sc Scanner
 	p := scanParams{30, 200, 0.1, 1.2}
 	rows, cols := g.Rect.Dy(), g.Rect.Dx()
-	want := sc.scan(nil, ff, g.Pix, g.Stride, rows, cols, p)
+	want := sc.Scan(nil, ff, g.Pix, g.Stride, rows, cols, p)
 	var got []Window
+	var windows, evals int64
 	for s := p.MinSize; s <= p.MaxSize; s = nextScale(s, p.Scale) {
 		step, half := max(int(0.1*float64(s)), 1), s/2+1
 		for r := half; r <= rows-half; r += step {
 			for c := half; c <= cols-half; c += step {
+				windows++
+				var q float32
+				for tr := range ff.Trees() {
+					evals++
+					var ok bool
+					if q, ok = ff.run(g.Pix, g.Stride, r*g.Stride+c, s, tr, tr+1, q); !ok {
+						break
+					}
+				}
 				if q := ff.Classify(g.Pix, g.Stride, r, c, s); q > 0 {
 					got = append(got, Window{r, c, s, q})
 				}
@@ -172,6 +183,10 @@ func TestClassifyMatchesScan(t *testing.T) {
 	if len(want) == 0 || !slices.Equal(got, want) {
 		t.Fatalf("Classify kept %d windows, the scanner %d", len(got), len(want))
 	}
+	if sc.Windows() != windows || sc.TreeEvals() != evals {
+		t.Errorf("the scanner counts %d windows and %d trees, the walk %d and %d", sc.Windows(), sc.TreeEvals(), windows, evals)
+	}
+	t.Logf("facefinder: %.2f trees per window", float64(evals)/float64(windows))
 }
 
 // The vector tree walk reaches the same leaf as the Go walk for every

@@ -22,6 +22,7 @@ type Window struct {
 // same float32 sums in the same order.
 type scanner struct {
 	windows int64 // windows looked at, all calls together
+	evals   int64 // trees evaluated on a window, all calls together
 
 	cand  []int32   // surviving windows: the pixel index of the centre
 	score []float32 // their running sums
@@ -158,6 +159,7 @@ func (sc *scanner) scanScale(dst []Window, c *Cascade, pix []byte, stride, rows,
 	nodes, leaves := c.nodes(), 1<<c.Depth
 	cand := sc.cand
 	for t := range c.Trees() {
+		sc.evals += int64(len(cand))
 		leaf := c.Leaves[t*leaves : (t+1)*leaves]
 		thr := c.Thresholds[t]
 		codes := c.Codes[t*4*nodes : (t+1)*4*nodes]
@@ -216,3 +218,7 @@ func (s *Scanner) Scan(dst []Window, c *Cascade, pix []byte, stride, rows, cols 
 
 // Windows returns how many windows the scanner has looked at.
 func (s *Scanner) Windows() int64 { return s.sc.windows }
+
+// TreeEvals returns how many trees the scanner has evaluated, on all the
+// windows together: divided by Windows, a cascade's cost per window.
+func (s *Scanner) TreeEvals() int64 { return s.sc.evals }

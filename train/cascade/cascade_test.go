@@ -202,6 +202,11 @@ func TestTrainRefuses(t *testing.T) {
 	if _, err := Train(context.Background(), imgs, faces, bg, o); err == nil {
 		t.Error("stage FPR 1 accepted")
 	}
+	o = testOptions()
+	o.EarlyStages = -1
+	if _, err := Train(context.Background(), imgs, faces, bg, o); err == nil || !strings.Contains(err.Error(), "early stages") {
+		t.Errorf("-1 early stages: %v", err)
+	}
 }
 
 // A stopped context ends the training with ErrStopped.

@@ -72,6 +72,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("cascade: stage FPR %g not in (0, 1)", o.MaxFPR)
 	case o.MaxTrees < 1 || o.MaxStages < 1:
 		return fmt.Errorf("cascade: %d trees per stage, %d stages", o.MaxTrees, o.MaxStages)
+	case o.EarlyStages < 0:
+		return fmt.Errorf("cascade: %d early stages", o.EarlyStages)
 	case !(o.TargetFPR > 0 && o.TargetFPR < 1):
 		return fmt.Errorf("cascade: target FPR %g not in (0, 1)", o.TargetFPR)
 	case o.MinNegative < 8:
