@@ -168,11 +168,8 @@ func (sc *scanner) scanScale(dst []Window, c *Cascade, pix []byte, stride, rows,
 			// Many windows: each node's pixel offsets once for all.
 			o1, o2, low := sc.offsets(codes, c.Depth, s, stride)
 			idx := sc.walk(cand, o1, o2, low, pix, c.Depth)
-			from := 0
-			if vectorWalk && c.Depth == 6 {
-				from, kept = keepVector(cand, score, idx, leaf, thr)
-			}
-			kept = keepGo(cand, score, idx, leaf, thr, from, kept)
+			from, k := keepVector(cand, score, idx, leaf, thr)
+			kept = keepGo(cand, score, idx, leaf, thr, from, k)
 		} else {
 			// The few windows that reach the deep trees (faces, at a
 			// few scales): offsets of the visited nodes only.

@@ -58,11 +58,11 @@ var keepLUT = func() (t [256][8]int32) {
 }()
 
 // keepVector is keepGo for the first len(cand) &^ 7 windows of a tree of
-// depth 6, eight at a time (keepAVX); it returns how many it looked at and
-// the new kept.
+// depth 6, eight at a time (keepAVX) where the CPU has AVX2; it returns how
+// many it looked at (none otherwise) and the new kept.
 func keepVector(cand []int32, score []float32, idx []int32, leaf []float32, thr float32) (n, kept int) {
 	n = len(cand) &^ 7
-	if n == 0 || len(score) < n || len(idx) < n || len(leaf) != 64 {
+	if !vectorWalk || n == 0 || len(score) < n || len(idx) < n || len(leaf) != 64 {
 		return 0, 0
 	}
 	return n, keepAVX(&cand[0], &score[0], &idx[0], n, &leaf[0], thr, &keepLUT, 0)

@@ -99,9 +99,6 @@ type Tracker struct {
 	used   []bool
 	dbuf   detect.Buffers
 	last   Timing
-	// recheck: a face of the last frame was doubtful (Config.RecheckStd),
-	// so this frame detects.
-	recheck bool
 }
 
 // New returns a tracker finding faces with det (their boxes mapped by
@@ -119,6 +116,17 @@ func New(cfg Config, det Detector, calib detect.Calibration, est Estimator) *Tra
 // Timing returns the stage times of the last frame.
 func (t *Tracker) Timing() Timing { return t.last }
 
+// doubtful reports whether a face of the last frame had a yaw std above
+// Config.RecheckStd: this frame then detects (see RecheckStd).
+func (t *Tracker) doubtful() bool {
+	for _, tr := range t.tracks {
+		if t.cfg.RecheckStd > 0 && tr.face.Has[0] && tr.face.Std[0] > t.cfg.RecheckStd {
+			return true
+		}
+	}
+	return false
+}
+
 // Process runs on one frame and returns its faces, largest first. The
 // slice is reused by the next call.
 func (t *Tracker) Process(img *image.Gray) []Face {
@@ -131,7 +139,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	}
 	// 1. Detect on schedule (always while nothing is tracked) and match the
 	// detections with the tracks, which may re-anchor or start some.
-	if len(t.tracks) == 0 || t.recheck || (t.frame-1)%uint64(t.cfg.Every) == 0 {
+	if len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 || t.doubtful() {
 		d0 := time.Now()
 		r := img.Rect
 		if !t.cfg.Region.Empty() {
@@ -178,12 +186,6 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		kept = append(kept, tr)
 	}
 	t.tracks = kept
-	t.recheck = false
-	for _, tr := range t.tracks {
-		if t.cfg.RecheckStd > 0 && tr.face.Has[0] && tr.face.Std[0] > t.cfg.RecheckStd {
-			t.recheck = true
-		}
-	}
 	t.last.Pose = time.Since(start) - t.last.Detect
 	// 4. Report, largest first (insertion sort: a handful of tracks, and
 	// sort.Slice would allocate).
