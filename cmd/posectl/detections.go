@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/edgepose/posed/infer/detect"
@@ -71,11 +72,11 @@ func runDetections(args []string, stdout io.Writer) error {
 	if cd.folds > 0 {
 		fmt.Fprintf(stdout, "folds 0 … %d of %d measured, each by the cascade trained without it\n", len(cs)-1, cd.folds)
 	}
-	def = cd.df.p
-	ff := scanCost(detect.Facefinder(), frames, detect.ScanParams{MinSize: def.MinSize, MaxSize: def.MaxSize, Shift: def.Shift, Scale: def.Scale})
+	p := cd.df.p
+	ff := scanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: p.Shift, Scale: p.Scale}, detect.Facefinder())
 	fmt.Fprintf(stdout, "cost on the face-free frames, trees evaluated per window: facefinder %.2f", ff)
 	for i, c := range cs {
-		fmt.Fprintf(stdout, ", turned cascade %d (both views) %.2f", i, scanCost(c, frames, detect.ScanParams{MinSize: def.MinSize, MaxSize: def.MaxSize, Shift: *shift, Scale: *scale}))
+		fmt.Fprintf(stdout, ", turned cascade %d (both views) %.2f", i, scanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: *shift, Scale: *scale}, c, c.Mirrored()))
 	}
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout)
@@ -85,14 +86,18 @@ func runDetections(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "| detector | set | 0–15 | 15–30 | 30–45 | 45–60 | 60–75 | 75–90 | false per photo | false per face-free frame |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, st := range setups {
-		// False detections on the face-free frames: each cascade's, averaged.
-		ffp, dets := 0, 1
-		if cd.folds > 0 {
-			dets = len(cs)
+		// False detections on the face-free frames: each part's detector's,
+		// averaged (facefinder alone is one detector for every part).
+		var dets []*detect.Detector
+		for k := range max(cd.folds, 1) {
+			if k < max(len(cs), 1) && !slices.Contains(dets, st.det(k)) {
+				dets = append(dets, st.det(k))
+			}
 		}
-		for k := range dets {
+		ffp := 0
+		for _, d := range dets {
 			for _, f := range frames {
-				ffp += len(st.det(k).Detect(f))
+				ffp += len(d.Detect(f))
 			}
 		}
 		for _, set := range []string{"pointing04", "aflw2000"} {
@@ -108,7 +113,7 @@ func runDetections(args []string, stdout io.Writer) error {
 				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(r.found[b])/float64(max(r.total[b], 1))))
 			}
 			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos)),
-				fmt.Sprintf("%.3f", float64(ffp)/float64(dets*len(frames))))
+				fmt.Sprintf("%.3f", float64(ffp)/float64(len(dets)*len(frames))))
 			fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
 		}
 	}
@@ -268,14 +273,14 @@ func faceFreeFrames(pics []cascade.Picture) []*image.Gray {
 	return out
 }
 
-// scanCost is the trees c evaluates per window over frames (as it is and
-// mirrored, as the turned views run; facefinder is symmetric enough that
-// the mean is its own): a cascade's cost that no machine's noise moves.
-func scanCost(c *detect.Cascade, frames []*image.Gray, p detect.ScanParams) float64 {
+// scanCost is the trees the views evaluate per window over frames (the
+// turned cascade's two views, as the daemon runs them, or facefinder): a
+// cascade's cost that no machine's noise moves.
+func scanCost(frames []*image.Gray, p detect.ScanParams, views ...*detect.Cascade) float64 {
 	var sc detect.Scanner
 	var w []detect.Window
 	for _, f := range frames {
-		for _, v := range []*detect.Cascade{c, c.Mirrored()} {
+		for _, v := range views {
 			w = sc.Scan(w[:0], v, f.Pix, f.Stride, f.Rect.Dy(), f.Rect.Dx(), p)
 		}
 	}
