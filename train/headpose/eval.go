@@ -111,6 +111,7 @@ type FaceResult struct {
 	Refined feature.Box // the box after refinement
 	IoU     [2]float64  // of Test and of Refined with Face
 	Iter    int         // predictions made
+	View    detect.View // detected condition: the view of the detection (frontal, or turned one way)
 }
 
 // Err returns the absolute error of angle a (0 yaw, 1 pitch, 2 roll).
@@ -340,7 +341,7 @@ func (r *Report) CSV(w io.Writer) {
 
 // PerFaceHeader is the header of the rows PerFace writes.
 const PerFaceHeader = "case,fold,set,subject,path,found,yaw_true,pitch_true,roll_true,yaw,pitch,roll,yaw_std,pitch_std,roll_std," +
-	"face_x,face_y,face_w,face_h,test_x,test_y,test_w,test_h,refined_x,refined_y,refined_w,refined_h,iou_before,iou_after,iterations"
+	"face_x,face_y,face_w,face_h,test_x,test_y,test_w,test_h,refined_x,refined_y,refined_w,refined_h,iou_before,iou_after,iterations,view"
 
 // PerFace writes one CSV row per test face (PerFaceHeader's columns; a
 // cell is empty where an angle is unlabelled or a face was not found).
@@ -355,6 +356,7 @@ func (r *Report) PerFace(w io.Writer, b *Bank) {
 	box := func(x feature.Box, ok bool) []string {
 		return []string{num(x.X, ok), num(x.Y, ok), num(x.W, ok), num(x.H, ok)}
 	}
+	detected := strings.HasPrefix(r.Case, string(Detected))
 	for i := range r.Faces {
 		f := &r.Faces[i]
 		s := b.Samples[f.Sample]
@@ -373,6 +375,11 @@ func (r *Report) PerFace(w io.Writer, b *Bank) {
 		rec = append(rec, box(f.Test, f.Found)...)
 		rec = append(rec, box(f.Refined, f.Found)...)
 		rec = append(rec, num(f.IoU[0], f.Found), num(f.IoU[1], f.Found), strconv.Itoa(f.Iter))
+		view := ""
+		if f.Found && detected {
+			view = f.View.String()
+		}
+		rec = append(rec, view)
 		cw.Write(rec)
 	}
 	cw.Flush()
@@ -433,6 +440,7 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 					return
 				}
 				box = o.Calibration.Apply(d.Box)
+				out.View = d.View
 			}
 			r := wk.Estimate(b.Images[i], box)
 			out.Found, out.Test, out.Refined, out.Iter = true, box, r.Box, r.Iterations

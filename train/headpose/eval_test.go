@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train"
@@ -40,6 +41,7 @@ func TestReportCountsOnlyLabelledAngles(t *testing.T) {
 		face(2, true, [3]float64{70, 26, 0}),  // pitch error 6; its yaw is not an error
 		face(3, false, [3]float64{}),          // missed by the detector
 	}}
+	r.Faces[1].View = detect.YawNegative // found by the turned cascade, mirrored
 	if s := r.Stats(pose.Yaw); s.N != 2 || math.Abs(s.MAE-5) > 1e-12 {
 		t.Errorf("yaw: %+v, want MAE 5 over 2 faces", s)
 	}
@@ -76,7 +78,8 @@ func TestReportCountsOnlyLabelledAngles(t *testing.T) {
 	for _, c := range []struct {
 		row       int
 		name, val string
-	}{{1, "yaw", "14.000"}, {1, "path", "a.jpg"}, {2, "pitch", ""}, {2, "pitch_true", ""}, {3, "yaw", ""}, {4, "found", "false"}, {4, "test_x", ""}, {4, "face_w", "30.000"}, {1, "iou_after", "0.900"}} {
+	}{{1, "yaw", "14.000"}, {1, "path", "a.jpg"}, {2, "pitch", ""}, {2, "pitch_true", ""}, {3, "yaw", ""}, {4, "found", "false"}, {4, "test_x", ""}, {4, "face_w", "30.000"}, {1, "iou_after", "0.900"},
+		{1, "view", "frontal"}, {2, "view", "yaw-"}, {4, "view", ""}} {
 		if got := rows[c.row][col[c.name]]; got != c.val {
 			t.Errorf("row %d %s = %q, want %q", c.row, c.name, got, c.val)
 		}
