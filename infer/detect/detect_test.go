@@ -188,7 +188,7 @@ func TestDetectIntoAllocatesNothing(t *testing.T) {
 }
 
 // A face found by several views is reported once, by the view whose
-// score is the larger multiple of its MinScore; faces apart, or of one
+// score per scan density is the larger multiple of its MinScore; faces apart, or of one
 // view (merged by the clustering already), all stay.
 func TestMergeViews(t *testing.T) {
 	d, err := NewViews(DefaultParams(), ViewCascade{View: Frontal, Cascade: Facefinder(), MinScore: 2},
@@ -208,5 +208,23 @@ func TestMergeViews(t *testing.T) {
 	want := []Face{faces[1], faces[3], faces[4]}
 	if !slices.Equal(got, want) {
 		t.Errorf("merged %v, want %v", got, want)
+	}
+
+	// A view scanned at half the density (growth 1.21 = 1.1², half the
+	// scales) puts half the windows on a face: its score counts double.
+	d, err = NewViews(DefaultParams(), ViewCascade{View: Frontal, Cascade: Facefinder(), MinScore: 2},
+		ViewCascade{View: YawPositive, Cascade: Facefinder(), MinScore: 2, Scale: 1.21})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faces = []Face{
+		{Box: box(0), Score: 5, View: Frontal},      // 5 windows' worth
+		{Box: box(10), Score: 3, View: YawPositive}, // 3 at half the density: 6, wins
+		{Box: box(400), Score: 7, View: Frontal},    // 7: wins
+		{Box: box(410), Score: 3, View: YawPositive},
+	}
+	got = d.mergeViews(slices.Clone(faces))
+	if want := []Face{faces[1], faces[2]}; !slices.Equal(got, want) {
+		t.Errorf("merged at two scan densities %v, want %v", got, want)
 	}
 }
