@@ -44,17 +44,9 @@ func runDetections(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: -turned-scores: %v", errUsage, err)
 	}
-	var cs []*detect.Cascade
-	for _, f := range splitList(*files) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		c, err := detect.ParseCascade(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		cs = append(cs, c)
+	cs, err := readCascades(*files)
+	if err != nil {
+		return err
 	}
 	if cd.folds > 0 && (len(cs) == 0 || len(cs) > cd.folds) {
 		return fmt.Errorf("%w: -folds %d wants up to %d cascades, the k-th trained without fold k; -cascades gives %d", errUsage, cd.folds, cd.folds, len(cs))
@@ -317,4 +309,21 @@ func scaleGray(g *image.Gray, w, h int) *image.Gray {
 		}
 	}
 	return out
+}
+
+// readCascades reads a comma-separated list of cascade files.
+func readCascades(list string) ([]*detect.Cascade, error) {
+	var cs []*detect.Cascade
+	for _, f := range splitList(list) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		c, err := detect.ParseCascade(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
 }

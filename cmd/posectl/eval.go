@@ -14,6 +14,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/headpose"
 )
@@ -29,6 +30,7 @@ type evalFlags struct {
 	protocol, modelPath, condition string
 	set, perFace, sweep, plot      string
 	card, learnT, models           string
+	turnedFolds                    string
 	holdout, splits, folds         int
 	holdoutSeed, testSeed          uint64
 	testSigma, testScale           float64
@@ -40,6 +42,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	e.mf.register(fs)
 	e.df.register(fs, 40)
 	fs.BoolVar(&e.df.p.Turned, "turned", false, "detected: also run the embedded cascade for turned faces, both ways, as posed does (trained on every person of ../shared/data: how many of those faces it finds is optimistic; posectl detections measures it on unseen persons)")
+	fs.StringVar(&e.turnedFolds, "turned-folds", "", "detected: run facefinder and, on each face, the turned-face cascade that never saw its person: the k-th of these N files trained by posectl cascade -folds N -leave-out k (instead of -turned's embedded cascade, which saw every person)")
 	e.rf.register(fs)
 	e.xf.register(fs)
 	e.cache = cacheFlag(fs)
@@ -95,6 +98,15 @@ func runEval(args []string, stdout io.Writer) error {
 	for i := range evals {
 		evals[i].Detector = det
 	}
+	if e.turnedFolds != "" {
+		pick, err := e.foldDetectors()
+		if err != nil {
+			return err
+		}
+		for i := range evals {
+			evals[i].DetectorFor = pick
+		}
+	}
 	// The box conventions (and the training boxes' moves) are facefinder's,
 	// as the shipped model's are: the turned cascade only finds the test
 	// faces. Learnt from every view, the conventions would move (AFLW2000's
@@ -119,6 +131,12 @@ func runEval(args []string, stdout io.Writer) error {
 	}
 	if err != nil || reps == nil {
 		return err
+	}
+	switch {
+	case e.turnedFolds != "":
+		title += ", detected by facefinder and the turned cascade that never saw the person"
+	case e.df.p.Turned:
+		title += ", detected by facefinder and the embedded turned cascade"
 	}
 	return e.report(stdout, args, reps, bank, title, time.Since(start).Round(time.Second))
 }
@@ -149,6 +167,32 @@ func (e *evalFlags) cases() ([]headpose.EvalOptions, error) {
 // modelFile measures the model of -model on every image of -data, on the
 // kind of face box it was trained on (a data set's convention learnt from
 // its own detections).
+// foldDetectors reads -turned-folds: one detector per fold of persons,
+// facefinder and the turned cascade that left the fold out, and picks
+// each face's by its person's fold (cascade.Fold, as posectl cascade
+// split them).
+func (e *evalFlags) foldDetectors() (func(dataset.Sample) *detect.Detector, error) {
+	if e.df.p.Turned {
+		return nil, fmt.Errorf("%w: give -turned (the embedded cascade) or -turned-folds, not both", errUsage)
+	}
+	cs, err := readCascades(e.turnedFolds)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) < 2 {
+		return nil, fmt.Errorf("%w: -turned-folds wants one cascade per fold, at least 2; it gives %d", errUsage, len(cs))
+	}
+	p := e.df.p
+	dets := make([]*detect.Detector, len(cs))
+	for k, c := range cs {
+		views := append([]detect.ViewCascade{{View: detect.Frontal, Cascade: detect.Facefinder(), MinScore: p.MinScore}}, detect.TurnedViews(c, p)...)
+		if dets[k], err = detect.NewViews(p, views...); err != nil {
+			return nil, err
+		}
+	}
+	return func(s dataset.Sample) *detect.Detector { return dets[cascade.Fold(s, len(dets))] }, nil
+}
+
 func (e *evalFlags) modelFile(samples []dataset.Sample, det *detect.Detector, evals []headpose.EvalOptions, bar *progressBar) ([]*headpose.Report, *headpose.Bank, string, error) {
 	m, err := gllim.ReadFile(e.modelPath)
 	if err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,5 +141,31 @@ func TestEvalKFoldPerFace(t *testing.T) {
 	}
 	if views["yaw+"] == 0 || views["yaw-"] == 0 || views["frontal"] == 0 {
 		t.Errorf("views of the detected faces with -turned: %v, want each of frontal, yaw+, yaw-", views)
+	}
+
+	// -turned-folds picks each face's cascade by its person's fold: with
+	// the embedded cascade as every fold's, it finds what -turned finds.
+	c := "../../infer/detect/cascade/turned"
+	folds := filepath.Join(t.TempDir(), "folds.csv")
+	buf.Reset()
+	if err := runEval(append(args, "-condition", "detected", "-iterations", "1", "-turned-folds", c+","+c, "-per-face", folds), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "the turned cascade that never saw the person") {
+		t.Errorf("report does not say which cascades detected:\n%s", buf.String())
+	}
+	want, got := rows(turned, "detected"), rows(folds, "detected")
+	if len(got) != 558 {
+		t.Fatalf("%d detected rows with -turned-folds, want 558", len(got))
+	}
+	for path, r := range want {
+		if !slices.Equal(r, got[path]) {
+			t.Fatalf("%s: -turned-folds with the embedded cascade for every fold differs from -turned:\n%v\n%v", path, r, got[path])
+		}
+	}
+	for _, bad := range [][]string{{"-turned-folds", c}, {"-turned", "-turned-folds", c + "," + c}} {
+		if err := runEval(append(args, bad...), io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("eval %v: %v, want a usage error", bad, err)
+		}
 	}
 }

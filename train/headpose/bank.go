@@ -100,11 +100,9 @@ type Bank struct {
 	detector *detect.Detector // the bank's detector (BankOptions.Detector)
 	detected [][]detect.Face  // its detections of every image, if any
 
-	detOnce sync.Once
-	detMu   sync.Mutex
-	detBy   *detect.Detector
-	dets    [][]detect.Face
-	detDone []bool
+	// Other detectors' detections, per detector and image (nil: not yet).
+	detMu sync.Mutex
+	dets  map[*detect.Detector][][]detect.Face
 }
 
 // View is one version of an image's face, with its labels and features.

@@ -104,7 +104,8 @@ func writeAtomic(path string, data []byte) error {
 // Detection returns the detection that matches image i's face: its centre
 // inside the annotated box and IoU ≥ 0.3 with it (METHOD §8), the best by
 // IoU. The bank's own detector's results are computed once when the bank
-// is made; another detector's are computed on first use and kept.
+// is made; other detectors' are computed on first use and kept, each
+// detector's apart.
 func (b *Bank) Detection(i int, d *detect.Detector) (detect.Face, bool) {
 	var faces []detect.Face
 	if d == b.detector && b.detected != nil {
@@ -127,23 +128,24 @@ func (b *Bank) Detection(i int, d *detect.Detector) (detect.Face, bool) {
 }
 
 func (b *Bank) otherDetection(i int, d *detect.Detector) []detect.Face {
-	b.detOnce.Do(func() { b.dets = make([][]detect.Face, len(b.Samples)); b.detDone = make([]bool, len(b.Samples)) })
 	b.detMu.Lock()
-	done := b.detDone[i] && b.detBy == d
-	faces := b.dets[i]
+	if b.dets == nil {
+		b.dets = map[*detect.Detector][][]detect.Face{}
+	}
+	if b.dets[d] == nil {
+		b.dets[d] = make([][]detect.Face, len(b.Samples))
+	}
+	faces := b.dets[d][i]
 	b.detMu.Unlock()
-	if done {
+	if faces != nil {
 		return faces
 	}
 	faces = d.Detect(b.Images[i])
-	b.detMu.Lock()
-	if b.detBy != d {
-		for k := range b.detDone {
-			b.detDone[k] = false
-		}
-		b.detBy = d
+	if faces == nil {
+		faces = []detect.Face{} // found nothing: known, not "not yet"
 	}
-	b.dets[i], b.detDone[i] = faces, true
+	b.detMu.Lock()
+	b.dets[d][i] = faces
 	b.detMu.Unlock()
 	return faces
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train/dataset"
 )
 
 // Condition is how the test boxes are made (METHOD §6).
@@ -42,6 +43,9 @@ type EvalOptions struct {
 	ScaleSigma  float64 // shifted: σ of the log-scale move (default 0.1)
 	Settings    pose.Settings
 	Detector    *detect.Detector // detected: the detector
+	// DetectorFor, if set, picks each image's detector instead (e.g. the
+	// turned-face cascade trained without the image's person).
+	DetectorFor func(dataset.Sample) *detect.Detector
 	Calibration detect.Calibration
 	// NoExpert measures the model alone where a profile expert is
 	// trained beside it (LOPOOptions.Expert): both in one run.
@@ -410,7 +414,7 @@ func (r *Report) Summary() string {
 // the results. Images run in parallel; the result does not depend on how.
 func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, error) {
 	o.defaults()
-	if o.Condition == Detected && o.Detector == nil {
+	if o.Condition == Detected && o.Detector == nil && o.DetectorFor == nil {
 		return nil, fmt.Errorf("headpose: the detected condition needs a detector")
 	}
 	res := make([]FaceResult, len(idx))
@@ -434,7 +438,11 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 				rng := rand.New(rand.NewPCG(o.Seed^0x7e57, uint64(i)))
 				box = Jitter(rng, o.CentreSigma, o.ScaleSigma).Apply(face)
 			case Detected:
-				d, ok := b.Detection(i, o.Detector)
+				det := o.Detector
+				if o.DetectorFor != nil {
+					det = o.DetectorFor(b.Samples[i])
+				}
+				d, ok := b.Detection(i, det)
 				if !ok {
 					res[j] = out
 					return
