@@ -207,7 +207,8 @@ func TestWalkVectorMatchesGo(t *testing.T) {
 			codes[i] = int8(rng.IntN(255) - 127)
 		}
 		s := 8 + rng.IntN(60)
-		o1, o2, low := sc.offsets(codes, 6, s, w)
+		sc.setSide(s, w)
+		o1, o2, low := sc.offsets(codes, 6)
 		half := s/2 + 1
 		var cand []int32
 		for r := half; r <= h-half; r += 1 + rng.IntN(3) {
@@ -221,6 +222,40 @@ func TestWalkVectorMatchesGo(t *testing.T) {
 		walkGo(want, cand, o1, o2, pix, 6)
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d (side %d, %d windows, vector %v): leaves differ", trial, s, len(cand), vectorWalk)
+		}
+	}
+}
+
+// A node's pixel offsets from the scanner's tables are pico's, computed
+// here in float64: ⌊r·s/256⌋·stride + ⌊c·s/256⌋ for every code r, c in
+// int8's range (−128 included) at sides from 1 to 1000 and odd strides;
+// low is the smallest.
+func TestOffsetsAreFloorOfScaledCodes(t *testing.T) {
+	var sc scanner
+	codes := make([]int8, 4*63)
+	for side := 1; side <= 1000; side += 37 {
+		stride := 641 + 2*side
+		sc.setSide(side, stride)
+		for start := -128; start < 128; start += 63 {
+			for i := range codes {
+				codes[i] = int8((start + i*7) % 256)
+			}
+			o1, o2, low := sc.offsets(codes, 6)
+			wantLow := math.Inf(1)
+			for n := range 63 {
+				k := 4 * n
+				f := func(r, c int8) float64 {
+					return math.Floor(float64(r)*float64(side)/256)*float64(stride) + math.Floor(float64(c)*float64(side)/256)
+				}
+				a, b := f(codes[k], codes[k+1]), f(codes[k+2], codes[k+3])
+				if float64(o1[n]) != a || float64(o2[n]) != b {
+					t.Fatalf("side %d, node %d, codes %v: offsets %d, %d, want %g, %g", side, n+1, codes[k:k+4], o1[n], o2[n], a, b)
+				}
+				wantLow = math.Min(wantLow, math.Min(a, b))
+			}
+			if float64(low) != wantLow {
+				t.Fatalf("side %d: low %d, want %g", side, low, wantLow)
+			}
 		}
 	}
 }
