@@ -177,38 +177,27 @@ func (sc *scanner) scanScale(dst []Window, c *Cascade, pix []byte, stride, rows,
 	clear(score)
 	nodes, leaves := c.nodes(), 1<<c.Depth
 	sc.setSide(s, stride)
-	ro, co := &sc.rowOff, &sc.colOff
 	cand := sc.cand
-	for t := range c.Trees() {
-		sc.evals += int64(len(cand))
-		leaf := c.Leaves[t*leaves : (t+1)*leaves]
-		thr := c.Thresholds[t]
-		codes := c.Codes[t*4*nodes : (t+1)*4*nodes]
-		kept := 0
-		if len(cand)*c.Depth > nodes {
+	for t := 0; t < c.Trees(); {
+		if len(cand)*c.Depth <= nodes {
+			// The few windows that reach the deep trees (faces, at a
+			// few scales), trees a block at a time.
+			cand, score = sc.keepFew(cand, score, c, t, pix)
+			t = min(t+few, c.Trees())
+		} else {
 			// Many windows: each node's pixel offsets once for all.
+			sc.evals += int64(len(cand))
+			leaf := c.Leaves[t*leaves : (t+1)*leaves]
+			thr := c.Thresholds[t]
+			codes := c.Codes[t*4*nodes : (t+1)*4*nodes]
 			o1, o2, low := sc.offsets(codes, c.Depth)
 			idx := sc.walk(cand, o1, o2, low, pix, c.Depth)
 			from, k := keepVector(cand, score, idx, leaf, thr)
-			kept = keepGo(cand, score, idx, leaf, thr, from, k)
-		} else {
-			// The few windows that reach the deep trees (faces, at a
-			// few scales): offsets of the visited nodes only.
-			for i, base := range cand {
-				idx := 1
-				for range c.Depth {
-					k := 4 * (idx - 1)
-					p1 := pix[base+ro[uint8(codes[k])^0x80]+co[uint8(codes[k+1])^0x80]]
-					p2 := pix[base+ro[uint8(codes[k+2])^0x80]+co[uint8(codes[k+3])^0x80]]
-					idx = 2*idx + b2i(p1 <= p2)
-				}
-				v := score[i] + leaf[idx-leaves]
-				cand[kept], score[kept] = base, v
-				kept += b2i(v > thr)
-			}
+			kept := keepGo(cand, score, idx, leaf, thr, from, k)
+			cand, score = cand[:kept], score[:kept]
+			t++
 		}
-		cand, score = cand[:kept], score[:kept]
-		if kept == 0 {
+		if len(cand) == 0 {
 			return dst
 		}
 	}
@@ -217,6 +206,94 @@ func (sc *scanner) scanScale(dst []Window, c *Cascade, pix []byte, stride, rows,
 		dst = append(dst, Window{Row: int(base) / stride, Col: int(base) % stride, Scale: s, Q: score[i] - last})
 	}
 	return dst
+}
+
+// few is how many trees keepFew walks at once.
+const few = 4
+
+// keepFew keeps the windows cand (running sums score) that stay above the
+// thresholds of trees t … t+few−1 of c (fewer at the cascade's end), as
+// the many-window path does tree by tree, and returns them packed in
+// order. Each window walks the block's trees in lockstep (walkFew): a
+// tree's walk is a chain of dependent loads, and the next tree's chain
+// would otherwise wait for this one's verdict, which with one or two
+// windows left is all the processor has to do. The sums are added and
+// tested in tree order, so the survivors and their sums are the same; a
+// window rejected by a block's first tree costs the block's other walks,
+// which deep in a cascade (only faces left) is rare.
+func (sc *scanner) keepFew(cand []int32, score []float32, c *Cascade, t int, pix []byte) ([]int32, []float32) {
+	nodes, leaves := c.nodes(), 1<<c.Depth
+	end := min(t+few, c.Trees())
+	kept := 0
+	for i, base := range cand {
+		v := score[i]
+		alive := true
+		if end-t == few {
+			n := sc.walkFew(c.Codes[t*4*nodes:end*4*nodes], nodes, c.Depth, base, pix)
+			for j := range few {
+				sc.evals++
+				v += c.Leaves[(t+j)*leaves+n[j]-leaves]
+				if !(v > c.Thresholds[t+j]) {
+					alive = false
+					break
+				}
+			}
+		} else {
+			for j := t; j < end; j++ {
+				sc.evals++
+				n := sc.walkOne(c.Codes[j*4*nodes:(j+1)*4*nodes], c.Depth, base, pix)
+				v += c.Leaves[j*leaves+n-leaves]
+				if !(v > c.Thresholds[j]) {
+					alive = false
+					break
+				}
+			}
+		}
+		cand[kept], score[kept] = base, v
+		kept += b2i(alive)
+	}
+	return cand[:kept], score[:kept]
+}
+
+// walkOne returns the heap index of the leaf the window at base reaches in
+// the tree of depth d whose node codes are codes (pico eq. 1): from node
+// 1, depth times n = 2n + [p1 ≤ p2], the pixels at the offsets of node
+// n's codes (setSide's tables).
+func (sc *scanner) walkOne(codes []int8, d int, base int32, pix []byte) int {
+	ro, co := &sc.rowOff, &sc.colOff
+	n := 1
+	for range d {
+		k := 4 * (n - 1)
+		p1 := pix[base+ro[uint8(codes[k])^0x80]+co[uint8(codes[k+1])^0x80]]
+		p2 := pix[base+ro[uint8(codes[k+2])^0x80]+co[uint8(codes[k+3])^0x80]]
+		n = 2*n + b2i(p1 <= p2)
+	}
+	return n
+}
+
+// walkFew is walkOne over the few consecutive trees whose codes are
+// codes (nodes each), level by level, so that their chains of loads
+// overlap.
+func (sc *scanner) walkFew(codes []int8, nodes, d int, base int32, pix []byte) (n [few]int) {
+	ro, co := &sc.rowOff, &sc.colOff
+	c0 := codes[0 : 4*nodes]
+	c1 := codes[4*nodes : 8*nodes]
+	c2 := codes[8*nodes : 12*nodes]
+	c3 := codes[12*nodes : 16*nodes]
+	n0, n1, n2, n3 := 1, 1, 1, 1
+	for range d {
+		k0, k1, k2, k3 := 4*(n0-1), 4*(n1-1), 4*(n2-1), 4*(n3-1)
+		a0 := pix[base+ro[uint8(c0[k0])^0x80]+co[uint8(c0[k0+1])^0x80]]
+		b0 := pix[base+ro[uint8(c0[k0+2])^0x80]+co[uint8(c0[k0+3])^0x80]]
+		a1 := pix[base+ro[uint8(c1[k1])^0x80]+co[uint8(c1[k1+1])^0x80]]
+		b1 := pix[base+ro[uint8(c1[k1+2])^0x80]+co[uint8(c1[k1+3])^0x80]]
+		a2 := pix[base+ro[uint8(c2[k2])^0x80]+co[uint8(c2[k2+1])^0x80]]
+		b2 := pix[base+ro[uint8(c2[k2+2])^0x80]+co[uint8(c2[k2+3])^0x80]]
+		a3 := pix[base+ro[uint8(c3[k3])^0x80]+co[uint8(c3[k3+1])^0x80]]
+		b3 := pix[base+ro[uint8(c3[k3+2])^0x80]+co[uint8(c3[k3+3])^0x80]]
+		n0, n1, n2, n3 = 2*n0+b2i(a0 <= b0), 2*n1+b2i(a1 <= b1), 2*n2+b2i(a2 <= b2), 2*n3+b2i(a3 <= b3)
+	}
+	return [few]int{n0, n1, n2, n3}
 }
 
 // Scanner runs a cascade over every window of a picture, as pigo's
