@@ -228,77 +228,101 @@ func TestAdjacentHeadsStayTwoTracks(t *testing.T) {
 	}
 }
 
-// A person who is never frontal (Pointing'04 person 4, both series, every
-// pitch from −60° to 60°, |yaw| ≥ 60°: 84 frames, nodding while turned
-// one way, then the other: yaw 60, 75, 90 with pitch up, down, up) is
-// acquired and followed with the detector's turned cascade: a face on at
-// least 90 % of the frames (95 % measured; the replay jumps from one side
-// to the other three times, and the first frame after a jump is a miss
-// for any tracker that does not detect on every frame), where facefinder
-// alone finds it on fewer. A track the model doubts (track.recheck_std)
-// is checked by detection on the next frame: more frames with the face,
-// for a few more detections. (The shipped cascade was trained on every
-// person; posectl detections measures persons it never saw.)
+// People who are never frontal (Pointing'04 persons 4, 7 and 12, each
+// both series, every pitch from −60° to 60°, |yaw| ≥ 60°: 84 frames a
+// person, nodding while turned one way, then the other: yaw 60, 75, 90
+// with pitch up, down, up) are acquired and followed with the detector's
+// turned cascade: a face on at least 90 % of each person's frames and 93 %
+// of the 252 (96 % measured; the replay jumps from one side to the other
+// three times, and the first frame after a jump is a miss for any tracker
+// that does not detect on every frame), where facefinder alone finds them
+// on fewer. A track the model doubts (track.recheck_std) is checked by
+// detection on the next frame: more frames with the face, for a few more
+// detections. (The shipped cascade was trained on every person; posectl
+// detections measures persons it never saw.)
 func TestNeverFrontalPerson(t *testing.T) {
 	samples, err := dataset.Read(filepath.Join(dataset.Root(), "pointing04"))
 	if err != nil {
 		datatest.Missing(t, "data set not available: %v", err)
 	}
-	var seq []dataset.Sample
-	for _, s := range samples {
-		if s.Subject == "4" && math.Abs(s.Yaw) >= 60 {
-			seq = append(seq, s)
-		}
+	type replay struct {
+		seq    []dataset.Sample
+		frames []*image.Gray
 	}
-	// In each series, by yaw, and by pitch up at one yaw, down at the next.
-	slices.SortStableFunc(seq, func(a, b dataset.Sample) int {
-		if c := cmp.Or(cmp.Compare(a.Series, b.Series), cmp.Compare(math.Copysign(1, a.Yaw), math.Copysign(1, b.Yaw)), cmp.Compare(math.Abs(a.Yaw), math.Abs(b.Yaw))); c != 0 {
-			return c
+	var people []replay
+	for _, person := range []string{"4", "7", "12"} {
+		var seq []dataset.Sample
+		for _, s := range samples {
+			if s.Subject == person && math.Abs(s.Yaw) >= 60 {
+				seq = append(seq, s)
+			}
 		}
-		if int(math.Abs(a.Yaw)/15)%2 == 1 {
-			return cmp.Compare(b.Pitch, a.Pitch)
+		if len(seq) != 84 {
+			t.Fatalf("person %s: %d frames with |yaw| ≥ 60°, want 84", person, len(seq))
 		}
-		return cmp.Compare(a.Pitch, b.Pitch)
-	})
-	frames := make([]*image.Gray, len(seq))
-	for i, s := range seq {
-		if frames[i], err = dataset.LoadGray(s.Path); err != nil {
-			t.Fatal(err)
+		// In each series, by yaw, and by pitch up at one yaw, down at the next.
+		slices.SortStableFunc(seq, func(a, b dataset.Sample) int {
+			if c := cmp.Or(cmp.Compare(a.Series, b.Series), cmp.Compare(math.Copysign(1, a.Yaw), math.Copysign(1, b.Yaw)), cmp.Compare(math.Abs(a.Yaw), math.Abs(b.Yaw))); c != 0 {
+				return c
+			}
+			if int(math.Abs(a.Yaw)/15)%2 == 1 {
+				return cmp.Compare(b.Pitch, a.Pitch)
+			}
+			return cmp.Compare(a.Pitch, b.Pitch)
+		})
+		frames := make([]*image.Gray, len(seq))
+		for i, s := range seq {
+			if frames[i], err = dataset.LoadGray(s.Path); err != nil {
+				t.Fatal(err)
+			}
 		}
+		people = append(people, replay{seq, frames})
 	}
-	share := func(turned bool, recheck float64) (float64, int) {
+	// share replays one person with a fresh tracker: the frames with the
+	// face (a box of IoU > 0.2 with the labelled one) and the detections.
+	share := func(p replay, turned bool, recheck float64) (int, int) {
 		cfg := defaultConfig()
 		cfg.Every, cfg.RecheckStd = 10, recheck
 		tr, _ := trackerTurned(t, cfg, 40, turned)
 		seen, detections := 0, 0
-		for i, f := range frames {
+		for i, f := range p.frames {
 			hit := false
 			faces := tr.Process(f)
 			if tr.Timing().Detected {
 				detections++
 			}
 			for _, face := range faces {
-				if feature.IoU(face.Box, seq[i].Box.Square()) > 0.2 {
+				if feature.IoU(face.Box, p.seq[i].Box.Square()) > 0.2 {
 					hit = true
 				}
 			}
 			if hit {
 				seen++
 			} else if turned && recheck > 0 {
-				t.Logf("missed: yaw %g pitch %g series %d: %v", seq[i].Yaw, seq[i].Pitch, seq[i].Series, faces)
+				t.Logf("missed: person %s, yaw %g pitch %g series %d: %v", p.seq[i].Subject, p.seq[i].Yaw, p.seq[i].Pitch, p.seq[i].Series, faces)
 			}
 		}
-		return float64(seen) / float64(len(frames)), detections
+		return seen, detections
 	}
-	with, dets := share(true, 30)
-	noRecheck, detsNo := share(true, 0)
-	without, _ := share(false, 30)
+	var frames, with, noRecheck, without, dets, detsNo int
+	for _, p := range people {
+		w, d := share(p, true, 30)
+		n, dn := share(p, true, 0)
+		f, _ := share(p, false, 30)
+		t.Logf("person %s: a face on %d of %d frames with the turned cascade (%d detections; %d and %d without rechecks), %d with facefinder alone",
+			p.seq[0].Subject, w, len(p.frames), d, n, dn, f)
+		if w < len(p.frames)*9/10 {
+			t.Errorf("person %s, never frontal: seen on %d of %d frames, want ≥ 90 %%", p.seq[0].Subject, w, len(p.frames))
+		}
+		frames, with, noRecheck, without, dets, detsNo = frames+len(p.frames), with+w, noRecheck+n, without+f, dets+d, detsNo+dn
+	}
+	pc := func(n int) float64 { return 100 * float64(n) / float64(frames) }
 	t.Logf("%d frames: a face on %.1f %% with the turned cascade (%d detections; %.1f %% and %d without rechecks), %.1f %% with facefinder alone",
-		len(frames), 100*with, dets, 100*noRecheck, detsNo, 100*without)
-	if with < 0.90 || with < without+0.1 {
-		t.Errorf("a never-frontal person seen on %.2f of the frames (facefinder alone %.2f), want ≥ 0.90 and 0.1 more", with, without)
+		frames, pc(with), dets, pc(noRecheck), detsNo, pc(without))
+	if pc(with) < 93 || pc(with) < pc(without)+10 {
+		t.Errorf("never-frontal people seen on %.1f %% of the frames (facefinder alone %.1f %%), want ≥ 93 %% and 10 points more", pc(with), pc(without))
 	}
-	if with <= noRecheck || dets > detsNo+len(frames)/10 {
-		t.Errorf("rechecking doubtful tracks: %.2f of the frames with %d detections, %.2f with %d without", with, dets, noRecheck, detsNo)
+	if with <= noRecheck || dets > detsNo+frames/10 {
+		t.Errorf("rechecking doubtful tracks: %d of the frames with %d detections, %d with %d without", with, dets, noRecheck, detsNo)
 	}
 }
