@@ -259,7 +259,11 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 		if x.k > 0 {
 			xo.EM.K = x.k
 		}
-		expert = &headpose.Expert{Train: xo, Gate: x.gate, Weight: x.weight, Outputs: splitList(x.outputs)}
+		xp, err := x.expert()
+		if err != nil {
+			return nil, nil, "", err
+		}
+		expert = &headpose.Expert{Train: xo, Use: xp}
 		if e.profileCompare {
 			for _, c := range evals[:len(evals):len(evals)] {
 				c.NoExpert = true
@@ -296,9 +300,14 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 		title += fmt.Sprintf(", %d members", o.Members)
 	}
 	if expert != nil {
-		title += fmt.Sprintf(", profile expert of heads turned %g°+ (K=%d, %d members) from %g°, weight %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), expert.Gate, max(expert.Weight, 0))
-		if expert.Outputs != nil {
-			title += " for " + strings.Join(expert.Outputs, ",")
+		u := expert.Use
+		from := fmt.Sprintf("%g°", u.Gate)
+		if u.ByDensity {
+			from += fmt.Sprintf(" or by density (margin %g nats)", u.Margin)
+		}
+		title += fmt.Sprintf(", profile expert of heads turned %g°+ (K=%d, %d members) from %s, weight %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), from, max(u.Weight, 0))
+		if u.Outputs != nil {
+			title += " for " + strings.Join(u.Outputs, ",")
 		}
 	}
 	return reps, bank, title, nil

@@ -78,8 +78,12 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 		if xp.Outputs != nil {
 			answers = strings.Join(xp.Outputs, ", ")
 		}
-		fmt.Fprintf(w, "expert      a profile expert: trained on faces with |yaw| ≥ %s mirrored to turn one way; answers (%s, weight %g) where its model finds |yaw| ≥ %g\n",
+		fmt.Fprintf(w, "expert      a profile expert: trained on faces with |yaw| ≥ %s mirrored to turn one way; answers (%s, weight %g) where its model finds |yaw| ≥ %g",
 			m.Training.Settings[pose.ExpertProfile], answers, max(xp.Weight, 0), xp.Gate)
+		if xp.ByDensity {
+			fmt.Fprintf(w, ", or where it explains the features (or the mirrored ones) within %g nats of the model's log-density", xp.Margin)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "parameters  %d free (the BIC's count) per model, %d weights\n", p.NumFree(), members*(len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma)))
 	fmt.Fprintln(w, "outputs")

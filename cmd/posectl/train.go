@@ -237,7 +237,20 @@ func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int,
 type expertFlags struct {
 	profile, gate, weight float64
 	k, members            int
-	outputs               string
+	outputs, density      string
+}
+
+// expert is how the daemon is to use the expert these flags describe.
+func (x *expertFlags) expert() (pose.Expert, error) {
+	xp := pose.Expert{Gate: x.gate, Weight: x.weight, Outputs: splitList(x.outputs)}
+	if x.density != "" {
+		m, err := strconv.ParseFloat(x.density, 64)
+		if err != nil {
+			return pose.Expert{}, fmt.Errorf("%w: -profile-density %q: want a number of nats", errUsage, x.density)
+		}
+		xp.ByDensity, xp.Margin = true, m
+	}
+	return xp, nil
 }
 
 func (x *expertFlags) register(fs *flag.FlagSet) {
@@ -247,6 +260,7 @@ func (x *expertFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&x.members, "profile-members", 1, "the expert's ensemble members")
 	fs.Float64Var(&x.weight, "profile-weight", 1, "the weight of the expert's answer against the model's (1: it replaces it)")
 	fs.StringVar(&x.outputs, "profile-outputs", "", "the outputs the expert answers (comma-separated; default all)")
+	fs.StringVar(&x.density, "profile-density", "", "below the gate, also hand the expert the faces whose features (or mirrored features) it explains within this many nats of the model's log-density (empty: the gate alone)")
 }
 
 // trainExpert trains the profile expert of m's recipe o on every training
@@ -259,7 +273,10 @@ func trainExpert(m *gllim.Model, bank *headpose.Bank, all []int, o headpose.Opti
 	if x.k > 0 {
 		xo.EM.K = x.k
 	}
-	xp := pose.Expert{Gate: x.gate, Weight: x.weight, Outputs: splitList(x.outputs)}
+	xp, err := x.expert()
+	if err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(os.Stderr, "training the profile expert: |yaw| ≥ %g, K=%d, %d members\n", x.profile, xo.EM.K, max(xo.Members, 1))
 	xm, _, err := headpose.Train(bank, all, xo)
 	if err != nil {
@@ -273,6 +290,9 @@ func trainExpert(m *gllim.Model, bank *headpose.Bank, all []int, o headpose.Opti
 	s[pose.ExpertGate] = strconv.FormatFloat(xp.Gate, 'g', -1, 64)
 	s[pose.ExpertWeight] = strconv.FormatFloat(xp.Weight, 'g', -1, 64)
 	s[pose.ExpertOutputs] = strings.Join(xp.Outputs, ",")
+	if xp.ByDensity {
+		s[pose.ExpertDensity] = strconv.FormatFloat(xp.Margin, 'g', -1, 64)
+	}
 	// The daemon must be able to use what is written.
 	est, err := pose.New(m, pose.DefaultSettings())
 	if err != nil {

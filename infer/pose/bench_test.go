@@ -11,10 +11,12 @@ import (
 	"github.com/edgepose/posed/train/dataset"
 )
 
-// BenchmarkEstimateTurned: one face turned 60° (Pointing'04, person 5),
-// Algorithm 1 with the default settings, by the shipped model alone and
-// with its profile expert (which then answers at each of the iterations:
-// the expert's cost is paid on turned faces only).
+// BenchmarkEstimateTurned: a face turned 60° and a frontal one
+// (Pointing'04, person 5), Algorithm 1 with the default settings, by the
+// shipped model alone, with its profile expert by its yaw gate, and by its
+// gate or its density. Past the gate the expert answers at each
+// iteration; below it, an expert used by density first weighs the face and
+// its mirror (two of its predictions), which every face pays.
 func BenchmarkEstimateTurned(b *testing.B) {
 	dir := filepath.Join(dataset.Root(), "pointing04")
 	if _, err := os.Stat(dir); err != nil {
@@ -27,18 +29,14 @@ func BenchmarkEstimateTurned(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var s *dataset.Sample
-	for i := range samples {
-		if samples[i].Yaw == 60 && samples[i].Pitch == 0 && filepath.Base(filepath.Dir(samples[i].Path)) == "Person05" {
-			s = &samples[i]
+	face := func(yaw float64) *dataset.Sample {
+		for i := range samples {
+			if samples[i].Yaw == yaw && samples[i].Pitch == 0 && filepath.Base(filepath.Dir(samples[i].Path)) == "Person05" {
+				return &samples[i]
+			}
 		}
-	}
-	if s == nil {
-		b.Fatal("no face at yaw 60, pitch 0")
-	}
-	img, err := dataset.LoadGray(s.Path)
-	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("no face at yaw %g, pitch 0", yaw)
+		return nil
 	}
 	m, err := gllim.ReadFile("../../models/default.gllim")
 	if err != nil {
@@ -56,24 +54,44 @@ func BenchmarkEstimateTurned(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	with, err := alone.WithExpert(xp)
+	// The expert by its yaw gate alone, and also by density (the margin
+	// its file gives, or 20 nats).
+	xp.ByDensity = false
+	gated, err := alone.WithExpert(xp)
 	if err != nil {
 		b.Fatal(err)
 	}
-	box := s.Box.Square()
-	for _, c := range []struct {
+	if !xp.ByDensity && xp.Margin == 0 {
+		xp.Margin = 20
+	}
+	xp.ByDensity = true
+	dens, err := alone.WithExpert(xp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range []struct {
 		name string
-		est  *pose.Estimator
-	}{{"model", alone}, {"model+expert", with}} {
-		b.Run(c.name, func(b *testing.B) {
-			w := c.est.NewWorker()
-			var r pose.Result
-			b.ReportAllocs()
-			for b.Loop() {
-				r = w.Estimate(img, box)
-			}
-			b.ReportMetric(math.Abs(r.Angles[0]-s.Yaw), "yaw-error-deg")
-			b.ReportMetric(float64(r.Iterations), "iterations")
-		})
+		s    *dataset.Sample
+	}{{"turned-60", face(60)}, {"frontal", face(0)}} {
+		img, err := dataset.LoadGray(f.s.Path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		box := f.s.Box.Square()
+		for _, c := range []struct {
+			name string
+			est  *pose.Estimator
+		}{{"model", alone}, {"model+expert-gate", gated}, {"model+expert-density", dens}} {
+			b.Run(f.name+"/"+c.name, func(b *testing.B) {
+				w := c.est.NewWorker()
+				var r pose.Result
+				b.ReportAllocs()
+				for b.Loop() {
+					r = w.Estimate(img, box)
+				}
+				b.ReportMetric(math.Abs(r.Angles[0]-f.s.Yaw), "yaw-error-deg")
+				b.ReportMetric(float64(r.Iterations), "iterations")
+			})
+		}
 	}
 }

@@ -76,7 +76,15 @@ type Estimator struct {
 	// The expert's σ factors over the model's, per output, so that the
 	// model's factor applied at the end leaves the expert's.
 	expertStd []float64
+	// Expert.ByDensity and Expert.Margin.
+	byDensity bool
+	margin    float64
 }
+
+// maxMargin bounds Expert.Margin: log-densities of p-HOG features are in
+// the thousands of nats, and a margin past this would hand every face, or
+// none, to the expert.
+const maxMargin = 1000
 
 // Expert is a profile expert (posectl train -profile): a model of the
 // same outputs trained on faces with |yaw| ≥ some bound, all mirrored to
@@ -89,6 +97,14 @@ type Expert struct {
 	Weight float64
 	// Outputs the expert answers (nil: all); the model answers the rest.
 	Outputs []string
+	// ByDensity also hands the expert faces below the gate that it
+	// explains about as well as the model does: where log p(y) under the
+	// expert, for the features or for the mirrored ones, is at least the
+	// model's log p(y) less Margin (nats). The likelier of the two gives
+	// the side. It catches the profile faces the model calls frontal,
+	// which the gate on its yaw cannot.
+	ByDensity bool
+	Margin    float64
 }
 
 // Settings a profile expert's model file carries in its training record
@@ -99,6 +115,7 @@ const (
 	ExpertGate    = "profile_gate"    // Expert.Gate
 	ExpertWeight  = "profile_weight"  // Expert.Weight
 	ExpertOutputs = "profile_outputs" // Expert.Outputs, comma-separated ("": all)
+	ExpertDensity = "profile_density" // Expert.Margin where Expert.ByDensity ("": off)
 )
 
 // ExpertOf reads how to use x, a profile expert's model, from its own
@@ -121,6 +138,12 @@ func ExpertOf(x *gllim.Model) (Expert, error) {
 	if o := s[ExpertOutputs]; o != "" {
 		xp.Outputs = strings.Split(o, ",")
 	}
+	if m := s[ExpertDensity]; m != "" {
+		xp.ByDensity = true
+		if xp.Margin, err = strconv.ParseFloat(m, 64); err != nil {
+			return Expert{}, fmt.Errorf("pose: profile expert: %s %q: %w", ExpertDensity, m, err)
+		}
+	}
 	return xp, nil
 }
 
@@ -140,6 +163,9 @@ func (e *Estimator) WithExpert(xp Expert) (*Estimator, error) {
 	}
 	if !(xp.Weight >= 0 && xp.Weight <= 1) {
 		return nil, fmt.Errorf("pose: profile expert weight %g: want 0 < w ≤ 1", xp.Weight)
+	}
+	if xp.ByDensity && !(math.Abs(xp.Margin) <= maxMargin) {
+		return nil, fmt.Errorf("pose: profile expert density margin %g nats: want |margin| ≤ %g", xp.Margin, float64(maxMargin))
 	}
 	if x.Params.D != e.model.Params.D || len(x.Outputs) != len(e.model.Outputs) {
 		return nil, fmt.Errorf("pose: profile expert has D=%d and %d outputs, the model D=%d and %d", x.Params.D, len(x.Outputs), e.model.Params.D, len(e.model.Outputs))
@@ -178,6 +204,7 @@ func (e *Estimator) WithExpert(xp Expert) (*Estimator, error) {
 	}
 	c := *e
 	c.expert, c.gate, c.expertW = f, gate, weights
+	c.byDensity, c.margin = xp.ByDensity, xp.Margin
 	c.expertStd = make([]float64, len(x.Outputs))
 	for i, o := range x.Outputs {
 		c.expertStd[i] = o.Uncertainty() / e.model.Outputs[i].Uncertainty()
@@ -255,6 +282,7 @@ type Worker struct {
 	negate []bool           // outputs that change sign under mirroring
 	xpr    *gllim.Predictor // the profile expert's
 	xpred  gllim.Prediction
+	xmpred gllim.Prediction // the expert's answer for the mirrored face (Expert.ByDensity)
 	// The angles to report and their standard deviations (Settings.Densest).
 	kept, keptStd [3]float64
 	sum, sumStd   [3]float64 // over the iterations (Settings.Average)
@@ -273,7 +301,7 @@ func (e *Estimator) NewWorker() *Worker {
 		}
 	}
 	if e.expert != nil {
-		w.xpr, w.xpred = e.expert.NewPredictor(), e.expert.NewPrediction()
+		w.xpr, w.xpred, w.xmpred = e.expert.NewPredictor(), e.expert.NewPrediction(), e.expert.NewPrediction()
 	}
 	return w
 }
@@ -317,15 +345,32 @@ func (w *Worker) mirror() {
 func (w *Worker) askExpert() {
 	e := w.e
 	yaw := w.pred.Mean[e.angle[0]]
-	if math.Abs(yaw) < e.gate {
+	switch {
+	case math.Abs(yaw) >= e.gate:
+		y := w.y
+		if yaw < 0 {
+			w.mirror()
+			y = w.ym
+		}
+		w.xpr.Predict(&w.xpred, y)
+	case !e.byDensity:
 		return
-	}
-	y := w.y
-	if yaw < 0 {
+	default:
+		// Which explains the features best: the expert, for the face as it
+		// is or mirrored, or the model (log p(y), METHOD §4)?
+		w.xpr.Predict(&w.xpred, w.y)
 		w.mirror()
-		y = w.ym
+		w.xpr.Predict(&w.xmpred, w.ym)
+		direct, mirrored := w.xpred.LogDensity, w.xmpred.LogDensity
+		if max(direct, mirrored) < w.pred.LogDensity-e.margin {
+			return
+		}
+		yaw = 1
+		if mirrored > direct {
+			yaw = -1
+			w.xpred, w.xmpred = w.xmpred, w.xpred
+		}
 	}
-	w.xpr.Predict(&w.xpred, y)
 	n := len(w.pred.Mean)
 	// The blend of the two answers, output by output: mean and variance of
 	// the mixture (1 − a)·model + a·expert; covariances across outputs of

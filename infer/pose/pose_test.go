@@ -3,6 +3,7 @@ package pose
 import (
 	"image"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/edgepose/posed/infer/feature"
@@ -171,5 +172,108 @@ func TestProfileExpert(t *testing.T) {
 	}
 	if _, err := e.WithExpert(Expert{Model: model(Yaw, Pitch), Gate: 95}); err == nil {
 		t.Error("gate 95° accepted")
+	}
+}
+
+// Below the gate, an expert used by density answers where its log p(y) of
+// the features, or of the mirrored features, is within the margin of the
+// model's, from the likelier side; past the margin, or without ByDensity,
+// the model answers. The densities are the forward models' own.
+func TestProfileExpertByDensity(t *testing.T) {
+	names := []string{Yaw, Roll, DX, DY}
+	img := image.NewGray(image.Rect(0, 0, 200, 160))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i*7 + i/200*13)
+	}
+	box := feature.Box{X: 40, Y: 30, W: 90, H: 90}
+	var ex feature.Extractor
+	y := make([]float32, feature.Dim)
+	ex.Extract(y, img, box)
+	perm := feature.MirrorPermutation()
+	ym := make([]float32, feature.Dim)
+	for i, j := range perm {
+		ym[i] = y[j]
+	}
+	d := 0
+	for d = range y {
+		if y[d] != y[perm[d]] {
+			break
+		}
+	}
+	ask := func(m *gllim.Model, f []float32) gllim.Prediction {
+		fw, err := gllim.NewForward(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := fw.NewPrediction()
+		fw.NewPredictor().Predict(&p, f)
+		return p
+	}
+	mod := constant(names, []float64{20, 1, 0, 0}, 0, 0)
+	lm := ask(mod, y).LogDensity
+	// The sign of the slope decides which of the face and its mirror the
+	// expert finds likelier: both sides are exercised.
+	for _, slope := range []float64{0.01, -0.01} {
+		expert := constant(names, []float64{70, 5, 0.1, 0.02}, d, slope)
+		direct, mirrored := ask(expert, y), ask(expert, ym)
+		want := []float64{direct.Mean[0], direct.Mean[1], direct.Mean[2], direct.Mean[3]}
+		best := direct.LogDensity
+		if mirrored.LogDensity > direct.LogDensity {
+			want = []float64{-mirrored.Mean[0], -mirrored.Mean[1], -mirrored.Mean[2], mirrored.Mean[3]}
+			best = mirrored.LogDensity
+		}
+		if direct.LogDensity == mirrored.LogDensity || math.Abs(want[0]) == 20 {
+			t.Fatal("the test's expert does not tell the face from its mirror")
+		}
+		for _, c := range []struct {
+			name string
+			xp   Expert
+			want []float64
+		}{
+			{"within the margin", Expert{Model: expert, Gate: 40, ByDensity: true, Margin: lm - best + 0.01}, want},
+			{"past the margin", Expert{Model: expert, Gate: 40, ByDensity: true, Margin: lm - best - 0.01}, []float64{20, 1, 0, 0}},
+			{"the gate alone", Expert{Model: expert, Gate: 40, Margin: lm - best + 0.01}, []float64{20, 1, 0, 0}},
+		} {
+			e, err := New(mod, Settings{MaxIter: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, err = e.WithExpert(c.xp); err != nil {
+				t.Fatal(err)
+			}
+			r := e.NewWorker().Estimate(img, box)
+			if math.Abs(r.Angles[0]-c.want[0]) > 1e-4 || math.Abs(r.Angles[2]-c.want[1]) > 1e-4 {
+				t.Errorf("slope %g, %s (margin %.3f): yaw, roll %.4f, %.4f, want %.4f, %.4f", slope, c.name, c.xp.Margin, r.Angles[0], r.Angles[2], c.want[0], c.want[1])
+			}
+			if w := Move(box, c.want[2], c.want[3], 0); math.Abs(r.Box.X-w.X) > 1e-3 || math.Abs(r.Box.Y-w.Y) > 1e-3 {
+				t.Errorf("slope %g, %s: box %v, want %v", slope, c.name, r.Box, w)
+			}
+		}
+	}
+	e, _ := New(mod, DefaultSettings())
+	if _, err := e.WithExpert(Expert{Model: constant(names, []float64{70, 5, 0, 0}, 0, 0), Gate: 40, ByDensity: true, Margin: math.NaN()}); err == nil {
+		t.Error("a NaN density margin accepted")
+	}
+	if _, err := e.WithExpert(Expert{Model: constant(names, []float64{70, 5, 0, 0}, 0, 0), Gate: 40, ByDensity: true, Margin: 5000}); err == nil {
+		t.Error("a density margin of 5000 nats accepted")
+	}
+}
+
+// An expert's file says whether it answers by density, and with which
+// margin; a margin that is no number is an error naming the setting.
+func TestExpertOfDensity(t *testing.T) {
+	x := model(Yaw)
+	x.Training.Settings = map[string]string{ExpertProfile: "30", ExpertGate: "40", ExpertDensity: "20"}
+	xp, err := ExpertOf(x)
+	if err != nil || !xp.ByDensity || xp.Margin != 20 || xp.Gate != 40 {
+		t.Errorf("ExpertOf: %+v, %v; want by density, margin 20, gate 40", xp, err)
+	}
+	delete(x.Training.Settings, ExpertDensity)
+	if xp, err = ExpertOf(x); err != nil || xp.ByDensity {
+		t.Errorf("without %s: %+v, %v; want the gate alone", ExpertDensity, xp, err)
+	}
+	x.Training.Settings[ExpertDensity] = "lots"
+	if _, err := ExpertOf(x); err == nil || !strings.Contains(err.Error(), ExpertDensity) {
+		t.Errorf("margin %q: error %v, want one naming %s", "lots", err, ExpertDensity)
 	}
 }

@@ -55,10 +55,8 @@ type LOPOOptions struct {
 
 // Expert is a profile expert trained beside a model: Train.Profile > 0.
 type Expert struct {
-	Train   Options
-	Gate    float64  // the model's |yaw| from which the expert answers
-	Weight  float64  // of its answer against the model's (0: 1, it replaces it)
-	Outputs []string // the outputs it answers (nil: all)
+	Train Options
+	Use   pose.Expert // how the estimator uses it (its Model is set per fold)
 }
 
 // LOPO trains one model per person of Set on every other image of the bank
@@ -327,7 +325,9 @@ func testModel(b *Bank, m, xm *gllim.Model, x *Expert, trainIdx, testIdx []int, 
 			return nil, err
 		}
 		if x != nil && !eo.NoExpert {
-			if est, err = est.WithExpert(pose.Expert{Model: xm, Gate: x.Gate, Weight: x.Weight, Outputs: x.Outputs}); err != nil {
+			xp := x.Use
+			xp.Model = xm
+			if est, err = est.WithExpert(xp); err != nil {
 				return nil, err
 			}
 		}
