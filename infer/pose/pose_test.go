@@ -84,32 +84,37 @@ func constant(names []string, c []float64, d int, slope float64) *gllim.Model {
 	return m
 }
 
-// The profile expert answers where the model's yaw is past the gate, from
-// the mirrored face's features when that yaw is negative (its yaw, roll and
-// dx negated back), and the model answers below the gate.
-func TestProfileExpert(t *testing.T) {
-	names := []string{Yaw, Roll, DX, DY}
-	img := image.NewGray(image.Rect(0, 0, 200, 160))
+// mirrorFixture is a textured image, a face box on it, the box's features
+// y and mirrored features ym, and a feature d that mirroring changes (an
+// expert whose yaw depends on it tells the face from its mirror).
+func mirrorFixture() (img *image.Gray, box feature.Box, y, ym []float32, d int) {
+	img = image.NewGray(image.Rect(0, 0, 200, 160))
 	for i := range img.Pix {
 		img.Pix[i] = uint8(i*7 + i/200*13)
 	}
-	box := feature.Box{X: 40, Y: 30, W: 90, H: 90}
+	box = feature.Box{X: 40, Y: 30, W: 90, H: 90}
 	var ex feature.Extractor
-	y := make([]float32, feature.Dim)
+	y = make([]float32, feature.Dim)
 	ex.Extract(y, img, box)
 	perm := feature.MirrorPermutation()
-	ym := make([]float32, feature.Dim)
+	ym = make([]float32, feature.Dim)
 	for i, j := range perm {
 		ym[i] = y[j]
 	}
-	// The expert's yaw depends on feature d, which mirroring moves: its
-	// answer from the face and from the mirrored face differ.
-	d := 0
 	for d = range y {
 		if y[d] != y[perm[d]] {
 			break
 		}
 	}
+	return img, box, y, ym, d
+}
+
+// The profile expert answers where the model's yaw is past the gate, from
+// the mirrored face's features when that yaw is negative (its yaw, roll and
+// dx negated back), and the model answers below the gate.
+func TestProfileExpert(t *testing.T) {
+	names := []string{Yaw, Roll, DX, DY}
+	img, box, y, ym, d := mirrorFixture()
 	expert := constant(names, []float64{70, 5, 0.1, 0.02}, d, 0.01)
 	xf, err := gllim.NewForward(expert)
 	if err != nil {
@@ -181,25 +186,7 @@ func TestProfileExpert(t *testing.T) {
 // the model answers. The densities are the forward models' own.
 func TestProfileExpertByDensity(t *testing.T) {
 	names := []string{Yaw, Roll, DX, DY}
-	img := image.NewGray(image.Rect(0, 0, 200, 160))
-	for i := range img.Pix {
-		img.Pix[i] = uint8(i*7 + i/200*13)
-	}
-	box := feature.Box{X: 40, Y: 30, W: 90, H: 90}
-	var ex feature.Extractor
-	y := make([]float32, feature.Dim)
-	ex.Extract(y, img, box)
-	perm := feature.MirrorPermutation()
-	ym := make([]float32, feature.Dim)
-	for i, j := range perm {
-		ym[i] = y[j]
-	}
-	d := 0
-	for d = range y {
-		if y[d] != y[perm[d]] {
-			break
-		}
-	}
+	img, box, y, ym, d := mirrorFixture()
 	ask := func(m *gllim.Model, f []float32) gllim.Prediction {
 		fw, err := gllim.NewForward(m)
 		if err != nil {
