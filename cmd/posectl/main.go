@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -53,7 +54,11 @@ func main() {
 	name := os.Args[1]
 	for _, c := range commands() {
 		if c.name == name {
-			err := c.run(os.Args[2:], os.Stdout)
+			stop, err := startProfile(os.Getenv("POSECTL_CPUPROFILE"))
+			if err == nil {
+				err = c.run(os.Args[2:], os.Stdout)
+				stop()
+			}
 			switch {
 			case errors.Is(err, flag.ErrHelp):
 				os.Exit(0)
@@ -80,3 +85,26 @@ func main() {
 }
 
 var errUsage = errors.New("bad usage")
+
+// startProfile writes a CPU profile of the command to path (none if path
+// is empty: POSECTL_CPUPROFILE=FILE asks for one, to see where a long
+// training or evaluation spends its time; go tool pprof reads it).
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("POSECTL_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("POSECTL_CPUPROFILE: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "POSECTL_CPUPROFILE: %v\n", err)
+		}
+	}, nil
+}
