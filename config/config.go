@@ -193,6 +193,9 @@ type Detect struct {
 	Scale    float64 `yaml:"scale"`
 	IoU      float64 `yaml:"iou"`
 	MinScore float64 `yaml:"min_score"`
+	// Nested drops a detection with this share of its box inside a
+	// heavier detection's (a second box on part of a face); 0 keeps it.
+	Nested float64 `yaml:"nested"`
 	// Turned runs the cascade for turned faces (|yaw| 40–90°, both ways,
 	// infer/detect/cascade/turned) beside the frontal one; TurnedScore is
 	// the smallest score of a turned face it reports.
@@ -206,6 +209,7 @@ type Detect struct {
 func (d Detect) Params() detect.Params {
 	p := detect.DefaultParams()
 	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore
+	p.Nested = d.Nested
 	p.Turned, p.TurnedScore = d.Turned, d.TurnedScore
 	return p
 }
@@ -452,7 +456,7 @@ func Default() Config {
 			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second, Flip: "none",
 		},
 		Model:   modelDefaults(),
-		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
+		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.NestedDefault, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
 		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, RecheckStd: 30},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},

@@ -163,6 +163,7 @@ func TestHostileValuesRefused(t *testing.T) {
 		{"source:\n  width: abc\nmqtt:\n  qos: x\n", "mqtt.qos: cannot unmarshal !!str `x` into int (line 4)"},
 		{"detect: {min_score: 0}\n", "detect.min_score: 0 is not above 0"},
 		{"detect: {turned: true, turned_score: -1}\n", "detect.turned_score: -1 is not above 0"},
+		{"detect: {nested: 1.5}\n", "detect.nested: 1.5 is not in [0, 1]"},
 	} {
 		_, err := Parse([]byte(c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

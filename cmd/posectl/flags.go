@@ -186,6 +186,7 @@ func (d *detectFlags) register(fs *flag.FlagSet, minSize int) {
 	fs.Float64Var(&d.p.Scale, "det-scale", def.Scale, "detector: window growth between scales")
 	fs.Float64Var(&d.p.IoU, "det-iou", def.IoU, "detector: IoU above which detections merge")
 	fs.Float64Var(&d.p.MinScore, "det-score", def.MinScore, "detector: smallest score kept")
+	fs.Float64Var(&d.p.Nested, "det-nested", def.Nested, "detector: drop a face with this share of its box inside a heavier face's (0: keep)")
 }
 
 // refineFlags configure Algorithm 1.

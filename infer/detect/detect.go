@@ -32,6 +32,11 @@ type Params struct {
 	Scale    float64 // growth of the window between scales
 	IoU      float64 // detections overlapping more than this are merged
 	MinScore float64 // clustered detections scoring lower are dropped
+	// Nested drops a detection that has at least this share of its box
+	// inside the box of a detection of greater weight (mergeViews): the
+	// small boxes a cascade puts on an eye or a cheek of a face it also
+	// found whole, which pigo's clustering (IoU) leaves apart. 0: kept.
+	Nested float64
 	// Turned adds the cascade for turned faces (the embedded
 	// cascade/turned, as it is and mirrored) to facefinder; TurnedScore is
 	// its MinScore.
@@ -43,9 +48,13 @@ type Params struct {
 	TurnedShift, TurnedScale float64
 }
 
+// NestedDefault is Params.Nested's default (measured in docs/measured.md).
+const NestedDefault = 0.5
+
 // DefaultParams are good for 640×480 frames: faces from 60 to 400 pixels.
 func DefaultParams() Params {
-	return Params{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, TurnedScore: 2, TurnedShift: 0.1, TurnedScale: 1.2}
+	return Params{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: NestedDefault,
+		TurnedScore: 2, TurnedShift: 0.1, TurnedScale: 1.2}
 }
 
 // Problem is an unusable setting: its name (the configuration's key under
@@ -76,6 +85,9 @@ func (p Params) Problems() []Problem {
 	}
 	if !(p.MinScore > 0) {
 		bad("min_score", "%g is not above 0", p.MinScore)
+	}
+	if !(p.Nested >= 0 && p.Nested <= 1) {
+		bad("nested", "%g is not in [0, 1]", p.Nested)
 	}
 	if p.Turned && !(p.TurnedScore > 0) {
 		bad("turned_score", "%g is not above 0", p.TurnedScore)
@@ -264,7 +276,7 @@ func (d *Detector) DetectInto(b *Buffers, img *image.Gray, region image.Rectangl
 			faces = append(faces, Face{Box: feature.SquareAt(cx, cy, s), Score: float64(r.Q), View: v.View})
 		}
 	}
-	if len(d.views) > 1 {
+	if len(d.views) > 1 || d.p.Nested > 0 {
 		faces = d.mergeViews(faces)
 	}
 	slices.SortStableFunc(faces, func(a, b Face) int {
@@ -278,14 +290,17 @@ func (d *Detector) DetectInto(b *Buffers, img *image.Gray, region image.Rectangl
 }
 
 // mergeViews drops a face that overlaps a face of another view by more
-// than the IoU setting and whose weight is the smaller. A face's score is
-// pigo's, the sum over the windows of its cluster, so it grows with how
-// densely its view was scanned: windows per face ∝ 1/(shift²·ln(growth)).
-// Its weight is that score per scan density, as a multiple of its view's
-// MinScore (scores of different cascades are not on one scale; their
-// thresholds are). Without the density, the turned views (growth 1.2)
-// lost profile faces to facefinder's worse boxes (growth 1.1) at half
-// the windows. Faces of one view were merged by cluster.
+// than the IoU setting, or has at least the Nested share of its box
+// inside any other face's box, where that other face has the greater
+// weight. A face's score is pigo's, the sum over the windows of its
+// cluster, so it grows with how densely its view was scanned: windows per
+// face ∝ 1/(shift²·ln(growth)). Its weight is that score per scan
+// density, as a multiple of its view's MinScore (scores of different
+// cascades are not on one scale; their thresholds are). Without the
+// density, the turned views (growth 1.2) lost profile faces to
+// facefinder's worse boxes (growth 1.1) at half the windows. Faces of one
+// view were merged by cluster; a box nested in a heavier one of the same
+// view is a second cluster on part of one face.
 func (d *Detector) mergeViews(faces []Face) []Face {
 	rel := func(f Face) float64 {
 		for _, v := range d.views {
@@ -306,7 +321,12 @@ func (d *Detector) mergeViews(faces []Face) []Face {
 	for i, f := range faces {
 		keep := true
 		for j, g := range faces {
-			if i == j || f.View == g.View || feature.IoU(f.Box, g.Box) <= d.p.IoU {
+			if i == j {
+				continue
+			}
+			merges := f.View != g.View && feature.IoU(f.Box, g.Box) > d.p.IoU
+			nested := d.p.Nested > 0 && inside(f.Box, g.Box) >= d.p.Nested
+			if !merges && !nested {
 				continue
 			}
 			if rf, rg := rel(f), rel(g); rg > rf || (rg == rf && j < i) {
@@ -319,6 +339,16 @@ func (d *Detector) mergeViews(faces []Face) []Face {
 		}
 	}
 	return out
+}
+
+// inside is the share of a's area that lies inside b.
+func inside(a, b feature.Box) float64 {
+	w := math.Min(a.X+a.W, b.X+b.W) - math.Max(a.X, b.X)
+	h := math.Min(a.Y+a.H, b.Y+b.H) - math.Max(a.Y, b.Y)
+	if w <= 0 || h <= 0 || !(a.W > 0 && a.H > 0) {
+		return 0
+	}
+	return w * h / (a.W * a.H)
 }
 
 // cluster merges overlapping windows exactly as pigo's ClusterDetections

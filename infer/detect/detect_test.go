@@ -45,6 +45,8 @@ func TestParamsValidate(t *testing.T) {
 		func(p *Params) { p.Shift = 0 },
 		func(p *Params) { p.Scale = 1 },
 		func(p *Params) { p.IoU = 1.5 },
+		func(p *Params) { p.Nested = -0.1 },
+		func(p *Params) { p.Nested = math.NaN() },
 	}
 	for i, f := range bad {
 		p := DefaultParams()
@@ -189,9 +191,11 @@ func TestDetectIntoAllocatesNothing(t *testing.T) {
 
 // A face found by several views is reported once, by the view whose
 // score per scan density is the larger multiple of its MinScore; faces apart, or of one
-// view (merged by the clustering already), all stay.
+// view (merged by the clustering already), all stay unless nested.
 func TestMergeViews(t *testing.T) {
-	d, err := NewViews(DefaultParams(), ViewCascade{View: Frontal, Cascade: Facefinder(), MinScore: 2},
+	p := DefaultParams()
+	p.Nested = 0
+	d, err := NewViews(p, ViewCascade{View: Frontal, Cascade: Facefinder(), MinScore: 2},
 		ViewCascade{View: YawPositive, Cascade: Facefinder(), MinScore: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +216,7 @@ func TestMergeViews(t *testing.T) {
 
 	// A view scanned at half the density (growth 1.21 = 1.1², half the
 	// scales) puts half the windows on a face: its score counts double.
-	d, err = NewViews(DefaultParams(), ViewCascade{View: Frontal, Cascade: Facefinder(), MinScore: 2},
+	d, err = NewViews(p, ViewCascade{View: Frontal, Cascade: Facefinder(), MinScore: 2},
 		ViewCascade{View: YawPositive, Cascade: Facefinder(), MinScore: 2, Scale: 1.21})
 	if err != nil {
 		t.Fatal(err)
@@ -226,5 +230,42 @@ func TestMergeViews(t *testing.T) {
 	got = d.mergeViews(slices.Clone(faces))
 	if want := []Face{faces[1], faces[2]}; !slices.Equal(got, want) {
 		t.Errorf("merged at two scan densities %v, want %v", got, want)
+	}
+
+	// Nested boxes: one with at least Nested of its area inside a heavier
+	// box goes, of any view, one view alone too; the heavier small box
+	// inside a big one, or a box half out of it, stays.
+	p.Nested = 0.5
+	sq := func(x, y, w float64) feature.Box { return feature.Box{X: x, Y: y, W: w, H: w} }
+	for _, views := range [][]ViewCascade{
+		{{View: Frontal, Cascade: Facefinder(), MinScore: 2}},
+		{{View: Frontal, Cascade: Facefinder(), MinScore: 2}, {View: YawPositive, Cascade: Facefinder(), MinScore: 2, Shift: 0.1, Scale: 1.1}},
+	} {
+		d, err = NewViews(p, views...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		faces = []Face{
+			{Box: sq(0, 0, 100), Score: 40, View: Frontal},
+			{Box: sq(20, 30, 30), Score: 5, View: Frontal},                   // on an eye of the face: goes
+			{Box: sq(90, 0, 20), Score: 3, View: Frontal},                    // half inside (50 %): goes
+			{Box: sq(91, 50, 20), Score: 3, View: Frontal},                   // 45 % inside: stays
+			{Box: sq(300, 0, 100), Score: 4, View: Frontal},                  // a big box, light
+			{Box: sq(320, 20, 40), Score: 9, View: Frontal},                  // heavier, inside it: stays
+			{Box: sq(600, 0, 100), Score: 3, View: Frontal},                  // a frontal face …
+			{Box: sq(630, 30, 40), Score: 2, View: views[len(views)-1].View}, // … and a lighter box of the other view nested in it: goes
+		}
+		got = d.mergeViews(slices.Clone(faces))
+		if want := []Face{faces[0], faces[3], faces[4], faces[5], faces[6]}; !slices.Equal(got, want) {
+			t.Errorf("%d view(s): nested boxes merged to %v, want %v", len(views), got, want)
+		}
+	}
+	// Off (0), nested boxes of one view all stay.
+	p.Nested = 0
+	if d, err = NewViews(p, ViewCascade{View: Frontal, Cascade: Facefinder(), MinScore: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.mergeViews(slices.Clone(faces)); len(got) != len(faces) {
+		t.Errorf("nested 0 kept %d of %d faces", len(got), len(faces))
 	}
 }
