@@ -21,8 +21,9 @@ func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
 	return trackerWith(tb, Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, 60)
 }
 
-// trackerWith is a tracker on the default model with 2 refinement steps
-// and the detector's default settings but for the smallest face size.
+// trackerWith is a tracker on the default model and its profile expert,
+// with the estimator's and the detector's default settings but for the
+// smallest face size.
 func trackerWith(tb testing.TB, cfg Config, minSize int) (*Tracker, *pose.Estimator) {
 	return trackerTurned(tb, cfg, minSize, false)
 }
@@ -33,7 +34,19 @@ func trackerTurned(tb testing.TB, cfg Config, minSize int, turned bool) (*Tracke
 	if err != nil {
 		tb.Fatal(err)
 	}
-	est, err := pose.New(m, pose.DefaultSettings()) // as the daemon runs it
+	est, err := pose.New(m, pose.DefaultSettings())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The profile expert beside it, as the daemon runs the default model.
+	x, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default-profile.gllim"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	xp, err := pose.ExpertOf(x)
+	if err == nil {
+		est, err = est.WithExpert(xp)
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -47,7 +60,7 @@ func trackerTurned(tb testing.TB, cfg Config, minSize int, turned bool) (*Tracke
 }
 
 // BenchmarkFrame: one 640×480 grey frame with one face, on one core,
-// with the default model (2 refinement iterations):
+// with the default model and its expert (pose.DefaultSettings):
 //   - detect: the detector alone;
 //   - detected-frame: detection, matching and the pose of the face;
 //   - tracked-frame: a frame between detections (the face followed by the
