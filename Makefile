@@ -25,8 +25,10 @@ MODEL_FLAGS := -data $(DATA)/pointing04,$(DATA)/aflw2000 -variant pose-bb -lw 2 
 # with |yaw| ≥ 30, mirrored to turn one way, an ensemble of 2 with K = 21
 # (the model and the expert within 6 MiB with the cascades), answering
 # with weight 0.7 where the model finds |yaw| ≥ 40, or where the expert
-# explains the features within 20 nats of the model (models/default.md).
-PROFILE_FLAGS := -profile 30 -profile-gate 40 -profile-members 2 -profile-k 21 -profile-weight 0.7 -profile-density 20
+# explains the features within 20 nats of the model (models/default.md);
+# it answers the angles, the model the box (its box moves slide a track
+# off a turned face: docs/measured.md).
+PROFILE_FLAGS := -profile 30 -profile-gate 40 -profile-members 2 -profile-k 21 -profile-weight 0.7 -profile-density 20 -profile-outputs yaw,pitch,roll
 
 # Debian packages: version from a v* tag, else 0.0~git<commit time>.<commit>.
 DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo "$${v\#v}" | tr - + || \
