@@ -206,7 +206,16 @@ func TestNoBrokerNeverBlocksThenConnects(t *testing.T) {
 
 	broker.Start()
 	waitConnected(t, p, 15*time.Second)
-	// A client that subscribes later gets what the broker retained.
+	// Once posed has published them (a client subscribed now may see them
+	// live, on a busy machine before posed is done) …
+	seen := mqtttest.Collect(t, broker.Addr(), "posed/cam/#")
+	seen.WaitFor(t, "online and state", 5*time.Second, func(ms []mqtttest.Msg) bool {
+		st := seen.On("posed/cam/state")
+		var s StateMsg
+		return len(seen.On("posed/cam/available")) > 0 && len(st) > 0 &&
+			json.Unmarshal(st[len(st)-1].Payload, &s) == nil && s.Faces == calls-100
+	})
+	// … a client that subscribes later gets what the broker retained.
 	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/#")
 	col.WaitFor(t, "retained online and state", 5*time.Second, func(ms []mqtttest.Msg) bool {
 		return len(col.On("posed/cam/available")) > 0 && len(col.On("posed/cam/state")) > 0
