@@ -188,10 +188,9 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-l.ended:
-			// Process what is left, then stop.
-			if f := l.take(); f != nil {
-				l.process(f)
-			}
+			// Process what is left (dropped unseen while the privacy
+			// switch is off, as any frame), then stop.
+			l.next()
 			if errors.Is(err, device.ErrEnd) {
 				l.Log.Info("replay finished")
 				return nil
