@@ -48,12 +48,9 @@ type Params struct {
 	TurnedShift, TurnedScale float64
 }
 
-// NestedDefault is Params.Nested's default (measured in docs/measured.md).
-const NestedDefault = 0.5
-
 // DefaultParams are good for 640×480 frames: faces from 60 to 400 pixels.
 func DefaultParams() Params {
-	return Params{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: NestedDefault,
+	return Params{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: 0.5,
 		TurnedScore: 2, TurnedShift: 0.1, TurnedScale: 1.2}
 }
 
@@ -319,17 +316,17 @@ func (d *Detector) mergeViews(faces []Face) []Face {
 	}
 	out := faces[:0]
 	for i, f := range faces {
-		keep := true
+		keep, rf := true, rel(f)
 		for j, g := range faces {
 			if i == j {
 				continue
 			}
 			merges := f.View != g.View && feature.IoU(f.Box, g.Box) > d.p.IoU
-			nested := d.p.Nested > 0 && inside(f.Box, g.Box) >= d.p.Nested
+			nested := d.p.Nested > 0 && feature.Inside(f.Box, g.Box) >= d.p.Nested
 			if !merges && !nested {
 				continue
 			}
-			if rf, rg := rel(f), rel(g); rg > rf || (rg == rf && j < i) {
+			if rg := rel(g); rg > rf || (rg == rf && j < i) {
 				keep = false
 				break
 			}
@@ -339,16 +336,6 @@ func (d *Detector) mergeViews(faces []Face) []Face {
 		}
 	}
 	return out
-}
-
-// inside is the share of a's area that lies inside b.
-func inside(a, b feature.Box) float64 {
-	w := math.Min(a.X+a.W, b.X+b.W) - math.Max(a.X, b.X)
-	h := math.Min(a.Y+a.H, b.Y+b.H) - math.Max(a.Y, b.Y)
-	if w <= 0 || h <= 0 || !(a.W > 0 && a.H > 0) {
-		return 0
-	}
-	return w * h / (a.W * a.H)
 }
 
 // cluster merges overlapping windows exactly as pigo's ClusterDetections

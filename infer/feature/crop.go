@@ -26,13 +26,30 @@ func SquareAt(cx, cy, s float64) Box { return Box{cx - s/2, cy - s/2, s, s} }
 
 // IoU is the intersection over union of two boxes.
 func IoU(a, b Box) float64 {
+	in := intersection(a, b)
+	if in == 0 {
+		return 0
+	}
+	return in / (a.W*a.H + b.W*b.H - in)
+}
+
+// Inside is the share of a's area that lies inside b (0 for an empty a).
+func Inside(a, b Box) float64 {
+	in := intersection(a, b)
+	if in == 0 || !(a.W > 0 && a.H > 0) {
+		return 0
+	}
+	return in / (a.W * a.H)
+}
+
+// intersection is the area two boxes share.
+func intersection(a, b Box) float64 {
 	w := math.Min(a.X+a.W, b.X+b.W) - math.Max(a.X, b.X)
 	h := math.Min(a.Y+a.H, b.Y+b.H) - math.Max(a.Y, b.Y)
 	if w <= 0 || h <= 0 {
 		return 0
 	}
-	in := w * h
-	return in / (a.W*a.H + b.W*b.H - in)
+	return w * h
 }
 
 // Valid reports whether b has a finite position and a positive finite size.

@@ -353,3 +353,26 @@ func TestExtractInvariantToBrightnessContrast(t *testing.T) {
 		t.Errorf("Extract allocates %.0f times", a)
 	}
 }
+
+// Inside is the share of the first box's area within the second; IoU of
+// the same pairs follows from it and the areas.
+func TestInsideAndIoU(t *testing.T) {
+	big := Box{X: 0, Y: 0, W: 100, H: 100}
+	for _, c := range []struct {
+		a           Box
+		inside, iou float64
+	}{
+		{Box{X: 20, Y: 30, W: 30, H: 30}, 1, 900.0 / 10000},
+		{Box{X: 90, Y: 0, W: 20, H: 20}, 0.5, 200.0 / (10000 + 400 - 200)},
+		{Box{X: 100, Y: 0, W: 20, H: 20}, 0, 0}, // touching edges share nothing
+		{Box{X: -50, Y: -50, W: 200, H: 200}, 0.25, 0.25},
+		{Box{X: 10, Y: 10, W: 0, H: 0}, 0, 0},
+	} {
+		if got := Inside(c.a, big); math.Abs(got-c.inside) > 1e-12 {
+			t.Errorf("Inside(%v, %v) = %g, want %g", c.a, big, got, c.inside)
+		}
+		if got := IoU(c.a, big); math.Abs(got-c.iou) > 1e-12 {
+			t.Errorf("IoU(%v, %v) = %g, want %g", c.a, big, got, c.iou)
+		}
+	}
+}
