@@ -312,6 +312,52 @@ func TestPausedKeepsWatchdogAndHealth(t *testing.T) {
 	}
 }
 
+// endSource delivers one frame, then device.ErrEnd.
+type endSource struct{ n int }
+
+func (s *endSource) Next(_ context.Context, f *device.Frame) error {
+	if s.n++; s.n > 1 {
+		return device.ErrEnd
+	}
+	f.Gray, f.Seq, f.Time = image.NewGray(image.Rect(0, 0, 64, 48)), 1, time.Now()
+	return nil
+}
+
+// The frame still pending when capture ends (a replay's last frame, or
+// the frame in hand as the daemon stops) goes through the privacy switch
+// like any other: with detection off it is dropped unseen. The loop is
+// held at READY until capture has ended with the frame pending, so its
+// select has both the frame and the end to choose from; over 32 runs the
+// end is taken first with the frame pending about 16 times (each run
+// alone picks it with probability 1/2).
+func TestEndOfCaptureKeepsPrivacy(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for run := range 32 {
+		ctl := control.New("", nil, neutral.New("", config.Zero{}, log), log)
+		ctl.SetDetect(false)
+		trk := &scriptTracker{faces: map[uint64]int{1: 1}, processed: make(chan struct{}, 4)}
+		l := &Loop{Source: &endSource{}, Tracker: trk, Publisher: &recorder{}, Control: ctl, Log: log}
+		l.Notify = func(s string) {
+			if s != "READY=1" {
+				return
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(l.ended) == 0 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		if err := l.Run(context.Background()); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if n := l.Metrics.FramesProcessed.Load(); n != 0 || trk.seq != 0 {
+			t.Fatalf("run %d: detection off, yet %d frames processed (the tracker saw %d)", run, n, trk.seq)
+		}
+		if !l.Metrics.Paused.Load() || l.Metrics.FramesIn.Load() != 1 {
+			t.Fatalf("run %d: paused %v, %d frames in: the last frame was not dropped unseen", run, l.Metrics.Paused.Load(), l.Metrics.FramesIn.Load())
+		}
+	}
+}
+
 // slowTracker takes 5 ms a frame, like a busy machine, and sees one face.
 type slowTracker struct{}
 
