@@ -147,7 +147,7 @@ func runTrain(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if err := writeModelFile(*out, m, bank, all, enc, *fileVersion); err != nil {
+	if err := writeModelFile(*out, m, bank, all, enc, *fileVersion, 0); err != nil {
 		return err
 	}
 	cardPath := *card
@@ -174,7 +174,7 @@ func writeExpert(stdout io.Writer, out string, m *gllim.Model, bank *headpose.Ba
 	if err != nil {
 		return err
 	}
-	if err := writeModelFile(path, x, bank, all, enc, v); err != nil {
+	if err := writeModelFile(path, x, bank, all, enc, v, xf.profile); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s: profile expert of |yaw| ≥ %g (K=%d, %d members), answering from the model's |yaw| ≥ %g with weight %g\n",
@@ -203,9 +203,10 @@ func calibrateHeldOut(m *gllim.Model, bank *headpose.Bank, all []int, o headpose
 	return nil
 }
 
-// writeModel writes m to path in encoding enc (half: checked against
-// float32 on every training face) and file version v.
-func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int, enc gllim.Encoding, v int) error {
+// writeModelFile writes m to path in encoding enc (half: checked against
+// float32 on every training face, or for a profile expert of |yaw| ≥
+// profile > 0 on the turned ones as it sees them) and file version v.
+func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int, enc gllim.Encoding, v int, profile float64) error {
 	if v < 3 {
 		enc = gllim.Float32
 		if m.Temperature > 1 {
@@ -215,12 +216,16 @@ func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int,
 	}
 	if enc == gllim.Half {
 		// The compact file must predict as the float32 one does, within
-		// 0.05°, on every training face.
-		worst, err := headpose.EncodingError(m, enc, bank, all)
+		// 0.05°, on every training face it is to answer.
+		worst, err := headpose.EncodingError(m, enc, bank, all, profile)
 		if err != nil {
 			return err
 		}
-		note := fmt.Sprintf("worst difference from float32 on the %d training faces: yaw %.3f°, pitch %.3f°, roll %.3f°", len(all), worst[0], worst[1], worst[2])
+		faces := fmt.Sprintf("the %d training faces", len(all))
+		if profile > 0 {
+			faces = fmt.Sprintf("the training faces with |yaw| ≥ %g, turned one way", profile)
+		}
+		note := fmt.Sprintf("worst difference from float32 on %s: yaw %.3f°, pitch %.3f°, roll %.3f°", faces, worst[0], worst[1], worst[2])
 		fmt.Fprintf(os.Stderr, "%s, half encoding: %s\n", path, note)
 		for i, w := range worst {
 			if w > maxEncodingError {

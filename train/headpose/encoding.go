@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 )
@@ -12,7 +13,13 @@ import (
 // and decodes m, predicts the faces of images idx (at their face boxes,
 // one forward pass) with both, and returns the largest difference of each
 // angle, in degrees (NaN for an angle the model does not predict).
-func EncodingError(m *gllim.Model, enc gllim.Encoding, b *Bank, idx []int) ([3]float64, error) {
+//
+// profile > 0 says m is a profile expert of faces turned |yaw| ≥ profile
+// (Options.Profile): it is measured where the daemon asks it, on those
+// faces only, each as the expert sees it (mirrored where its yaw is
+// negative). Elsewhere its answers are extrapolations the daemon does not
+// use, and they are where the rounding of its weights shows most.
+func EncodingError(m *gllim.Model, enc gllim.Encoding, b *Bank, idx []int, profile float64) ([3]float64, error) {
 	var worst [3]float64
 	data, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: enc})
 	if err != nil {
@@ -31,11 +38,25 @@ func EncodingError(m *gllim.Model, enc gllim.Encoding, b *Bank, idx []int) ([3]f
 		return worst, err
 	}
 	out := make([][3]float64, len(idx))
+	perm := feature.MirrorPermutation()
 	parallel(len(idx), func() func(int) {
 		p1, p2 := f1.NewPredictor(), f2.NewPredictor()
 		a, c := f1.NewPrediction(), f2.NewPrediction()
+		ym := make([]float32, feature.Dim)
 		return func(j int) {
-			y := b.Base(idx[j]).Feat[0]
+			v := b.Base(idx[j])
+			y := v.Feat[0]
+			if profile > 0 {
+				switch {
+				case !v.HasYaw || math.Abs(v.Yaw) < profile:
+					return
+				case v.Yaw < 0:
+					for d, k := range perm {
+						ym[d] = y[k]
+					}
+					y = ym
+				}
+			}
 			p1.Predict(&a, y)
 			p2.Predict(&c, y)
 			for i, name := range pose.AngleNames {
