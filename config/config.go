@@ -232,6 +232,11 @@ type Track struct {
 	// detect.every: a box that slid off a face (a fast turn) is found again
 	// on the next frame. 0: wait for detect.every.
 	RecheckStd float64 `yaml:"recheck_std"`
+	// RecheckTurn: a tracked face whose yaw moves more than this many
+	// degrees between two frames makes the next frame a full-frame
+	// detection too: a head does not turn that fast, a box sliding off a
+	// face does (the model then answers near its mean yaw). 0: off.
+	RecheckTurn float64 `yaml:"recheck_turn"`
 	// Doubt: a face whose direction is nearer than Doubt times its σ to
 	// the border of the target it would look at (or, at none, of the
 	// nearest) is uncertain too. 0: never.
@@ -457,7 +462,7 @@ func Default() Config {
 		},
 		Model:   modelDefaults(),
 		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, RecheckStd: 30},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, RecheckStd: 30, RecheckTurn: 45},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",
@@ -690,6 +695,9 @@ func (p *problems) track(t Track) {
 	}
 	if !(t.RecheckStd >= 0 && t.RecheckStd <= 180) {
 		bad("track.recheck_std", "%g is not in [0, 180] degrees (0: off)", t.RecheckStd)
+	}
+	if !(t.RecheckTurn >= 0 && t.RecheckTurn <= 360) {
+		bad("track.recheck_turn", "%g is not in [0, 360] degrees (0: off)", t.RecheckTurn)
 	}
 }
 

@@ -339,6 +339,8 @@ func TestAttentionProfiles(t *testing.T) {
 		{"attention: {max_std: 0}\n", "attention.max_std"},
 		{"track: {recheck_std: -1}\n", "track.recheck_std"},
 		{"track: {recheck_std: 200}\n", "track.recheck_std"},
+		{"track: {recheck_turn: -5}\n", "track.recheck_turn"},
+		{"track: {recheck_turn: .nan}\n", "track.recheck_turn"},
 	} {
 		if _, err := Parse([]byte(bad.yaml)); err == nil || !strings.Contains(err.Error(), bad.field+":") {
 			t.Errorf("%q: %v, want an error naming %s", bad.yaml, err, bad.field)

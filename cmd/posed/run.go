@@ -135,7 +135,7 @@ func newTracker(cfg config.Config, log *slog.Logger) (*track.Tracker, error) {
 		return nil, err
 	}
 	t := cfg.Track
-	tc := track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd, RecheckStd: t.RecheckStd}
+	tc := track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn}
 	if r := cfg.Zones.Detect; r != nil {
 		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
 	}

@@ -122,6 +122,52 @@ func TestTrackSmoothingUncertaintyDuplicates(t *testing.T) {
 	}
 }
 
+// A face a detection finds on this frame is reported however uncertain
+// its pose (the detector says a face is there); without a detection the
+// same uncertainty drops it.
+func TestTrackDetectedFaceOutlivesMaxStd(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 2, LostAfter: 2, MinIoU: 0.3, MaxStd: 30}
+	tr, det, est, img := scripted(cfg)
+	det.faces = []detect.Face{square(200, 100, 100)}
+	est.std = 31
+	if faces := tr.Process(img); len(faces) != 1 || det.calls != 1 {
+		t.Fatalf("frame 1 (detected, yaw std 31 > MaxStd 30): %+v, %d detections", faces, det.calls)
+	}
+	if faces := tr.Process(img); len(faces) != 0 || det.calls != 1 {
+		t.Errorf("frame 2 (tracked, yaw std 31 > MaxStd 30): %+v, %d detections; want the face dropped", faces, det.calls)
+	}
+}
+
+// A tracked face whose yaw moves more than RecheckTurn between two frames
+// makes the next frame a detection; a smaller move, or RecheckTurn 0,
+// waits for Every.
+func TestTrackRecheckTurn(t *testing.T) {
+	for _, c := range []struct {
+		turn, jump float64
+		calls      int
+	}{{45, 60, 2}, {45, -60, 2}, {45, 40, 1}, {0, 120, 1}} {
+		cfg := Config{MaxFaces: 4, Every: 100, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, RecheckTurn: c.turn}
+		tr, det, est, img := scripted(cfg)
+		det.faces = []detect.Face{square(200, 100, 100)}
+		yaw := 10.0
+		est.yaw = func(feature.Box) float64 { return yaw }
+		for frame := 1; frame <= 6; frame++ {
+			if frame == 4 {
+				yaw += c.jump
+			}
+			if faces := tr.Process(img); len(faces) != 1 || faces[0].ID != 1 {
+				t.Fatalf("turn %g, jump %g, frame %d: %+v", c.turn, c.jump, frame, faces)
+			}
+			if frame == 5 && tr.Timing().Detected != (c.calls == 2) {
+				t.Errorf("turn %g, jump %g: frame 5 detected %v", c.turn, c.jump, tr.Timing().Detected)
+			}
+		}
+		if det.calls != c.calls {
+			t.Errorf("RecheckTurn %g, yaw jump %g at frame 4: %d detections in 6 frames, want %d", c.turn, c.jump, det.calls, c.calls)
+		}
+	}
+}
+
 // The detector looks only in Region (within the frame).
 func TestTrackRegion(t *testing.T) {
 	cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, Region: image.Rect(100, 50, 400, 900)}

@@ -22,12 +22,21 @@ type Config struct {
 	LostAfter int     // full detections in a row that miss a face before it is dropped
 	MinIoU    float64 // a detection continues a track above this overlap
 	Smoothing float64 // exponential smoothing weight of the past, [0, 1)
-	MaxStd    float64 // a face whose yaw std (degrees) exceeds this is dropped
+	// MaxStd: a tracked face whose yaw std (degrees) exceeds this is
+	// dropped, unless a detection found it on this frame (the detector
+	// says a face is there; the std then speaks for its pose only).
+	MaxStd float64
 	// RecheckStd: a tracked face whose yaw std (degrees) exceeds this
 	// makes the next frame a full detection instead of waiting for Every
 	// (the model doubts a box that has slid off the face, as after a fast
 	// turn); 0 waits for Every.
 	RecheckStd float64
+	// RecheckTurn: a tracked face whose yaw moves more than this many
+	// degrees from one frame to the next makes the next frame a full
+	// detection too. A head does not turn that fast; a box that slid off
+	// the face does (the model answers a background or a half-face near
+	// its mean). 0: off.
+	RecheckTurn float64
 	// Region, if not empty, is where the detector looks (a tracked face
 	// that moves out of it is still followed).
 	Region image.Rectangle
@@ -61,6 +70,11 @@ type trackState struct {
 	// one re-anchored after drifting).
 	from  feature.Box
 	fresh bool
+	// found: a detection of this frame matched or started the track, so
+	// a face is there whatever the model's doubt (Config.MaxStd).
+	found bool
+	// jumped: this frame's yaw moved more than Config.RecheckTurn.
+	jumped bool
 }
 
 // sameFace is the overlap above which two tracks are one face.
@@ -117,10 +131,11 @@ func New(cfg Config, det Detector, calib detect.Calibration, est Estimator) *Tra
 func (t *Tracker) Timing() Timing { return t.last }
 
 // doubtful reports whether a face of the last frame had a yaw std above
-// Config.RecheckStd: this frame then detects (see RecheckStd).
+// Config.RecheckStd or a yaw that jumped more than Config.RecheckTurn:
+// this frame then detects.
 func (t *Tracker) doubtful() bool {
 	for _, tr := range t.tracks {
-		if t.cfg.RecheckStd > 0 && tr.face.Has[0] && tr.face.Std[0] > t.cfg.RecheckStd {
+		if t.cfg.RecheckStd > 0 && tr.face.Has[0] && tr.face.Std[0] > t.cfg.RecheckStd || tr.jumped {
 			return true
 		}
 	}
@@ -135,7 +150,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	bounds := img.Rect
 	start := time.Now()
 	for _, tr := range t.tracks {
-		tr.from, tr.fresh = tr.raw, false
+		tr.from, tr.fresh, tr.found = tr.raw, false, false
 	}
 	// 1. Detect on schedule (always while nothing is tracked) and match the
 	// detections with the tracks, which may re-anchor or start some.
@@ -165,7 +180,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		tr.drop = tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
 			b.X+b.W < float64(bounds.Min.X) || b.Y+b.H < float64(bounds.Min.Y) ||
 			b.X > float64(bounds.Max.X) || b.Y > float64(bounds.Max.Y) ||
-			(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd)
+			(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd && !tr.found)
 	}
 	for _, tr := range t.tracks {
 		for _, o := range t.tracks {
@@ -241,7 +256,7 @@ func (t *Tracker) match(faces []detect.Face) {
 			continue
 		}
 		used[best] = true
-		tr.missed = 0
+		tr.missed, tr.found = 0, true
 		tr.face.Score, tr.face.View = faces[best].Score, faces[best].View
 		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() {
 			// Without box refinement the detection is the best box there
@@ -258,7 +273,7 @@ func (t *Tracker) match(faces []detect.Face) {
 		tr := t.newTrack()
 		tr.face.Score, tr.face.View = f.Score, f.View
 		tr.raw = t.calib.Apply(f.Box)
-		tr.from, tr.fresh = tr.raw, true
+		tr.from, tr.fresh, tr.found = tr.raw, true, true
 		t.tracks = append(t.tracks, tr)
 	}
 }
@@ -321,6 +336,8 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		a = 0
 	}
 	f := &tr.face
+	tr.jumped = t.cfg.RecheckTurn > 0 && !tr.fresh && f.Age > 0 && t.est.HasAngle(0) &&
+		math.Abs(r.Angles[0]-f.Angles[0]) > t.cfg.RecheckTurn
 	f.Box = feature.Box{
 		X: a*f.Box.X + (1-a)*r.Box.X, Y: a*f.Box.Y + (1-a)*r.Box.Y,
 		W: a*f.Box.W + (1-a)*r.Box.W, H: a*f.Box.H + (1-a)*r.Box.H,

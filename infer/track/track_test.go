@@ -57,7 +57,7 @@ func newTracker(t *testing.T, cfg Config) *Tracker {
 // defaultConfig is the daemon's default tracking (config.Default), with
 // detection every 5 frames as in `make run`.
 func defaultConfig() Config {
-	return Config{MaxFaces: 4, Every: 5, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, RecheckStd: 30}
+	return Config{MaxFaces: 4, Every: 5, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, RecheckStd: 30, RecheckTurn: 45}
 }
 
 // One person turning the head is one face with one track id, never two
@@ -236,7 +236,8 @@ func TestAdjacentHeadsStayTwoTracks(t *testing.T) {
 // of the 252 (96 % measured; the replay jumps from one side to the other
 // three times, and the first frame after a jump is a miss for any tracker
 // that does not detect on every frame), where facefinder alone finds them
-// on fewer. A track the model doubts (track.recheck_std) is checked by
+// on fewer. A track the model doubts (track.recheck_std) or whose yaw
+// jumps (track.recheck_turn: the box slid off after a jump) is checked by
 // detection on the next frame: more frames with the face, for a few more
 // detections. (The shipped cascade was trained on every person; posectl
 // detections measures persons it never saw.)
@@ -283,6 +284,9 @@ func TestNeverFrontalPerson(t *testing.T) {
 	share := func(p replay, turned bool, recheck float64) (int, int) {
 		cfg := defaultConfig()
 		cfg.Every, cfg.RecheckStd = 10, recheck
+		if recheck == 0 {
+			cfg.RecheckTurn = 0
+		}
 		tr, _ := trackerTurned(t, cfg, 40, turned)
 		seen, detections := 0, 0
 		for i, f := range p.frames {
