@@ -70,9 +70,6 @@ type trackState struct {
 	// one re-anchored after drifting).
 	from  feature.Box
 	fresh bool
-	// found: a detection of this frame matched or started the track, so
-	// a face is there whatever the model's doubt (Config.MaxStd).
-	found bool
 	// jumped: this frame's yaw moved more than Config.RecheckTurn.
 	jumped bool
 }
@@ -150,7 +147,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	bounds := img.Rect
 	start := time.Now()
 	for _, tr := range t.tracks {
-		tr.from, tr.fresh, tr.found = tr.raw, false, false
+		tr.from, tr.fresh = tr.raw, false
 	}
 	// 1. Detect on schedule (always while nothing is tracked) and match the
 	// detections with the tracks, which may re-anchor or start some.
@@ -176,11 +173,14 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	// or find a face that a drifting track has half left) become one, with
 	// the older id and the more certain estimate.
 	for _, tr := range t.tracks {
+		// A detection of this frame matched or started the track: a face
+		// is there whatever the model's doubt (Config.MaxStd).
+		found := t.last.Detected && tr.missed == 0
 		b := tr.raw
 		tr.drop = tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
 			b.X+b.W < float64(bounds.Min.X) || b.Y+b.H < float64(bounds.Min.Y) ||
 			b.X > float64(bounds.Max.X) || b.Y > float64(bounds.Max.Y) ||
-			(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd && !tr.found)
+			(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd && !found)
 	}
 	for _, tr := range t.tracks {
 		for _, o := range t.tracks {
@@ -256,7 +256,7 @@ func (t *Tracker) match(faces []detect.Face) {
 			continue
 		}
 		used[best] = true
-		tr.missed, tr.found = 0, true
+		tr.missed = 0
 		tr.face.Score, tr.face.View = faces[best].Score, faces[best].View
 		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() {
 			// Without box refinement the detection is the best box there
@@ -273,7 +273,7 @@ func (t *Tracker) match(faces []detect.Face) {
 		tr := t.newTrack()
 		tr.face.Score, tr.face.View = f.Score, f.View
 		tr.raw = t.calib.Apply(f.Box)
-		tr.from, tr.fresh, tr.found = tr.raw, true, true
+		tr.from, tr.fresh = tr.raw, true
 		t.tracks = append(t.tracks, tr)
 	}
 }
