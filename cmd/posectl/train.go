@@ -217,9 +217,12 @@ func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int,
 	if enc == gllim.Half {
 		// The compact file must predict as the float32 one does, within
 		// 0.05°, on every training face it is to answer.
-		worst, err := headpose.EncodingError(m, enc, bank, all, profile)
+		worst, n, err := headpose.EncodingError(m, enc, bank, all, profile)
 		if err != nil {
 			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("half encoding: no training face with |yaw| ≥ %g to check it on", profile)
 		}
 		faces := fmt.Sprintf("the %d training faces", len(all))
 		if profile > 0 {

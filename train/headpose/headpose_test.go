@@ -151,9 +151,19 @@ func TestLeaveOnePersonOutYaw(t *testing.T) {
 	// So does it on the turned ones, each turned one way, as a profile
 	// expert is measured.
 	for _, profile := range []float64{0, 30} {
-		half, err := EncodingError(m, gllim.Half, b, testIdx, profile)
+		half, n, err := EncodingError(m, gllim.Half, b, testIdx, profile)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Each face the expert answers is measured, and no other.
+		want := 0
+		for _, i := range testIdx {
+			if v := b.Base(i); profile == 0 || (v.HasYaw && math.Abs(v.Yaw) >= profile) {
+				want++
+			}
+		}
+		if n != want || n == 0 {
+			t.Errorf("|yaw| ≥ %g: measured %d faces of person 15, want %d (> 0)", profile, n, want)
 		}
 		t.Logf("half encoding vs float32 on person 15 (|yaw| ≥ %g): worst yaw %.3g°, pitch %.3g°", profile, half[0], half[1])
 		if !(half[0] <= 0.05 && half[1] <= 0.05) {
@@ -289,5 +299,53 @@ func TestCalibratedUncertaintyMatchesErrors(t *testing.T) {
 		if r1 < 0.6 || r1 > 1.6 {
 			t.Errorf("%s: calibrated ratio %.2f, want within [0.6, 1.6]", a, r1)
 		}
+	}
+}
+
+// A profile expert's training rows are the turned faces only, each once,
+// turned the one way the daemon asks it (yaw ≥ Profile): a face turned
+// left is the mirrored copy of its features, with its yaw and roll negated.
+func TestProfileExpertRows(t *testing.T) {
+	b := pointingBank(t)
+	_, idx := split(b, "15")
+	o := Options{Variant: VariantPose, Angles: []string{pose.Yaw, pose.Pitch, pose.Roll}, ZeroRoll: true, Profile: 45}
+	tt, y := o.TrainingSet(b, idx)
+	if tt == nil {
+		t.Fatal("no row for person 15's turned faces")
+	}
+	perm := feature.MirrorPermutation()
+	row, left, right := 0, 0, 0
+	for _, i := range idx {
+		for _, k := range b.ViewsOf[i] {
+			v := &b.Views[k]
+			if math.Abs(v.Yaw) < 45 {
+				continue
+			}
+			if row >= tt.RawMatrix().Rows {
+				t.Fatalf("only %d rows: the face of yaw %g has none", row, v.Yaw)
+			}
+			yaw, want := v.Yaw, func(d int) float32 { return v.Feat[0][d] }
+			if yaw < 0 {
+				yaw, want = -yaw, func(d int) float32 { return v.Feat[0][perm[d]] }
+				left++
+			} else {
+				right++
+			}
+			if got := tt.At(row, 0); got != yaw {
+				t.Errorf("row %d: yaw %g, want %g (the face's %g turned one way)", row, got, yaw, v.Yaw)
+			}
+			for d := range feature.Dim {
+				if float32(y.At(row, d)) != want(d) {
+					t.Fatalf("row %d (yaw %g): feature %d is %g, want %g", row, v.Yaw, d, y.At(row, d), want(d))
+				}
+			}
+			row++
+		}
+	}
+	if n := tt.RawMatrix().Rows; n != row {
+		t.Errorf("%d rows, want %d: one per face with |yaw| ≥ 45", n, row)
+	}
+	if left == 0 || right == 0 {
+		t.Errorf("person 15 has %d faces turned left and %d right: want both", left, right)
 	}
 }

@@ -153,11 +153,8 @@ func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 		if o.Profile == 0 {
 			return true
 		}
-		yaw := v.Yaw
-		if fl == 1 {
-			yaw = -yaw
-		}
-		return yaw >= o.Profile
+		mirrored, ok := expertCopy(v.Yaw, o.Profile)
+		return ok && mirrored == (fl == 1)
 	}
 	n := 0
 	for _, i := range idx {
@@ -206,6 +203,15 @@ func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 		}
 	}
 	return t, y
+}
+
+// expertCopy says whether a face of yaw (degrees) is one a profile expert
+// of faces turned |yaw| ≥ profile answers, and in which copy it sees it:
+// mirrored where its yaw is negative, so that every face it sees turns the
+// same way (yaw ≥ profile). The daemon asks the expert the same way
+// (pose.Estimator.WithExpert); training and EncodingError both choose by it.
+func expertCopy(yaw, profile float64) (mirrored, ok bool) {
+	return yaw < 0, math.Abs(yaw) >= profile
 }
 
 // output is the value of output name for view v at box move sh, for the
