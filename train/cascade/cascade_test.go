@@ -5,9 +5,13 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"image"
+	"image/png"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -287,5 +291,55 @@ func TestFold(t *testing.T) {
 		if n < 150 || n > 250 {
 			t.Errorf("fold %d holds %d of 1000 persons", k, n)
 		}
+	}
+}
+
+// The pictures kept out to measure false detections are the same whether
+// -negatives names the folder the packages were unpacked into or its
+// usr/share: a picture is named by its path below usr/share. (Measured
+// from the other folder before, a third of the "held-out" frames were
+// pictures the cascade had mined.)
+func TestPictureNamesIgnoreTheFolderAbove(t *testing.T) {
+	root := t.TempDir()
+	files := []string{
+		"unpacked/usr/share/backgrounds/gnome/a.png",
+		"unpacked/usr/share/wallpapers/Next/contents/images/1024x768.png",
+		"unpacked/usr/share/wallpapers/Next/contents/images/1920x1080.png",
+		"unpacked/usr/share/backgrounds/b.jpg.png",
+	}
+	for i, f := range files {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		g := image.NewGray(image.Rect(0, 0, 32+8*i, 24)) // the later, the larger file
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(dir string) []string {
+		pics, err := ReadPictures(dir, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range pics {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	want := []string{"backgrounds/b.jpg.png", "backgrounds/gnome/a.png", "wallpapers/Next/contents/images/1920x1080.png"}
+	for _, dir := range []string{root, filepath.Join(root, "unpacked"), filepath.Join(root, "unpacked/usr/share")} {
+		if got := names(dir); !slices.Equal(got, want) {
+			t.Errorf("read from %s: pictures %q, want %q", dir, got, want)
+		}
+	}
+	// Pictures not below a usr/share are named by their path below dir.
+	if got := PictureName("/data/pics", "/data/pics/holiday/x.jpg"); got != "holiday/x.jpg" {
+		t.Errorf("PictureName outside usr/share: %q, want holiday/x.jpg", got)
 	}
 }
