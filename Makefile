@@ -56,7 +56,7 @@ help:
 	@echo "deb-test    install the amd64 package with dpkg, check it, run posed -check-config as its user, purge it (root)"
 	@echo "model       retrain models/default.gllim, its card and its profile expert from DATA=$(DATA)"
 	@echo "expert      train only the profile expert (models/default-profile.gllim) of the model in models/"
-	@echo "negatives   fetch Debian's wallpaper packages (face-free pictures) into $(NEGATIVES)"
+	@echo "negatives   fetch Debian's wallpaper packages (face-free pictures) into $(NEGATIVES) and $(UNSEEN)"
 	@echo "cascade     train the turned-face cascades (two halves, measured, then all) from DATA and the negatives"
 	@echo "cascade-folds the same recipe in 5 folds of persons, each measured on the fold it left out (4 h)"
 	@echo "eval        measure the default recipe (LOPO on Pointing'04, 5-fold on AFLW2000) into models/default.md"
@@ -224,12 +224,18 @@ expert: build
 NEGATIVE_PACKAGES := gnome-backgrounds mate-backgrounds ukui-wallpapers lomiri-wallpapers lomiri-wallpapers-20.04 \
 	plasma-workspace-wallpapers sway-backgrounds
 NEGATIVES ?= build/negatives
-negatives: $(NEGATIVES)/.unpacked
-$(NEGATIVES)/.unpacked:
-	@mkdir -p $(NEGATIVES)/debs
-	cd $(NEGATIVES)/debs && { apt-get download $(NEGATIVE_PACKAGES) 2>/dev/null || \
-		{ apt-get update -qq && apt-get download $(NEGATIVE_PACKAGES); }; }
-	for f in $(NEGATIVES)/debs/*.deb; do dpkg-deb -x "$$f" $(NEGATIVES)/unpacked || exit 1; done
+# A wallpaper package no cascade mines, kept apart: every picture of it
+# measures false detections (posectl detections -face-free).
+UNSEEN_PACKAGES := lomiri-wallpapers-16.04
+UNSEEN ?= build/negatives-unseen
+negatives: $(NEGATIVES)/.unpacked $(UNSEEN)/.unpacked
+$(NEGATIVES)/.unpacked: PACKAGES = $(NEGATIVE_PACKAGES)
+$(UNSEEN)/.unpacked: PACKAGES = $(UNSEEN_PACKAGES)
+$(NEGATIVES)/.unpacked $(UNSEEN)/.unpacked:
+	@mkdir -p $(@D)/debs
+	cd $(@D)/debs && { apt-get download $(PACKAGES) 2>/dev/null || \
+		{ apt-get update -qq && apt-get download $(PACKAGES); }; }
+	for f in $(@D)/debs/*.deb; do dpkg-deb -x "$$f" $(@D)/unpacked || exit 1; done
 	@touch $@
 
 # The turned-face cascade (posectl cascade: pico's learning, faces with
@@ -248,7 +254,7 @@ cascade: build negatives
 	bin/posectl cascade $(CASCADE_FLAGS) -half 0 -o build/cascade/turned-h0.cascade
 	bin/posectl cascade $(CASCADE_FLAGS) -half 1 -o build/cascade/turned-h1.cascade
 	bin/posectl cascade $(CASCADE_FLAGS) -o infer/detect/cascade/turned -checkpoint build/cascade/turned.ckpt
-	bin/posectl detections $(CASCADE_DATA) -cascades build/cascade/turned-h0.cascade,build/cascade/turned-h1.cascade -half 0 \
+	bin/posectl detections $(CASCADE_DATA) -face-free $(UNSEEN)/unpacked -cascades build/cascade/turned-h0.cascade,build/cascade/turned-h1.cascade -half 0 \
 		-turned-scores $(TURNED_SCORES)
 
 # The same recipe in 5 folds of persons (Pointing'04's by number modulo 5,
@@ -260,7 +266,7 @@ CASCADE_FOLDS := build/cascade/f5-0.cascade,build/cascade/f5-1.cascade,build/cas
 cascade-folds: build negatives
 	@mkdir -p build/cascade
 	for k in 0 1 2 3 4; do bin/posectl cascade $(CASCADE_FLAGS) -folds 5 -leave-out $$k -o build/cascade/f5-$$k.cascade || exit 1; done
-	bin/posectl detections $(CASCADE_DATA) -folds 5 -cascades $(CASCADE_FOLDS) \
+	bin/posectl detections $(CASCADE_DATA) -face-free $(UNSEEN)/unpacked -folds 5 -cascades $(CASCADE_FOLDS) \
 		-turned-scores $(TURNED_SCORES)
 
 # The shipped recipe, each fold choosing its temperature as `make model`

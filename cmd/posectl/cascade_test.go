@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/edgepose/posed/train/cascade"
 )
 
 // posectl cascade and detections refuse a split of the persons that names
@@ -34,3 +36,32 @@ func TestCascadeSplitRefused(t *testing.T) {
 
 func cascadeCmd(args []string, out *bytes.Buffer) error    { return runCascade(args, out) }
 func detectionsCmd(args []string, out *bytes.Buffer) error { return runDetections(args, out) }
+
+// False detections are counted on frames of the pictures measured: each
+// whole picture at 640×480 and its 640×480 tiles. The held-out third of
+// the training folder, or (-face-free) every picture of a folder no
+// cascade mined.
+func TestFaceFreeFrames(t *testing.T) {
+	pic := func(name string, w, h int) cascade.Picture {
+		return cascade.Picture{Name: name, Img: cascade.Image{Pix: make([]uint8, w*h), W: w, H: h}}
+	}
+	pics := []cascade.Picture{pic("a.jpg", 1280, 960), pic("b.jpg", 700, 500), pic("c.jpg", 1920, 480)}
+	for _, c := range []struct {
+		measured func(string) bool
+		want     int
+	}{
+		{func(string) bool { return true }, (1 + 4) + (1 + 1) + (1 + 3)},
+		{func(n string) bool { return n == "a.jpg" }, 1 + 4},
+		{func(string) bool { return false }, 0},
+	} {
+		frames := faceFreeFrames(pics, c.measured)
+		if len(frames) != c.want {
+			t.Errorf("%d frames, want %d", len(frames), c.want)
+		}
+		for _, f := range frames {
+			if f.Rect.Dx() != 640 || f.Rect.Dy() != 480 {
+				t.Errorf("a frame of %v, want 640×480", f.Rect)
+			}
+		}
+	}
+}

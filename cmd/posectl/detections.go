@@ -28,6 +28,7 @@ func runDetections(args []string, stdout io.Writer) error {
 	def := detect.DefaultParams()
 	shift := fs.Float64("turned-shift", def.TurnedShift, "the turned cascade's window step, a fraction of its side")
 	scale := fs.Float64("turned-scale", def.TurnedScale, "the turned cascade's window growth between scales")
+	unseen := fs.String("face-free", "", "a folder of face-free pictures no cascade mined (make negatives fetches one to build/negatives-unseen): every one measured, beside the held-out third of -negatives")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,8 +60,17 @@ func runDetections(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	frames := faceFreeFrames(pics)
+	frames := faceFreeFrames(pics, cascade.HeldOut)
 	fmt.Fprintf(stdout, "%d faces; %d face-free 640×480 frames from %d held-out pictures\n", len(samples), len(frames), heldOut(pics))
+	var fresh []*image.Gray
+	if *unseen != "" {
+		more, err := cascade.ReadPictures(*unseen, cd.maxSide)
+		if err != nil {
+			return err
+		}
+		fresh = faceFreeFrames(more, func(string) bool { return true })
+		fmt.Fprintf(stdout, "and %d from %d pictures no cascade mined (%s)\n", len(fresh), len(more), *unseen)
+	}
 	if cd.folds > 0 {
 		fmt.Fprintf(stdout, "folds 0 … %d of %d measured, each by the cascade trained without it\n", len(cs)-1, cd.folds)
 	}
@@ -76,7 +86,11 @@ func runDetections(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "| detector | set | 0–15 | 15–30 | 30–45 | 45–60 | 60–75 | 75–90 | false per photo | false per face-free frame |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	head := "| detector | set | 0–15 | 15–30 | 30–45 | 45–60 | 60–75 | 75–90 | false per photo | false per face-free frame |"
+	if fresh != nil {
+		head += " false per unseen face-free frame |"
+	}
+	fmt.Fprintf(stdout, "%s\n|%s\n", head, strings.Repeat("---|", strings.Count(head, "|")-1))
 	for _, st := range setups {
 		// False detections on the face-free frames: each part's detector's,
 		// averaged (facefinder alone is one detector for every part).
@@ -86,11 +100,19 @@ func runDetections(args []string, stdout io.Writer) error {
 				dets = append(dets, st.det(k))
 			}
 		}
-		ffp := 0
-		for _, d := range dets {
-			for _, f := range frames {
-				ffp += len(d.Detect(f))
+		falses := func(frames []*image.Gray) string {
+			n := 0
+			for _, d := range dets {
+				for _, f := range frames {
+					n += len(d.Detect(f))
+				}
 			}
+			return fmt.Sprintf("%.3f", float64(n)/float64(len(dets)*len(frames)))
+		}
+		ffp := falses(frames)
+		var fp string
+		if fresh != nil {
+			fp = falses(fresh)
 		}
 		for _, set := range []string{"pointing04", "aflw2000"} {
 			r, err := measureDetections(st, set, samples, cd.part, cd.measured(len(cs)))
@@ -104,8 +126,10 @@ func runDetections(args []string, stdout io.Writer) error {
 			for b := range r.found {
 				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(r.found[b])/float64(max(r.total[b], 1))))
 			}
-			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos)),
-				fmt.Sprintf("%.3f", float64(ffp)/float64(len(dets)*len(frames))))
+			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos)), ffp)
+			if fresh != nil {
+				row = append(row, fp)
+			}
 			fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
 		}
 	}
@@ -246,12 +270,12 @@ func overlaps(det, label feature.Box) bool {
 	return det.X < label.X+label.W && label.X < det.X+det.W && det.Y < label.Y+label.H && label.Y < det.Y+det.H
 }
 
-// faceFreeFrames are 640×480 frames of the held-out pictures: each whole
-// picture scaled to 640×480, and its 640×480 tiles.
-func faceFreeFrames(pics []cascade.Picture) []*image.Gray {
+// faceFreeFrames are 640×480 frames of the pictures measured (by name):
+// each whole picture scaled to 640×480, and its 640×480 tiles.
+func faceFreeFrames(pics []cascade.Picture, measured func(name string) bool) []*image.Gray {
 	var out []*image.Gray
 	for _, p := range pics {
-		if !cascade.HeldOut(p.Name) {
+		if !measured(p.Name) {
 			continue
 		}
 		g := p.Img.Gray()
