@@ -28,7 +28,7 @@ func runDetections(args []string, stdout io.Writer) error {
 	def := detect.DefaultParams()
 	shift := fs.Float64("turned-shift", def.TurnedShift, "the turned cascade's window step, a fraction of its side")
 	scale := fs.Float64("turned-scale", def.TurnedScale, "the turned cascade's window growth between scales")
-	unseen := fs.String("face-free", "", "a folder of face-free pictures no cascade mined (make negatives fetches one to build/negatives-unseen): every one measured, beside the held-out third of -negatives")
+	unseenDir := fs.String("face-free", "", "a folder of face-free pictures no cascade mined (make negatives fetches one to build/negatives-unseen): every one measured, beside the held-out third of -negatives")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,14 +62,14 @@ func runDetections(args []string, stdout io.Writer) error {
 	}
 	frames := faceFreeFrames(pics, cascade.HeldOut)
 	fmt.Fprintf(stdout, "%d faces; %d face-free 640×480 frames from %d held-out pictures\n", len(samples), len(frames), heldOut(pics))
-	var fresh []*image.Gray
-	if *unseen != "" {
-		more, err := cascade.ReadPictures(*unseen, cd.maxSide)
+	var unseen []*image.Gray
+	if *unseenDir != "" {
+		more, err := cascade.ReadPictures(*unseenDir, cd.maxSide)
 		if err != nil {
 			return err
 		}
-		fresh = faceFreeFrames(more, func(string) bool { return true })
-		fmt.Fprintf(stdout, "and %d from %d pictures no cascade mined (%s)\n", len(fresh), len(more), *unseen)
+		unseen = faceFreeFrames(more, func(string) bool { return true })
+		fmt.Fprintf(stdout, "and %d from %d pictures no cascade mined (%s)\n", len(unseen), len(more), *unseenDir)
 	}
 	if cd.folds > 0 {
 		fmt.Fprintf(stdout, "folds 0 … %d of %d measured, each by the cascade trained without it\n", len(cs)-1, cd.folds)
@@ -87,7 +87,7 @@ func runDetections(args []string, stdout io.Writer) error {
 		return err
 	}
 	head := "| detector | set | 0–15 | 15–30 | 30–45 | 45–60 | 60–75 | 75–90 | false per photo | false per face-free frame |"
-	if fresh != nil {
+	if unseen != nil {
 		head += " false per unseen face-free frame |"
 	}
 	fmt.Fprintf(stdout, "%s\n|%s\n", head, strings.Repeat("---|", strings.Count(head, "|")-1))
@@ -100,19 +100,19 @@ func runDetections(args []string, stdout io.Writer) error {
 				dets = append(dets, st.det(k))
 			}
 		}
-		falses := func(frames []*image.Gray) string {
+		falses := func(on []*image.Gray) string {
 			n := 0
 			for _, d := range dets {
-				for _, f := range frames {
+				for _, f := range on {
 					n += len(d.Detect(f))
 				}
 			}
-			return fmt.Sprintf("%.3f", float64(n)/float64(len(dets)*len(frames)))
+			return fmt.Sprintf("%.3f", float64(n)/float64(len(dets)*len(on)))
 		}
-		ffp := falses(frames)
-		var fp string
-		if fresh != nil {
-			fp = falses(fresh)
+		held := falses(frames)
+		var fresh string
+		if unseen != nil {
+			fresh = falses(unseen)
 		}
 		for _, set := range []string{"pointing04", "aflw2000"} {
 			r, err := measureDetections(st, set, samples, cd.part, cd.measured(len(cs)))
@@ -126,9 +126,9 @@ func runDetections(args []string, stdout io.Writer) error {
 			for b := range r.found {
 				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(r.found[b])/float64(max(r.total[b], 1))))
 			}
-			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos)), ffp)
-			if fresh != nil {
-				row = append(row, fp)
+			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos)), held)
+			if unseen != nil {
+				row = append(row, fresh)
 			}
 			fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
 		}
