@@ -25,6 +25,7 @@ func TestCascadeSplitRefused(t *testing.T) {
 		{cascadeCmd, []string{"-o", "x", "-half", "2"}, "-half 2"},
 		{detectionsCmd, []string{"-folds", "2", "-cascades", turned + "," + turned + "," + turned}, "wants up to 2 cascades"},
 		{detectionsCmd, []string{"-folds", "5"}, "wants up to 5 cascades"},
+		{detectionsCmd, []string{"-folds", "5", "-cascades", "-,-"}, "wants up to 5 cascades"},
 		{detectionsCmd, []string{"-folds", "5", "-leave-out", "1", "-cascades", turned}, "-leave-out is for posectl cascade"},
 	} {
 		err := c.cmd(c.args, &bytes.Buffer{})
@@ -63,5 +64,26 @@ func TestFaceFreeFrames(t *testing.T) {
 				t.Errorf("a frame of %v, want 640×480", f.Rect)
 			}
 		}
+	}
+}
+
+// posectl detections -folds N measures the folds whose cascade is given;
+// "-" in a fold's place leaves it out (to measure one fold's variant).
+func TestDetectionsMeasureGivenFolds(t *testing.T) {
+	turned := "../../infer/detect/cascade/turned"
+	cs, err := readCascades("-,"+turned+",-", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := cascadeData{folds: 5, half: -1}.measured(cs)
+	for part, want := range []bool{false, true, false, false, false} {
+		if measured(part) != want {
+			t.Errorf("fold %d measured: %v, want %v", part, measured(part), want)
+		}
+	}
+	// Where every fold needs its cascade (posectl eval -turned-folds), "-"
+	// is a file name like any other.
+	if _, err := readCascades("-,"+turned, false); err == nil {
+		t.Error(`readCascades without gaps read "-"`)
 	}
 }

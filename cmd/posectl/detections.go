@@ -23,7 +23,7 @@ func runDetections(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("detections", flag.ContinueOnError)
 	var cd cascadeData
 	cd.register(fs)
-	files := fs.String("cascades", "", "turned-face cascades (comma-separated); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); with -folds N, up to N cascades, the k-th trained with -leave-out k (measured on fold k; folds without a cascade are not measured); empty: facefinder alone")
+	files := fs.String("cascades", "", "turned-face cascades (comma-separated); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); with -folds N, up to N cascades, the k-th trained with -leave-out k (measured on fold k; folds without a cascade, or with - in its place, are not measured); empty: facefinder alone")
 	scores := fs.String("turned-scores", "2", "smallest scores of turned faces to measure (comma-separated)")
 	def := detect.DefaultParams()
 	shift := fs.Float64("turned-shift", def.TurnedShift, "the turned cascade's window step, a fraction of its side")
@@ -45,11 +45,11 @@ func runDetections(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: -turned-scores: %v", errUsage, err)
 	}
-	cs, err := readCascades(*files)
+	cs, err := readCascades(*files, cd.folds > 0)
 	if err != nil {
 		return err
 	}
-	if cd.folds > 0 && (len(cs) == 0 || len(cs) > cd.folds) {
+	if cd.folds > 0 && (!slices.ContainsFunc(cs, func(c *detect.Cascade) bool { return c != nil }) || len(cs) > cd.folds) {
 		return fmt.Errorf("%w: -folds %d wants up to %d cascades, the k-th trained without fold k; -cascades gives %d", errUsage, cd.folds, cd.folds, len(cs))
 	}
 	samples, err := cd.data.load()
@@ -72,12 +72,21 @@ func runDetections(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "and %d from %d pictures no cascade mined (%s)\n", len(unseen), len(more), *unseenDir)
 	}
 	if cd.folds > 0 {
-		fmt.Fprintf(stdout, "folds 0 … %d of %d measured, each by the cascade trained without it\n", len(cs)-1, cd.folds)
+		var folds []string
+		for k, c := range cs {
+			if c != nil {
+				folds = append(folds, fmt.Sprint(k))
+			}
+		}
+		fmt.Fprintf(stdout, "folds %s of %d measured, each by the cascade trained without it\n", strings.Join(folds, ", "), cd.folds)
 	}
 	p := cd.df.p
 	ff := scanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: p.Shift, Scale: p.Scale}, detect.Facefinder())
 	fmt.Fprintf(stdout, "cost on the face-free frames, trees evaluated per window: facefinder %.2f", ff)
 	for i, c := range cs {
+		if c == nil {
+			continue
+		}
 		fmt.Fprintf(stdout, ", turned cascade %d (both views) %.2f", i, scanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: *shift, Scale: *scale}, c, c.Mirrored()))
 	}
 	fmt.Fprintln(stdout)
@@ -96,7 +105,7 @@ func runDetections(args []string, stdout io.Writer) error {
 		// averaged (facefinder alone is one detector for every part).
 		var dets []*detect.Detector
 		for k := range max(cd.folds, 1) {
-			if k < max(len(cs), 1) && !slices.Contains(dets, st.det(k)) {
+			if k < max(len(cs), 1) && st.det(k) != nil && !slices.Contains(dets, st.det(k)) {
 				dets = append(dets, st.det(k))
 			}
 		}
@@ -115,7 +124,7 @@ func runDetections(args []string, stdout io.Writer) error {
 			fresh = falses(unseen)
 		}
 		for _, set := range []string{"pointing04", "aflw2000"} {
-			r, err := measureDetections(st, set, samples, cd.part, cd.measured(len(cs)))
+			r, err := measureDetections(st, set, samples, cd.part, cd.measured(cs))
 			if err != nil {
 				return err
 			}
@@ -151,14 +160,15 @@ func (cd cascadeData) part(s dataset.Sample) int {
 	return cascade.Half(s)
 }
 
-// measured reports whether the faces of a part are measured: all but the
-// half a single cascade was trained on.
-func (cd cascadeData) measured(cascades int) func(part int) bool {
+// measured reports whether the faces of a part are measured: with -folds,
+// the folds whose cascade was given (not "-"); else all but the half a
+// single cascade was trained on.
+func (cd cascadeData) measured(cs []*detect.Cascade) func(part int) bool {
 	return func(part int) bool {
 		if cd.folds > 0 {
-			return part < cascades // the folds whose cascade was given
+			return part < len(cs) && cs[part] != nil // the folds whose cascade was given
 		}
-		return cd.half < 0 || cascades != 1 || part != cd.half
+		return cd.half < 0 || len(cs) != 1 || part != cd.half
 	}
 }
 
@@ -175,6 +185,10 @@ func detectionSetups(cd cascadeData, cs []*detect.Cascade, minScores []float64, 
 	for _, ms := range minScores {
 		var dets []*detect.Detector
 		for _, c := range cs {
+			if c == nil {
+				dets = append(dets, nil) // a fold not measured
+				continue
+			}
 			p := cd.df.p
 			p.TurnedScore, p.TurnedShift, p.TurnedScale = ms, shift, scale
 			d, err := detect.NewViews(p, append([]detect.ViewCascade{{View: detect.Frontal, Cascade: detect.Facefinder(), MinScore: p.MinScore}},
@@ -335,10 +349,15 @@ func scaleGray(g *image.Gray, w, h int) *image.Gray {
 	return out
 }
 
-// readCascades reads a comma-separated list of cascade files.
-func readCascades(list string) ([]*detect.Cascade, error) {
+// readCascades reads a comma-separated list of cascade files; with gaps,
+// "-" stands for none (nil).
+func readCascades(list string, gaps bool) ([]*detect.Cascade, error) {
 	var cs []*detect.Cascade
 	for _, f := range splitList(list) {
+		if gaps && f == "-" {
+			cs = append(cs, nil)
+			continue
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err

@@ -175,7 +175,7 @@ func (e *evalFlags) foldDetectors() (func(dataset.Sample) *detect.Detector, erro
 	if e.df.p.Turned {
 		return nil, fmt.Errorf("%w: give -turned (the embedded cascade) or -turned-folds, not both", errUsage)
 	}
-	cs, err := readCascades(e.turnedFolds)
+	cs, err := readCascades(e.turnedFolds, false)
 	if err != nil {
 		return nil, err
 	}
