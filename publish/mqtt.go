@@ -36,8 +36,10 @@ type Publisher struct {
 	print                   io.Writer
 
 	queue    chan outMsg
-	bufs     chan []byte // message buffers paho is done with (Pose)
-	lossless bool        // Pose waits for room in the queue (WithLossless)
+	bufs     chan []byte   // message buffers paho is done with (Pose)
+	lossless bool          // Pose waits for room in the queue (WithLossless)
+	tried    chan struct{} // closed once the first connection attempt has ended, either way (firstTryEnded)
+	tryOnce  sync.Once
 	wait     *time.Timer // the publishing goroutine's acknowledgement timer
 	done     chan struct{}
 	stopOnce sync.Once
@@ -133,7 +135,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	p := &Publisher{
 		cfg: cfg, device: device, base: cfg.Prefix + "/" + device + "/", log: log, print: print,
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
-		dirty: make(chan struct{}, 1), dirtyTopics: map[string]bool{},
+		dirty: make(chan struct{}, 1), dirtyTopics: map[string]bool{}, tried: make(chan struct{}),
 		bufs:    make(chan []byte, 2*queueLen+4),
 		version: "dev",
 	}
@@ -237,7 +239,7 @@ func TLSConfig(cfg config.MQTT) (*tls.Config, error) {
 func (p *Publisher) connectLoop() {
 	defer p.wg.Done()
 	wait := connectBackoff
-	for {
+	for first := true; ; first = false {
 		t := p.client.Connect()
 		select {
 		case <-t.Done():
@@ -246,6 +248,9 @@ func (p *Publisher) connectLoop() {
 		}
 		if t.Error() == nil {
 			return
+		}
+		if first {
+			p.firstTryEnded()
 		}
 		p.noteFailure(t.Error(), wait)
 		timer := time.NewTimer(wait)
@@ -347,7 +352,12 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 			return
 		}
 	}
+	p.firstTryEnded() // "online" is queued before a replay's first frame
 }
+
+// firstTryEnded says the first connection attempt has ended: connected
+// (and "online" queued) or failed.
+func (p *Publisher) firstTryEnded() { p.tryOnce.Do(func() { close(p.tried) }) }
 
 // loop publishes queued messages, waiting (bounded) for QoS > 0 ones.
 func (p *Publisher) loop() {
@@ -501,6 +511,16 @@ func (p *Publisher) Pose(m *PoseMsg, primary int) {
 		p.lastPose = now
 		p.mu.Unlock()
 	}
+	if p.lossless {
+		// A replay's first frames come before the connection: they wait
+		// for its first attempt instead of being dropped as not
+		// connected. Without a broker the attempt fails (within
+		// mqtt.connect_timeout) and they are dropped as a camera's are.
+		select {
+		case <-p.tried:
+		case <-p.done:
+		}
+	}
 	if !p.connected.Load() {
 		p.drop(true)
 		return
@@ -523,8 +543,9 @@ func (p *Publisher) Pose(m *PoseMsg, primary int) {
 }
 
 // WithLossless makes Pose wait for room in the queue instead of dropping
-// the message: for a replay read as fast as posed processes it, whose
-// every frame is to be published. A camera's frames must never wait.
+// the message, and the first messages wait for the first connection
+// attempt: for a replay read as fast as posed processes it, whose every
+// frame is to be published. A camera's frames must never wait.
 func WithLossless(on bool) Option { return func(p *Publisher) { p.lossless = on } }
 
 // enqueuePose queues a frame's message: at once or dropped, or, lossless,

@@ -125,6 +125,8 @@ func TestEndToEndMosquitto(t *testing.T) {
 	})
 	sch := mqtttest.Schemas(t)
 	var errs []float64
+	var seqs []int
+	defer func() { t.Logf("pose seqs %v", seqs) }()
 	seen := map[string]int{}
 	for _, m := range col.All() {
 		if strings.HasPrefix(m.Topic, "homeassistant/") && !strings.HasPrefix(m.Topic, "homeassistant/sensor/") {
@@ -181,6 +183,7 @@ func TestEndToEndMosquitto(t *testing.T) {
 			Faces []struct{ Yaw *float64 }
 		}
 		json.Unmarshal(m.Payload, &p)
+		seqs = append(seqs, p.Seq)
 		if len(p.Faces) > 0 && p.Faces[0].Yaw != nil && p.Seq >= 1 && p.Seq <= len(yaws) {
 			truth := yaws[p.Seq-1]
 			errs = append(errs, math.Abs(*p.Faces[0].Yaw-truth))
