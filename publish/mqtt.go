@@ -239,7 +239,7 @@ func TLSConfig(cfg config.MQTT) (*tls.Config, error) {
 func (p *Publisher) connectLoop() {
 	defer p.wg.Done()
 	wait := connectBackoff
-	for first := true; ; first = false {
+	for {
 		t := p.client.Connect()
 		select {
 		case <-t.Done():
@@ -249,9 +249,7 @@ func (p *Publisher) connectLoop() {
 		if t.Error() == nil {
 			return
 		}
-		if first {
-			p.firstTryEnded()
-		}
+		p.firstTryEnded()
 		p.noteFailure(t.Error(), wait)
 		timer := time.NewTimer(wait)
 		select {
@@ -356,7 +354,7 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 }
 
 // firstTryEnded says the first connection attempt has ended: connected
-// (and "online" queued) or failed.
+// (and "online" queued) or failed. Later calls do nothing.
 func (p *Publisher) firstTryEnded() { p.tryOnce.Do(func() { close(p.tried) }) }
 
 // loop publishes queued messages, waiting (bounded) for QoS > 0 ones.
