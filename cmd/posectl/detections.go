@@ -45,9 +45,12 @@ func runDetections(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: -turned-scores: %v", errUsage, err)
 	}
-	cs, err := readCascades(*files, cd.folds > 0)
+	cs, err := readCascades(*files)
 	if err != nil {
 		return err
+	}
+	if cd.folds == 0 && slices.Contains(cs, nil) {
+		return fmt.Errorf("%w: -cascades: - (a fold not measured) goes with -folds", errUsage)
 	}
 	if cd.folds > 0 && (!slices.ContainsFunc(cs, func(c *detect.Cascade) bool { return c != nil }) || len(cs) > cd.folds) {
 		return fmt.Errorf("%w: -folds %d wants up to %d cascades, the k-th trained without fold k; -cascades gives %d", errUsage, cd.folds, cd.folds, len(cs))
@@ -349,12 +352,12 @@ func scaleGray(g *image.Gray, w, h int) *image.Gray {
 	return out
 }
 
-// readCascades reads a comma-separated list of cascade files; with gaps,
-// "-" stands for none (nil).
-func readCascades(list string, gaps bool) ([]*detect.Cascade, error) {
+// readCascades reads a comma-separated list of cascade files; "-" stands
+// for none (nil: a fold not measured).
+func readCascades(list string) ([]*detect.Cascade, error) {
 	var cs []*detect.Cascade
 	for _, f := range splitList(list) {
-		if gaps && f == "-" {
+		if f == "-" {
 			cs = append(cs, nil)
 			continue
 		}

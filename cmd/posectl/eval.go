@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,9 +176,12 @@ func (e *evalFlags) foldDetectors() (func(dataset.Sample) *detect.Detector, erro
 	if e.df.p.Turned {
 		return nil, fmt.Errorf("%w: give -turned (the embedded cascade) or -turned-folds, not both", errUsage)
 	}
-	cs, err := readCascades(e.turnedFolds, false)
+	cs, err := readCascades(e.turnedFolds)
 	if err != nil {
 		return nil, err
+	}
+	if k := slices.Index(cs, nil); k >= 0 {
+		return nil, fmt.Errorf("%w: -turned-folds: fold %d has no cascade (-): every fold's faces need the cascade that left them out", errUsage, k)
 	}
 	if len(cs) < 2 {
 		return nil, fmt.Errorf("%w: -turned-folds wants one cascade per fold, at least 2; it gives %d", errUsage, len(cs))

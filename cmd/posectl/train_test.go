@@ -163,7 +163,7 @@ func TestEvalKFoldPerFace(t *testing.T) {
 			t.Fatalf("%s: -turned-folds with the embedded cascade for every fold differs from -turned:\n%v\n%v", path, r, got[path])
 		}
 	}
-	for _, bad := range [][]string{{"-turned-folds", c}, {"-turned", "-turned-folds", c + "," + c}, {"-profile", "30", "-profile-density", "lots"}} {
+	for _, bad := range [][]string{{"-turned-folds", c}, {"-turned-folds", "-," + c}, {"-turned", "-turned-folds", c + "," + c}, {"-profile", "30", "-profile-density", "lots"}} {
 		if err := runEval(append(args, bad...), io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("eval %v: %v, want a usage error", bad, err)
 		}
