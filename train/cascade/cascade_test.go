@@ -339,7 +339,7 @@ func TestPictureNamesIgnoreTheFolderAbove(t *testing.T) {
 		}
 	}
 	// Pictures not below a usr/share are named by their path below dir.
-	if got := PictureName("/data/pics", "/data/pics/holiday/x.jpg"); got != "holiday/x.jpg" {
-		t.Errorf("PictureName outside usr/share: %q, want holiday/x.jpg", got)
+	if got := pictureName("/data/pics", "/data/pics/holiday/x.jpg"); got != "holiday/x.jpg" {
+		t.Errorf("pictureName outside usr/share: %q, want holiday/x.jpg", got)
 	}
 }

@@ -222,17 +222,17 @@ func (im Image) Gray() *image.Gray {
 // Picture is a face-free photograph read for negatives or for measuring
 // false detections.
 type Picture struct {
-	Name string // its path below usr/share (PictureName)
+	Name string // its path below usr/share (pictureName)
 	Img  Image
 }
 
-// PictureName names the picture at path p read from below dir: its path
+// pictureName names the picture at path p read from below dir: its path
 // below the last usr/share in p, where its package installs it, else its
 // path below dir. HeldOut hashes the name, so the third of the pictures
 // kept out of training is the same whichever folder above usr/share
 // -negatives names (build/negatives or build/negatives/unpacked/usr/share):
 // a cascade is measured on pictures it never mined.
-func PictureName(dir, p string) string {
+func pictureName(dir, p string) string {
 	slash := filepath.ToSlash(p)
 	if i := strings.LastIndex(slash, "usr/share/"); i >= 0 && (i == 0 || slash[i-1] == '/') {
 		return slash[i+len("usr/share/"):]
@@ -290,7 +290,7 @@ func ReadPictures(dir string, maxSide int) ([]Picture, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cascade: %s: %w", p, err)
 		}
-		out = append(out, Picture{Name: PictureName(dir, p), Img: FromGray(shrink(g, maxSide))})
+		out = append(out, Picture{Name: pictureName(dir, p), Img: FromGray(shrink(g, maxSide))})
 	}
 	return out, nil
 }
