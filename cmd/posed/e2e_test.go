@@ -125,8 +125,7 @@ func TestEndToEndMosquitto(t *testing.T) {
 	})
 	sch := mqtttest.Schemas(t)
 	var errs []float64
-	var seqs []int
-	defer func() { t.Logf("pose seqs %v", seqs) }()
+	var seqs []int // of the pose messages, to name a missing one
 	seen := map[string]int{}
 	for _, m := range col.All() {
 		if strings.HasPrefix(m.Topic, "homeassistant/") && !strings.HasPrefix(m.Topic, "homeassistant/sensor/") {
@@ -191,7 +190,7 @@ func TestEndToEndMosquitto(t *testing.T) {
 	}
 	t.Logf("messages by topic: %v; %d frames with a face of %d", seen, len(errs), len(yaws))
 	if seen["pose"] != len(yaws) || seen["state"] < 2 || seen["camera"] < 1 || seen["available"] < 2 || seen["discovery"] < 4 || seen["ha"] < 2 {
-		t.Errorf("messages by topic %v", seen)
+		t.Errorf("messages by topic %v; pose seqs %v", seen, seqs)
 	}
 	mae := 0.0
 	for _, e := range errs {
