@@ -339,6 +339,8 @@ func TestAttentionProfiles(t *testing.T) {
 		{"attention: {max_std: 0}\n", "attention.max_std"},
 		{"track: {recheck_std: -1}\n", "track.recheck_std"},
 		{"track: {recheck_std: 200}\n", "track.recheck_std"},
+		{"track: {start_std: -1}\n", "track.start_std"},
+		{"track: {start_std: .nan}\n", "track.start_std"},
 		{"track: {recheck_turn: -5}\n", "track.recheck_turn"},
 		{"track: {recheck_turn: .nan}\n", "track.recheck_turn"},
 	} {

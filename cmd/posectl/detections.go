@@ -10,8 +10,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
 )
@@ -28,6 +32,7 @@ func runDetections(args []string, stdout io.Writer) error {
 	def := detect.DefaultParams()
 	shift := fs.Float64("turned-shift", def.TurnedShift, "the turned cascade's window step, a fraction of its side")
 	scale := fs.Float64("turned-scale", def.TurnedScale, "the turned cascade's window growth between scales")
+	modelPath := fs.String("model", "", "a pose model (with the profile expert beside it) that checks each detection on the face-free frames as posed does (track.start_std): what posed would publish is counted beside the detections")
 	unseenDir := fs.String("face-free", "", "a folder of face-free pictures no cascade mined (make negatives fetches one to build/negatives-unseen): every one measured, beside the held-out third of -negatives")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -54,6 +59,12 @@ func runDetections(args []string, stdout io.Writer) error {
 	}
 	if cd.folds > 0 && (!slices.ContainsFunc(cs, func(c *detect.Cascade) bool { return c != nil }) || len(cs) > cd.folds) {
 		return fmt.Errorf("%w: -folds %d wants up to %d cascades, the k-th trained without fold k; -cascades gives %d", errUsage, cd.folds, cd.folds, len(cs))
+	}
+	var check *startCheck
+	if *modelPath != "" {
+		if check, err = newStartCheck(*modelPath); err != nil {
+			return err
+		}
 	}
 	samples, err := cd.data.load()
 	if err != nil {
@@ -102,6 +113,9 @@ func runDetections(args []string, stdout io.Writer) error {
 	if unseen != nil {
 		head += " false per unseen face-free frame |"
 	}
+	if check != nil {
+		fmt.Fprintf(stdout, "false per face-free frame: detections → faces posed publishes (%s checks them: track.start_std %g)\n\n", *modelPath, check.cfg.StartStd)
+	}
 	fmt.Fprintf(stdout, "%s\n|%s\n", head, strings.Repeat("---|", strings.Count(head, "|")-1))
 	for _, st := range setups {
 		// False detections on the face-free frames: each part's detector's,
@@ -113,13 +127,20 @@ func runDetections(args []string, stdout io.Writer) error {
 			}
 		}
 		falses := func(on []*image.Gray) string {
-			n := 0
+			n, published := 0, 0
 			for _, d := range dets {
 				for _, f := range on {
 					n += len(d.Detect(f))
+					if check != nil {
+						published += check.faces(d, f)
+					}
 				}
 			}
-			return fmt.Sprintf("%.3f", float64(n)/float64(len(dets)*len(on)))
+			pairs := float64(len(dets) * len(on))
+			if check != nil {
+				return fmt.Sprintf("%.3f → %.3f", float64(n)/pairs, float64(published)/pairs)
+			}
+			return fmt.Sprintf("%.3f", float64(n)/pairs)
 		}
 		held := falses(frames)
 		var fresh string
@@ -146,6 +167,36 @@ func runDetections(args []string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// startCheck is what posed makes of detections: its tracker, with the
+// default configuration, and a pose model that checks them.
+type startCheck struct {
+	cfg   track.Config
+	calib detect.Calibration
+	wk    *pose.Worker
+}
+
+func newStartCheck(path string) (*startCheck, error) {
+	def := config.Default()
+	m, err := gllim.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-model: %w", err)
+	}
+	est, err := pose.New(m, def.Model.Settings())
+	if err != nil {
+		return nil, fmt.Errorf("-model: %s: %w", path, err)
+	}
+	if est, err = withExpert(est, path, ""); err != nil {
+		return nil, err
+	}
+	return &startCheck{cfg: def.TrackConfig(), calib: detect.CalibrationOf(m.Calibration), wk: est.NewWorker()}, nil
+}
+
+// faces is how many faces posed publishes on frame img as the first of
+// its scene, finding them with det.
+func (c *startCheck) faces(det *detect.Detector, img *image.Gray) int {
+	return len(track.New(c.cfg, det, c.calib, c.wk).Process(img))
 }
 
 // detectionSetup is a detector measured by posectl detections.

@@ -35,6 +35,7 @@ type evalFlags struct {
 	holdout, splits, folds         int
 	holdoutSeed, testSeed          uint64
 	testSigma, testScale           float64
+	startStd                       float64
 	asJSON, asCSV, profileCompare  bool
 }
 
@@ -57,6 +58,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.set, "set", "pointing04", "lopo, kfold, holdout: the data set whose persons are left out")
 	fs.Float64Var(&e.testSigma, "test-centre-sigma", 0.1, "shifted: σ of test box moves, in box sides")
 	fs.Float64Var(&e.testScale, "test-scale-sigma", 0.1, "shifted: σ of test box log-scale changes")
+	fs.Float64Var(&e.startStd, "start-std", 0, "detected: a face whose yaw σ from its detection exceeds this many degrees is not found, as posed starts no track on it (track.start_std, 30 by default there); 0: every detection counts")
 	fs.Uint64Var(&e.testSeed, "test-seed", 5, "shifted: seed of the test box moves")
 	fs.BoolVar(&e.asJSON, "json", false, "print one JSON object per evaluation case")
 	fs.BoolVar(&e.asCSV, "csv", false, "print CSV")
@@ -149,6 +151,9 @@ func (e *evalFlags) cases() ([]headpose.EvalOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !(e.startStd >= 0) {
+		return nil, fmt.Errorf("%w: -start-std %g: want 0 (off) or a σ in degrees", errUsage, e.startStd)
+	}
 	var evals []headpose.EvalOptions
 	for _, c := range splitList(e.condition) {
 		cond, err := headpose.ParseCondition(c)
@@ -156,7 +161,7 @@ func (e *evalFlags) cases() ([]headpose.EvalOptions, error) {
 			return nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
 		for _, st := range settings {
-			evals = append(evals, headpose.EvalOptions{Condition: cond, Seed: e.testSeed, CentreSigma: e.testSigma, ScaleSigma: e.testScale, Settings: st})
+			evals = append(evals, headpose.EvalOptions{Condition: cond, Seed: e.testSeed, CentreSigma: e.testSigma, ScaleSigma: e.testScale, Settings: st, StartStd: e.startStd})
 		}
 	}
 	if len(evals) == 0 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,6 +144,48 @@ func TestEvalKFoldPerFace(t *testing.T) {
 		t.Errorf("views of the detected faces with -turned: %v, want each of frontal, yaw+, yaw-", views)
 	}
 
+	// -start-std checks the detections as posed does: a face is found
+	// only if found without the check and its yaw σ is within the bound,
+	// with the same prediction. The bound is between the found faces' σ
+	// about the median (the file rounds σ; no face is at the bound).
+	var stds []float64
+	for _, r := range rows(turned, "detected") {
+		if r[4] == "true" {
+			sd, err := strconv.ParseFloat(r[11], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stds = append(stds, sd)
+		}
+	}
+	slices.Sort(stds)
+	m := len(stds) / 2
+	for m+1 < len(stds) && stds[m+1] == stds[m] {
+		m++
+	}
+	bound := (stds[m] + stds[min(m+1, len(stds)-1)]) / 2
+	checked := filepath.Join(t.TempDir(), "checked.csv")
+	buf.Reset()
+	if err := runEval(append(args, "-condition", "detected", "-iterations", "1", "-turned", "-start-std", strconv.FormatFloat(bound, 'g', -1, 64), "-per-face", checked), &buf); err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for path, r := range rows(checked, "detected, 1 iteration, averaged, started at yaw σ ≤") {
+		w := rows(turned, "detected")[path]
+		sd, _ := strconv.ParseFloat(w[11], 64)
+		switch wantFound := w[4] == "true" && sd <= bound; {
+		case wantFound != (r[4] == "true"):
+			t.Fatalf("%s: -start-std %g: found %s; without the check found %s, yaw σ %s", path, bound, r[4], w[4], w[11])
+		case wantFound && !slices.Equal(r[5:], w[5:]):
+			t.Fatalf("%s: -start-std changed the prediction:\n%v\n%v", path, r, w)
+		case wantFound:
+			kept++
+		}
+	}
+	if kept == 0 || kept == len(stds) {
+		t.Errorf("-start-std %g kept %d of %d found faces, want some but not all", bound, kept, len(stds))
+	}
+
 	// -turned-folds picks each face's cascade by its person's fold: with
 	// the embedded cascade as every fold's, it finds what -turned finds.
 	c := "../../infer/detect/cascade/turned"
@@ -163,7 +206,7 @@ func TestEvalKFoldPerFace(t *testing.T) {
 			t.Fatalf("%s: -turned-folds with the embedded cascade for every fold differs from -turned:\n%v\n%v", path, r, got[path])
 		}
 	}
-	for _, bad := range [][]string{{"-turned-folds", c}, {"-turned-folds", "-," + c}, {"-turned", "-turned-folds", c + "," + c}, {"-profile", "30", "-profile-density", "lots"}} {
+	for _, bad := range [][]string{{"-turned-folds", c}, {"-turned-folds", "-," + c}, {"-turned", "-turned-folds", c + "," + c}, {"-profile", "30", "-profile-density", "lots"}, {"-start-std", "-1"}} {
 		if err := runEval(append(args, bad...), io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("eval %v: %v, want a usage error", bad, err)
 		}

@@ -5,10 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"image"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"runtime/debug"
@@ -134,12 +132,7 @@ func newTracker(cfg config.Config, log *slog.Logger) (*track.Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := cfg.Track
-	tc := track.Config{MaxFaces: t.MaxFaces, Every: d.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing, MaxStd: t.MaxStd, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn}
-	if r := cfg.Zones.Detect; r != nil {
-		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
-	}
-	tracker := track.New(tc, det, detect.CalibrationOf(m.Calibration), est.NewWorker())
+	tracker := track.New(cfg.TrackConfig(), det, detect.CalibrationOf(m.Calibration), est.NewWorker())
 	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
 		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "temperature", max(m.Temperature, 1),
 		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "expert", cfg.Model.ExpertPath(), "broker", config.RedactURL(cfg.MQTT.Broker))

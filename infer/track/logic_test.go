@@ -138,6 +138,42 @@ func TestTrackDetectedFaceOutlivesMaxStd(t *testing.T) {
 	}
 }
 
+// A detection starts a track only if the model's yaw std from its box is
+// at most StartStd; it is tried again at every detection while nothing is
+// tracked, and a track once started is held by MaxStd alone.
+func TestTrackStartStd(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 3, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, StartStd: 20}
+	tr, det, est, img := scripted(cfg)
+	det.faces = []detect.Face{square(200, 100, 100)}
+	est.std = 25
+	for frame := 1; frame <= 2; frame++ {
+		if faces := tr.Process(img); len(faces) != 0 || det.calls != frame {
+			t.Fatalf("frame %d (yaw std 25 > StartStd 20): %+v after %d detections; want no track, a detection every frame", frame, faces, det.calls)
+		}
+	}
+	est.std = 15
+	faces := tr.Process(img)
+	if len(faces) != 1 || det.calls != 3 {
+		t.Fatalf("frame 3 (yaw std 15): %+v after %d detections; want the track started", faces, det.calls)
+	}
+	id := faces[0].ID
+	est.std = 40 // above StartStd, below MaxStd: the started track stays
+	for frame := 4; frame <= 7; frame++ {
+		if faces := tr.Process(img); len(faces) != 1 || faces[0].ID != id {
+			t.Fatalf("frame %d (tracked, yaw std 40): %+v; want track %d kept", frame, faces, id)
+		}
+	}
+	if det.calls != 5 {
+		t.Errorf("%d detections by frame 7, want 5 (frames 1–3 untracked, then 4 and 7 on schedule)", det.calls)
+	}
+	cfg.StartStd = 0 // off
+	tr, det, est, img = scripted(cfg)
+	det.faces, est.std = []detect.Face{square(200, 100, 100)}, 55
+	if faces := tr.Process(img); len(faces) != 1 {
+		t.Errorf("StartStd 0: %+v; want the detection to start a track", faces)
+	}
+}
+
 // A tracked face whose yaw moves more than RecheckTurn between two frames
 // makes the next frame a detection; a smaller move, or RecheckTurn 0,
 // waits for Every.

@@ -26,6 +26,12 @@ type Config struct {
 	// dropped, unless a detection found it on this frame (the detector
 	// says a face is there; the std then speaks for its pose only).
 	MaxStd float64
+	// StartStd: a detection starts a track only if the model, from the
+	// detection's box, gives a yaw std (degrees) of at most this. A
+	// phantom (a detection on background) is a patch the model does not
+	// recognise as a face; a face that fails is tried again at the next
+	// detection. 0: every detection starts a track.
+	StartStd float64
 	// RecheckStd: a tracked face whose yaw std (degrees) exceeds this
 	// makes the next frame a full detection instead of waiting for Every
 	// (the model doubts a box that has slid off the face, as after a fast
@@ -167,8 +173,9 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	for _, tr := range t.tracks {
 		t.estimate(tr, img)
 	}
-	// 3. Drop faces that left, that the model no longer sees, or that
-	// detections have missed too often; then duplicates: two tracks on the
+	// 3. Drop faces that left, that the model no longer sees or never saw
+	// (Config.StartStd), or that detections have missed too often; then
+	// duplicates: two tracks on the
 	// same face (the detector can return two nested windows for one face,
 	// or find a face that a drifting track has half left) become one, with
 	// the older id and the more certain estimate.
@@ -176,11 +183,14 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		// A detection of this frame matched or started the track: a face
 		// is there whatever the model's doubt (Config.MaxStd).
 		found := t.last.Detected && tr.missed == 0
+		// …unless the detection is all there is: a track it starts needs
+		// the model to see a face too.
+		unseen := tr.face.Age == 1 && t.cfg.StartStd > 0 && tr.face.Has[0] && !(tr.face.Std[0] <= t.cfg.StartStd)
 		b := tr.raw
 		tr.drop = tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
 			b.X+b.W < float64(bounds.Min.X) || b.Y+b.H < float64(bounds.Min.Y) ||
 			b.X > float64(bounds.Max.X) || b.Y > float64(bounds.Max.Y) ||
-			(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd && !found)
+			(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd && !found) || unseen
 	}
 	for _, tr := range t.tracks {
 		for _, o := range t.tracks {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgepose/posed/train/dataset/datatest"
 
+	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/train/dataset"
 )
@@ -57,7 +58,7 @@ func newTracker(t *testing.T, cfg Config) *Tracker {
 // defaultConfig is the daemon's default tracking (config.Default), with
 // detection every 5 frames as in `make run`.
 func defaultConfig() Config {
-	return Config{MaxFaces: 4, Every: 5, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, RecheckStd: 30, RecheckTurn: 45}
+	return Config{MaxFaces: 4, Every: 5, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, StartStd: 30, RecheckStd: 30, RecheckTurn: 45}
 }
 
 // One person turning the head is one face with one track id, never two
@@ -328,5 +329,59 @@ func TestNeverFrontalPerson(t *testing.T) {
 	}
 	if with <= noRecheck || dets > detsNo+frames/10 {
 		t.Errorf("rechecking doubtful tracks: %d of the frames with %d detections, %d with %d without", with, dets, noRecheck, detsNo)
+	}
+}
+
+// withBoxes is a detector that adds fixed boxes to another's detections.
+type withBoxes struct {
+	Detector
+	extra []detect.Face
+}
+
+func (d withBoxes) DetectInto(buf *detect.Buffers, img *image.Gray, r image.Rectangle) []detect.Face {
+	return append(d.Detector.DetectInto(buf, img, r), d.extra...)
+}
+
+// The model checks what the detector reports (StartStd): on Pointing'04
+// person 7 turning, detections of the plain wall in the four corners of
+// every frame mostly start no track, while the face (found by facefinder
+// and the turned cascade) is published on as many frames as without it.
+func TestStartStdRefusesBackground(t *testing.T) {
+	frames, yaws := turning(t)
+	corners := []detect.Face{square(2, 2, 90), square(290, 2, 90), square(2, 190, 90), square(290, 190, 90)}
+	// run processes each frame as the first of its scene and counts the
+	// frames with the face (a box over the middle of the frame) and the
+	// corner boxes published.
+	base, _ := trackerTurned(t, defaultConfig(), 40, true)
+	run := func(startStd float64) (face, wall int) {
+		cfg := defaultConfig()
+		cfg.StartStd = startStd
+		for i, f := range frames {
+			tr := New(cfg, withBoxes{base.det, corners}, base.calib, base.est)
+			found := false
+			for _, fc := range tr.Process(f) {
+				cx, cy := fc.Box.Centre()
+				if cx > 120 && cx < 260 && cy > 60 && cy < 230 {
+					found = true
+				} else {
+					wall++
+				}
+			}
+			if found {
+				face++
+			} else {
+				t.Logf("start_std %g: yaw %g°, no face", startStd, yaws[i])
+			}
+		}
+		return face, wall
+	}
+	face0, wall0 := run(0)
+	face, wall := run(30)
+	t.Logf("%d frames: face on %d (%d without the check); %d of %d wall boxes published (%d without)", len(frames), face, face0, wall, len(corners)*len(frames), wall0)
+	if face < face0 {
+		t.Errorf("the check loses the face: on %d frames, %d without it", face, face0)
+	}
+	if wall0 < len(corners)*len(frames)*3/4 || wall > wall0*2/5 {
+		t.Errorf("wall boxes published: %d with the check, %d without (of %d); want most without and at most 40 %% of those with", wall, wall0, len(corners)*len(frames))
 	}
 }

@@ -50,6 +50,10 @@ type EvalOptions struct {
 	// NoExpert measures the model alone where a profile expert is
 	// trained beside it (LOPOOptions.Expert): both in one run.
 	NoExpert bool
+	// StartStd, if above 0, checks detections as posed does
+	// (track.Config.StartStd): a face whose yaw std from its detection
+	// exceeds it is not found.
+	StartStd float64
 }
 
 func (o *EvalOptions) defaults() {
@@ -89,6 +93,9 @@ func (o EvalOptions) Name() string {
 	}
 	if o.NoExpert {
 		name += ", no expert"
+	}
+	if o.Condition == Detected && o.StartStd > 0 {
+		name += fmt.Sprintf(", started at yaw σ ≤ %g°", o.StartStd)
 	}
 	return name
 }
@@ -451,6 +458,10 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 				out.View = d.View
 			}
 			r := wk.Estimate(b.Images[i], box)
+			if o.Condition == Detected && o.StartStd > 0 && est.HasAngle(0) && !(r.Std[0] <= o.StartStd) {
+				res[j] = out // posed would not start a track on it
+				return
+			}
 			out.Found, out.Test, out.Refined, out.Iter = true, box, r.Box, r.Iterations
 			out.IoU = [2]float64{feature.IoU(box, face), feature.IoU(r.Box, face)}
 			out.Pred, out.Std = r.Angles, r.Std
