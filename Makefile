@@ -254,7 +254,7 @@ cascade: build negatives
 	bin/posectl cascade $(CASCADE_FLAGS) -half 0 -o build/cascade/turned-h0.cascade
 	bin/posectl cascade $(CASCADE_FLAGS) -half 1 -o build/cascade/turned-h1.cascade
 	bin/posectl cascade $(CASCADE_FLAGS) -o infer/detect/cascade/turned -checkpoint build/cascade/turned.ckpt
-	bin/posectl detections $(CASCADE_DATA) -face-free $(UNSEEN)/unpacked -cascades build/cascade/turned-h0.cascade,build/cascade/turned-h1.cascade -half 0 \
+	bin/posectl detections $(CASCADE_DATA) -face-free $(UNSEEN)/unpacked -model models/default.gllim -cascades build/cascade/turned-h0.cascade,build/cascade/turned-h1.cascade -half 0 \
 		-turned-scores $(TURNED_SCORES)
 
 # The same recipe in 5 folds of persons (Pointing'04's by number modulo 5,
@@ -266,7 +266,7 @@ CASCADE_FOLDS := build/cascade/f5-0.cascade,build/cascade/f5-1.cascade,build/cas
 cascade-folds: build negatives
 	@mkdir -p build/cascade
 	for k in 0 1 2 3 4; do bin/posectl cascade $(CASCADE_FLAGS) -folds 5 -leave-out $$k -o build/cascade/f5-$$k.cascade || exit 1; done
-	bin/posectl detections $(CASCADE_DATA) -face-free $(UNSEEN)/unpacked -folds 5 -cascades $(CASCADE_FOLDS) \
+	bin/posectl detections $(CASCADE_DATA) -face-free $(UNSEEN)/unpacked -model models/default.gllim -folds 5 -cascades $(CASCADE_FOLDS) \
 		-turned-scores $(TURNED_SCORES)
 
 # The shipped recipe, each fold choosing its temperature as `make model`
