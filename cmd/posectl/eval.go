@@ -44,6 +44,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	e.mf.register(fs)
 	e.df.register(fs, 40)
 	fs.BoolVar(&e.df.p.Turned, "turned", false, "detected: also run the embedded cascade for turned faces, both ways, as posed does (trained on every person of ../shared/data: how many of those faces it finds is optimistic; posectl detections measures it on unseen persons)")
+	fs.Float64Var(&e.df.p.TurnedScore, "turned-score", e.df.p.TurnedScore, "detected: the smallest score of a turned face (detect.turned_score)")
 	fs.StringVar(&e.turnedFolds, "turned-folds", "", "detected: run facefinder and, on each face, the turned-face cascade that never saw its person: the k-th of these N files trained by posectl cascade -folds N -leave-out k (instead of -turned's embedded cascade, which saw every person)")
 	e.rf.register(fs)
 	e.xf.register(fs)

@@ -142,13 +142,22 @@ type ViewCascade struct {
 	Cascade      *Cascade
 	MinScore     float64
 	Shift, Scale float64
+	// Ref, if above 0, is the score the merge measures this view's faces
+	// against instead of MinScore (mergeViews): its cascade's scale, so
+	// that lowering MinScore to find more faces does not also make the
+	// view win more overlaps with other views.
+	Ref float64
 }
+
+// turnedRef is the turned views' Ref: the score at which their merge with
+// facefinder (MinScore 2) was tuned.
+const turnedRef = 2
 
 // TurnedViews are the two views of a cascade trained on faces turned one
 // way (yaw > 0): as it is and mirrored, scanned with p's turned settings.
 func TurnedViews(c *Cascade, p Params) []ViewCascade {
-	return []ViewCascade{{YawPositive, c, p.TurnedScore, p.TurnedShift, p.TurnedScale},
-		{YawNegative, c.Mirrored(), p.TurnedScore, p.TurnedShift, p.TurnedScale}}
+	return []ViewCascade{{YawPositive, c, p.TurnedScore, p.TurnedShift, p.TurnedScale, turnedRef},
+		{YawNegative, c.Mirrored(), p.TurnedScore, p.TurnedShift, p.TurnedScale, turnedRef}}
 }
 
 // FacefinderBytes returns the embedded facefinder file, as pigo ships it.
@@ -195,7 +204,7 @@ func New(p Params) (*Detector, error) {
 // NewViews returns a detector running the given cascades, each face
 // reported with its view; a face found in several views is reported once,
 // by the view whose score per scan density is the larger multiple of its
-// MinScore (mergeViews).
+// Ref or MinScore (mergeViews).
 func NewViews(p Params, views ...ViewCascade) (*Detector, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -292,8 +301,8 @@ func (d *Detector) DetectInto(b *Buffers, img *image.Gray, region image.Rectangl
 // weight. A face's score is pigo's, the sum over the windows of its
 // cluster, so it grows with how densely its view was scanned: windows per
 // face ∝ 1/(shift²·ln(growth)). Its weight is that score per scan
-// density, as a multiple of its view's MinScore (scores of different
-// cascades are not on one scale; their thresholds are). Without the
+// density, as a multiple of its view's Ref, or MinScore (scores of
+// different cascades are not on one scale; their thresholds are). Without the
 // density, the turned views (growth 1.2) lost profile faces to
 // facefinder's worse boxes (growth 1.1) at half the windows. Faces of one
 // view were merged by cluster; a box nested in a heavier one of the same
@@ -309,7 +318,11 @@ func (d *Detector) mergeViews(faces []Face) []Face {
 				if v.Scale > 0 {
 					scale = v.Scale
 				}
-				return f.Score * shift * shift * math.Log(scale) / v.MinScore
+				ref := v.MinScore
+				if v.Ref > 0 {
+					ref = v.Ref
+				}
+				return f.Score * shift * shift * math.Log(scale) / ref
 			}
 		}
 		return f.Score

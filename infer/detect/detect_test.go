@@ -208,6 +208,7 @@ func TestMergeViews(t *testing.T) {
 		{Box: box(400), Score: 2, View: Frontal},     // apart: stays
 		{Box: box(410), Score: 3, View: Frontal},     // overlapping, same view: stays
 	}
+	faces0 := faces
 	got := d.mergeViews(slices.Clone(faces))
 	want := []Face{faces[1], faces[3], faces[4]}
 	if !slices.Equal(got, want) {
@@ -230,6 +231,29 @@ func TestMergeViews(t *testing.T) {
 	got = d.mergeViews(slices.Clone(faces))
 	if want := []Face{faces[1], faces[2]}; !slices.Equal(got, want) {
 		t.Errorf("merged at two scan densities %v, want %v", got, want)
+	}
+
+	// With Ref, the view's threshold only filters: the first case's
+	// turned face (30, 3× a Ref of 10) still wins when its MinScore is
+	// lowered, and one weighed by a Ref of 15 (2×) loses to 2.5× whatever
+	// its MinScore (the frontal faces it covered then stay).
+	for _, c := range []struct {
+		minScore, ref float64
+		want          []Face
+	}{
+		{10, 10, []Face{faces0[1], faces0[3], faces0[4]}},
+		{1, 10, []Face{faces0[1], faces0[3], faces0[4]}},
+		{1, 15, []Face{faces0[0], faces0[2], faces0[3], faces0[4]}},
+		{20, 15, []Face{faces0[0], faces0[2], faces0[3], faces0[4]}},
+	} {
+		d, err := NewViews(p, ViewCascade{View: Frontal, Cascade: Facefinder(), MinScore: 2},
+			ViewCascade{View: YawPositive, Cascade: Facefinder(), MinScore: c.minScore, Ref: c.ref})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.mergeViews(slices.Clone(faces0)); !slices.Equal(got, c.want) {
+			t.Errorf("MinScore %g, Ref %g: merged %v, want %v", c.minScore, c.ref, got, c.want)
+		}
 	}
 
 	// Nested boxes: one with at least Nested of its area inside a heavier
