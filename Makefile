@@ -246,7 +246,7 @@ $(NEGATIVES)/.unpacked $(UNSEEN)/.unpacked:
 # then one on all of them, shipped as infer/detect/cascade/turned. Each
 # training resumes from its checkpoint in build/cascade.
 CASCADE_FPR ?= 1e-6
-TURNED_SCORES ?= 1,2,3
+TURNED_SCORES ?= 1,1.5,2,4
 CASCADE_DATA := -data $(DATA)/pointing04,$(DATA)/aflw2000 -negatives $(NEGATIVES)/unpacked/usr/share -cache $(CACHE)
 CASCADE_FLAGS := $(CASCADE_DATA) -view 40,90 -target-fpr $(CASCADE_FPR) -rotations 1 -set-jitter aflw2000=24
 cascade: build negatives
