@@ -114,7 +114,7 @@ func runDetections(args []string, stdout io.Writer) error {
 		head += " false per unseen face-free frame |"
 	}
 	if check != nil {
-		fmt.Fprintf(stdout, "false per face-free frame: detections → faces posed publishes (%s checks them: track.start_std %g)\n\n", *modelPath, check.cfg.StartStd)
+		fmt.Fprintf(stdout, "false per photo and per face-free frame: detections → faces posed publishes (%s checks them: track.start_std %g)\n\n", *modelPath, check.cfg.StartStd)
 	}
 	fmt.Fprintf(stdout, "%s\n|%s\n", head, strings.Repeat("---|", strings.Count(head, "|")-1))
 	for _, st := range setups {
@@ -132,7 +132,7 @@ func runDetections(args []string, stdout io.Writer) error {
 				for _, f := range on {
 					n += len(d.Detect(f))
 					if check != nil {
-						published += check.faces(d, f)
+						published += len(check.process(d, f))
 					}
 				}
 			}
@@ -148,7 +148,7 @@ func runDetections(args []string, stdout io.Writer) error {
 			fresh = falses(unseen)
 		}
 		for _, set := range []string{"pointing04", "aflw2000"} {
-			r, err := measureDetections(st, set, samples, cd.part, cd.measured(cs))
+			r, err := measureDetections(st, set, samples, cd.part, cd.measured(cs), check)
 			if err != nil {
 				return err
 			}
@@ -159,7 +159,11 @@ func runDetections(args []string, stdout io.Writer) error {
 			for b := range r.found {
 				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(r.found[b])/float64(max(r.total[b], 1))))
 			}
-			row = append(row, fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos)), held)
+			falsePhoto := fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos))
+			if check != nil {
+				falsePhoto += fmt.Sprintf(" → %.3f (%.3f)", float64(r.pubFalses)/float64(r.photos), float64(r.pubNear)/float64(r.photos))
+			}
+			row = append(row, falsePhoto, held)
 			if unseen != nil {
 				row = append(row, fresh)
 			}
@@ -193,10 +197,10 @@ func newStartCheck(path string) (*startCheck, error) {
 	return &startCheck{cfg: def.TrackConfig(), calib: detect.CalibrationOf(m.Calibration), wk: est.NewWorker()}, nil
 }
 
-// faces is how many faces posed publishes on frame img as the first of
+// process returns the faces posed publishes on frame img as the first of
 // its scene, finding them with det.
-func (c *startCheck) faces(det *detect.Detector, img *image.Gray) int {
-	return len(track.New(c.cfg, det, c.calib, c.wk).Process(img))
+func (c *startCheck) process(det *detect.Detector, img *image.Gray) []track.Face {
+	return track.New(c.cfg, det, c.calib, c.wk).Process(img)
 }
 
 // detectionSetup is a detector measured by posectl detections.
@@ -273,15 +277,18 @@ func detectionSetups(cd cascadeData, cs []*detect.Cascade, minScores []float64, 
 
 // detectionCounts are one detector's counts on one data set: faces found
 // and labelled per |yaw| bin (0–15, …, 75–90), false detections, those
-// overlapping the face, and photographs.
+// overlapping the face, and photographs; with a startCheck, the false
+// faces posed publishes and those overlapping the face.
 type detectionCounts struct {
 	found, total         [6]int
 	falses, near, photos int
+	pubFalses, pubNear   int
 }
 
 // measureDetections runs st on the photographs of set whose part (partOf)
-// is measured, each by the part's detector.
-func measureDetections(st detectionSetup, set string, samples []dataset.Sample, partOf func(dataset.Sample) int, measured func(int) bool) (detectionCounts, error) {
+// is measured, each by the part's detector, and, with check, counts the
+// faces posed would publish that are not the labelled one.
+func measureDetections(st detectionSetup, set string, samples []dataset.Sample, partOf func(dataset.Sample) int, measured func(int) bool, check *startCheck) (detectionCounts, error) {
 	bins := []float64{0, 15, 30, 45, 60, 75, 1000}
 	var r detectionCounts
 	for _, s := range samples {
@@ -315,6 +322,16 @@ func measureDetections(st detectionSetup, set string, samples []dataset.Sample, 
 		}
 		if hit {
 			r.found[b]++
+		}
+		if check != nil {
+			for _, f := range check.process(st.det(h), g) {
+				if !matches(f.Box, s.Box) {
+					r.pubFalses++
+					if overlaps(f.Box, s.Box) {
+						r.pubNear++
+					}
+				}
+			}
 		}
 		r.photos++
 	}
