@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/train/cascade"
+	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
 // posectl cascade and detections refuse a split of the persons that names
@@ -81,5 +85,52 @@ func TestDetectionsMeasureGivenFolds(t *testing.T) {
 		if measured(part) != want {
 			t.Errorf("fold %d measured: %v, want %v", part, measured(part), want)
 		}
+	}
+}
+
+// With -model, posectl detections counts the faces posed would publish
+// beside the boxes: on Pointing'04 photographs, with the turned views
+// and facefinder from a score of 0.5 (many false boxes), the model's check
+// refuses most false boxes and keeps the faces.
+func TestDetectionsCountPublished(t *testing.T) {
+	samples, err := dataset.Read(filepath.Join(dataset.Root(), "pointing04"))
+	if err != nil {
+		datatest.Missing(t, "data set not available: %v", err)
+	}
+	var some []dataset.Sample
+	for i, s := range samples {
+		if i%10 == 0 {
+			some = append(some, s)
+		}
+	}
+	check, err := newStartCheck("../../models/default.gllim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := detect.DefaultParams()
+	p.MinSize, p.MinScore, p.Turned, p.TurnedScore = 40, 0.5, true, 0.5
+	d, err := detect.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := detectionSetup{"loose", func(int) *detect.Detector { return d }}
+	all := func(int) bool { return true }
+	r, err := measureDetections(st, "pointing04", some, func(dataset.Sample) int { return 0 }, all, check)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, n := range r.found {
+		found += n
+	}
+	t.Logf("%d photos, %d faces found; false boxes %d (%d on the face), false faces published %d (%d)", r.photos, found, r.falses, r.near, r.pubFalses, r.pubNear)
+	if r.photos != len(some) || found < r.photos*3/4 {
+		t.Errorf("%d of %d photos measured, %d faces found", r.photos, len(some), found)
+	}
+	if r.falses < 10 || r.pubFalses*2 > r.falses || r.pubNear > r.near {
+		t.Errorf("false boxes %d (%d on the face), published %d (%d): want some boxes and at most half of them published", r.falses, r.near, r.pubFalses, r.pubNear)
+	}
+	if _, err := newStartCheck(filepath.Join(t.TempDir(), "none.gllim")); err == nil || !strings.Contains(err.Error(), "-model") {
+		t.Errorf("a missing model: %v, want an error naming -model", err)
 	}
 }
