@@ -244,10 +244,10 @@ type Track struct {
 	MaxStd float64 `yaml:"max_std"`
 	// StartStd: a detection starts a track only if the model's yaw
 	// uncertainty from the detection's box is at most this (degrees): the
-	// model's check of the detector. Of the detector's phantoms on
-	// face-free pictures most are above 30°, and real faces (AFLW2000,
-	// Pointing'04, persons the model never saw) below it in 99 % of cases;
-	// a face that fails is tried again at the next detection. 0: off.
+	// model's check of the detector. At 30° it refuses half to two thirds
+	// of the detectors' phantoms on face-free pictures, and 4 of AFLW2000's
+	// 1475 faces on persons the model never saw (docs/measured.md); a face
+	// refused is tried again at the next detection. 0: off.
 	StartStd float64 `yaml:"start_std"`
 	// RecheckStd: a tracked face whose yaw uncertainty exceeds it (degrees)
 	// makes the next frame a full-frame detection instead of waiting for
