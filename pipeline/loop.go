@@ -485,6 +485,7 @@ func (l *Loop) process(f *device.Frame) {
 	met.Stages[metrics.StageFrame].Observe(time.Since(t0))
 	met.FramesProcessed.Add(1)
 	met.Faces.Add(uint64(len(faces)))
+	met.Refused.Add(uint64(tm.Refused))
 	met.LastFrame.Store(time.Now().UnixNano())
 	l.lastSeq, l.lastW, l.lastH = f.Seq, f.Gray.Rect.Dx(), f.Gray.Rect.Dy()
 	prim := l.Zoning.Primary(faces)

@@ -147,13 +147,13 @@ func TestTrackStartStd(t *testing.T) {
 	det.faces = []detect.Face{square(200, 100, 100)}
 	est.std = 25
 	for frame := 1; frame <= 2; frame++ {
-		if faces := tr.Process(img); len(faces) != 0 || det.calls != frame {
-			t.Fatalf("frame %d (yaw std 25 > StartStd 20): %+v after %d detections; want no track, a detection every frame", frame, faces, det.calls)
+		if faces := tr.Process(img); len(faces) != 0 || det.calls != frame || tr.Timing().Refused != 1 {
+			t.Fatalf("frame %d (yaw std 25 > StartStd 20): %+v after %d detections, %d refused; want no track, a detection every frame, refused", frame, faces, det.calls, tr.Timing().Refused)
 		}
 	}
 	est.std = 15
 	faces := tr.Process(img)
-	if len(faces) != 1 || det.calls != 3 {
+	if len(faces) != 1 || det.calls != 3 || tr.Timing().Refused != 0 {
 		t.Fatalf("frame 3 (yaw std 15): %+v after %d detections; want the track started", faces, det.calls)
 	}
 	id := faces[0].ID

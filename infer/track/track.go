@@ -64,6 +64,9 @@ type Face struct {
 type Timing struct {
 	Detect, Pose time.Duration
 	Detected     bool // a full-frame detection ran
+	// Refused: detections of this frame that started no track, the
+	// model's yaw std from their box being above Config.StartStd.
+	Refused int
 }
 
 type trackState struct {
@@ -186,6 +189,9 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		// …unless the detection is all there is: a track it starts needs
 		// the model to see a face too.
 		unseen := tr.face.Age == 1 && t.cfg.StartStd > 0 && tr.face.Has[0] && !(tr.face.Std[0] <= t.cfg.StartStd)
+		if unseen {
+			t.last.Refused++
+		}
 		b := tr.raw
 		tr.drop = tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
 			b.X+b.W < float64(bounds.Min.X) || b.Y+b.H < float64(bounds.Min.Y) ||

@@ -17,13 +17,15 @@ import (
 // on /metrics, with a health check on /healthz.
 type Metrics struct {
 	FramesIn, FramesProcessed, FramesDropped, FramesBad, Faces atomic.Uint64
-	CameraOnline                                               atomic.Bool
-	CameraErr                                                  atomic.Value         // string: why the camera is offline
-	LastFrame                                                  atomic.Int64         // unix nanoseconds of the last frame taken: processed, or skipped while paused
-	Paused                                                     atomic.Bool          // the privacy switch is off: frames are taken and skipped
-	Stages                                                     [numStages]Histogram // by Stage
-	MQTT                                                       func() (published, dropped uint64, connected bool)
-	MQTTErr                                                    func() string // why the broker is not connected ("" if it is)
+	// Refused: detections that started no face (track.start_std).
+	Refused      atomic.Uint64
+	CameraOnline atomic.Bool
+	CameraErr    atomic.Value         // string: why the camera is offline
+	LastFrame    atomic.Int64         // unix nanoseconds of the last frame taken: processed, or skipped while paused
+	Paused       atomic.Bool          // the privacy switch is off: frames are taken and skipped
+	Stages       [numStages]Histogram // by Stage
+	MQTT         func() (published, dropped uint64, connected bool)
+	MQTTErr      func() string // why the broker is not connected ("" if it is)
 	// AttentionSeconds and AttentionEvents, if set, are the attention
 	// stage's figures: the primary face's time per target, the events
 	// started per kind.
@@ -128,6 +130,7 @@ func (m *Metrics) WriteText(w io.Writer, version string) {
 	c("posed_frames_dropped_total", "Frames replaced by a newer one before processing.", m.FramesDropped.Load())
 	c("posed_frames_bad_total", "Frames of the wrong size or undecodable.", m.FramesBad.Load())
 	c("posed_faces_total", "Faces reported, summed over frames.", m.Faces.Load())
+	c("posed_detections_refused_total", "Detections that started no face: the model's yaw uncertainty from the box was above track.start_std.", m.Refused.Load())
 	g("posed_camera_online", "1 while the frame source delivers.", b2f(m.CameraOnline.Load()))
 	if m.MQTT != nil {
 		p, d, conn := m.MQTT()
