@@ -148,8 +148,9 @@ func TestEvalKFoldPerFace(t *testing.T) {
 	// only if found without the check and its yaw σ is within the bound,
 	// with the same prediction. The bound is between the found faces' σ
 	// about the median (the file rounds σ; no face is at the bound).
+	unchecked := rows(turned, "detected")
 	var stds []float64
-	for _, r := range rows(turned, "detected") {
+	for _, r := range unchecked {
 		if r[4] == "true" {
 			sd, err := strconv.ParseFloat(r[11], 64)
 			if err != nil {
@@ -171,7 +172,7 @@ func TestEvalKFoldPerFace(t *testing.T) {
 	}
 	kept := 0
 	for path, r := range rows(checked, "detected, 1 iteration, averaged, started at yaw σ ≤") {
-		w := rows(turned, "detected")[path]
+		w := unchecked[path]
 		sd, _ := strconv.ParseFloat(w[11], 64)
 		switch wantFound := w[4] == "true" && sd <= bound; {
 		case wantFound != (r[4] == "true"):

@@ -48,6 +48,13 @@ type Config struct {
 	Region image.Rectangle
 }
 
+// Refuses reports whether a detection whose pose, estimated from its box,
+// has this yaw std starts no track (StartStd; an undefined std is above
+// any bound).
+func (c Config) Refuses(yawStd float64) bool {
+	return c.StartStd > 0 && !(yawStd <= c.StartStd)
+}
+
 // Face is a tracked face in one frame.
 type Face struct {
 	ID     uint64
@@ -188,7 +195,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		found := t.last.Detected && tr.missed == 0
 		// …unless the detection is all there is: a track it starts needs
 		// the model to see a face too.
-		unseen := tr.face.Age == 1 && t.cfg.StartStd > 0 && tr.face.Has[0] && !(tr.face.Std[0] <= t.cfg.StartStd)
+		unseen := tr.face.Age == 1 && tr.face.Has[0] && t.cfg.Refuses(tr.face.Std[0])
 		if unseen {
 			t.last.Refused++
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/train/dataset"
 )
 
@@ -50,8 +51,8 @@ type EvalOptions struct {
 	// NoExpert measures the model alone where a profile expert is
 	// trained beside it (LOPOOptions.Expert): both in one run.
 	NoExpert bool
-	// StartStd, if above 0, checks detections as posed does
-	// (track.Config.StartStd): a face whose yaw std from its detection
+	// StartStd, if above 0, checks detections as posed's tracker does
+	// (track.Config.Refuses): a face whose yaw std from its detection
 	// exceeds it is not found.
 	StartStd float64
 }
@@ -458,7 +459,7 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 				out.View = d.View
 			}
 			r := wk.Estimate(b.Images[i], box)
-			if o.Condition == Detected && o.StartStd > 0 && est.HasAngle(0) && !(r.Std[0] <= o.StartStd) {
+			if o.Condition == Detected && est.HasAngle(0) && (track.Config{StartStd: o.StartStd}).Refuses(r.Std[0]) {
 				res[j] = out // posed would not start a track on it
 				return
 			}
