@@ -13,7 +13,6 @@ import (
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
-	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/train/cascade"
@@ -130,9 +129,10 @@ func runDetections(args []string, stdout io.Writer) error {
 			n, published := 0, 0
 			for _, d := range dets {
 				for _, f := range on {
-					n += len(d.Detect(f))
+					faces := d.Detect(f)
+					n += len(faces)
 					if check != nil {
-						published += len(check.process(d, f))
+						published += len(check.process(faces, f))
 					}
 				}
 			}
@@ -183,25 +183,23 @@ type startCheck struct {
 
 func newStartCheck(path string) (*startCheck, error) {
 	def := config.Default()
-	m, err := gllim.ReadFile(path)
+	est, m, err := loadEstimator(path, "", def.Model.Settings())
 	if err != nil {
-		return nil, fmt.Errorf("-model: %w", err)
-	}
-	est, err := pose.New(m, def.Model.Settings())
-	if err != nil {
-		return nil, fmt.Errorf("-model: %s: %w", path, err)
-	}
-	if est, err = withExpert(est, path, ""); err != nil {
 		return nil, err
 	}
 	return &startCheck{cfg: def.TrackConfig(), calib: detect.CalibrationOf(m.Calibration), wk: est.NewWorker()}, nil
 }
 
 // process returns the faces posed publishes on frame img as the first of
-// its scene, finding them with det.
-func (c *startCheck) process(det *detect.Detector, img *image.Gray) []track.Face {
-	return track.New(c.cfg, det, c.calib, c.wk).Process(img)
+// its scene, whose detections are faces (already run, not run again).
+func (c *startCheck) process(faces []detect.Face, img *image.Gray) []track.Face {
+	return track.New(c.cfg, detected(faces), c.calib, c.wk).Process(img)
 }
+
+// detected is a frame's detections, handed to a tracker as its detector.
+type detected []detect.Face
+
+func (d detected) DetectInto(*detect.Buffers, *image.Gray, image.Rectangle) []detect.Face { return d }
 
 // detectionSetup is a detector measured by posectl detections.
 type detectionSetup struct {
@@ -324,7 +322,7 @@ func measureDetections(st detectionSetup, set string, samples []dataset.Sample, 
 			r.found[b]++
 		}
 		if check != nil {
-			for _, f := range check.process(st.det(h), g) {
+			for _, f := range check.process(faces, g) {
 				if !matches(f.Box, s.Box) {
 					r.pubFalses++
 					if overlaps(f.Box, s.Box) {

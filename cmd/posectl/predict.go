@@ -66,15 +66,8 @@ func runPredict(args []string, stdout io.Writer) error {
 		}
 		fixed = &b
 	}
-	m, err := gllim.ReadFile(*modelPath)
+	est, m, err := loadEstimator(*modelPath, *expertPath, rf.s)
 	if err != nil {
-		return err
-	}
-	est, err := pose.New(m, rf.s)
-	if err != nil {
-		return err
-	}
-	if est, err = withExpert(est, *modelPath, *expertPath); err != nil {
 		return err
 	}
 	det, err := detect.New(df.p)
@@ -102,6 +95,24 @@ func runPredict(args []string, stdout io.Writer) error {
 			errNoFace, strings.Join(faceless, ", "), len(images), df.p.MinSize, df.p.MinScore)
 	}
 	return nil
+}
+
+// loadEstimator reads the model at path and builds its estimator with
+// settings s and the profile expert of withExpert (expert: "" beside the
+// model, "none", or a file).
+func loadEstimator(path, expert string, s pose.Settings) (*pose.Estimator, *gllim.Model, error) {
+	m, err := gllim.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-model: %w", err)
+	}
+	est, err := pose.New(m, s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-model: %s: %w", path, err)
+	}
+	if est, err = withExpert(est, path, expert); err != nil {
+		return nil, nil, err
+	}
+	return est, m, nil
 }
 
 // withExpert adds the profile expert at path to est: "" takes the one
