@@ -185,16 +185,16 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	}
 	// 3. Drop faces that left, that the model no longer sees or never saw
 	// (Config.StartStd), or that detections have missed too often; then
-	// duplicates: two tracks on the
-	// same face (the detector can return two nested windows for one face,
-	// or find a face that a drifting track has half left) become one, with
-	// the older id and the more certain estimate.
+	// duplicates: two tracks on the same face (the detector can return two
+	// nested windows for one face, or find a face that a drifting track
+	// has half left) become one, with the older id and the more certain
+	// estimate.
 	for _, tr := range t.tracks {
 		// A detection of this frame matched or started the track: a face
 		// is there whatever the model's doubt (Config.MaxStd).
 		found := t.last.Detected && tr.missed == 0
-		// …unless the detection is all there is: a track it starts needs
-		// the model to see a face too.
+		// But a track a detection starts on this frame needs the model to
+		// see a face too (Config.StartStd).
 		unseen := tr.face.Age == 1 && tr.face.Has[0] && t.cfg.Refuses(tr.face.Std[0])
 		if unseen {
 			t.last.Refused++
