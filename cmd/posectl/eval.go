@@ -31,7 +31,7 @@ type evalFlags struct {
 	protocol, modelPath, condition string
 	set, perFace, sweep, plot      string
 	card, learnT, models           string
-	turnedFolds                    string
+	turnedFolds, encoding          string
 	holdout, splits, folds         int
 	holdoutSeed, testSeed          uint64
 	testSigma, testScale           float64
@@ -69,6 +69,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.card, "card", "", "append the measured accuracy to this model card")
 	fs.StringVar(&e.learnT, "learn-temperature", "", "each fold chooses its temperature among these, as posectl train does, on 20 % of its training persons held out of a second training (cases without -temperature use it)")
 	fs.BoolVar(&e.profileCompare, "profile-compare", false, "with -profile: also measure each case without the expert (the same models)")
+	fs.StringVar(&e.encoding, "encoding", "", "write each fold's model and expert in this file encoding (float32, half or q8) and read them back before measuring them, as the daemon loads such a file (default: the models as trained)")
 	fs.StringVar(&e.models, "models", "", "keep each fold's trained model in this folder and reuse it when the training settings and images are the same (to measure other test-time settings without training again)")
 }
 
@@ -281,7 +282,11 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 			}
 		}
 	}
-	lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: e.set, Folds: e.folds, Models: e.models, Temperatures: temps, Expert: expert,
+	enc := gllim.Encoding(e.encoding)
+	if enc != "" && enc != gllim.Float32 && enc != gllim.Half && enc != gllim.Q8 {
+		return nil, nil, "", fmt.Errorf("%w: -encoding %q is not float32, half or q8", errUsage, e.encoding)
+	}
+	lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: e.set, Folds: e.folds, Models: e.models, Temperatures: temps, Expert: expert, Encoding: enc,
 		Progress: func(done, total int, f headpose.Fold) { bar.done(); printFold(done, total, f) }}
 	if e.sweep != "" {
 		ks, err := parseInts(e.sweep)
@@ -308,6 +313,9 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 	}
 	if o.Members > 1 {
 		title += fmt.Sprintf(", %d members", o.Members)
+	}
+	if enc != "" {
+		title += fmt.Sprintf(", %s files", enc)
 	}
 	if expert != nil {
 		u := expert.Use

@@ -204,8 +204,11 @@ func sortedKeys(m map[string]string) []string {
 }
 
 func encodingName(e gllim.Encoding) string {
-	if e == gllim.Half {
+	switch e {
+	case gllim.Half:
 		return "half-precision (binary16, exact centres)"
+	case gllim.Q8:
+		return "8-bit (A as int8 on a whitened grid, Σ binary16, exact centres)"
 	}
 	return "float32"
 }

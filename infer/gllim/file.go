@@ -40,6 +40,10 @@ import (
 //     weights: a face's distance to c*_k decides them, and a half-precision
 //     b_k moved some faces' predictions by up to 1.6° on real faces, where
 //     exact centres leave them within 0.04°.
+//   - "q8" (smallest): π, c^t, Γ^t, the centres and Σ as in "half"; then
+//     per member K·L float32 powers of two s_kj followed by A (K·D·L) as
+//     int8, A_k[d,j] = q · s_kj · √Σ_k[d], rounded to binary16 at load
+//     (q8.go). About a third of the float32 file.
 //
 // The total length comes first so that a truncated file is told apart from a
 // corrupted one; the checksum is verified before the header is trusted, and
@@ -61,7 +65,14 @@ const (
 	// Half stores A and Σ as binary16 with a float32 scale per component,
 	// and the component centres exactly as float32: about half the size.
 	Half Encoding = "half"
+	// Q8 stores the centres and Σ as Half does and A as 8-bit integers
+	// scaled per component, latent dimension and feature (q8.go): about a
+	// third of the float32 size, with a larger rounding than Half's.
+	Q8 Encoding = "q8"
 )
+
+// known reports whether this build writes and reads encoding e.
+func (e Encoding) known() bool { return e == Float32 || e == Half || e == Q8 }
 
 const (
 	magic      = "POSEGLLM"
@@ -118,7 +129,7 @@ type MarshalOptions struct {
 	// version 3: 1 for a single model, 2 for an ensemble, float32 only, and
 	// without the box conventions.
 	Version  int
-	Encoding Encoding // version 3: Float32 (default) or Half
+	Encoding Encoding // version 3: Float32 (default), Half or Q8
 }
 
 // Marshal encodes m as a version-3 file in m.Encoding (Float32 if unset).
@@ -147,10 +158,10 @@ func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 		Outputs: m.Outputs, Features: m.Features, Calib: m.Calibration, Training: m.Training,
 	}
 	switch {
-	case o.Version == 3 && (o.Encoding == Float32 || o.Encoding == Half):
+	case o.Version == 3 && o.Encoding.known():
 		h.Members, h.Encoding, h.Convs, h.Temp = len(members), o.Encoding, m.Conventions, m.Temperature
 	case o.Version == 3:
-		return nil, fmt.Errorf("gllim: encoding %q is not %q or %q", o.Encoding, Float32, Half)
+		return nil, fmt.Errorf("gllim: encoding %q is not %q, %q or %q", o.Encoding, Float32, Half, Q8)
 	case o.Encoding != Float32:
 		return nil, fmt.Errorf("gllim: file version %d stores float32 weights only, not %s", o.Version, o.Encoding)
 	case m.Temperature != 0 && m.Temperature != 1:
@@ -188,9 +199,13 @@ func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 func memberBytes(k, d, lt, lw int, enc Encoding) int {
 	l := lt + lw
 	small := 4 * (k + k*lt + k*lt*lt)
-	if enc == Half {
+	switch enc {
+	case Half:
 		// centres, 2·K scales, A and Σ as halves
 		return small + 4*k*d + 8*k + 2*(k*d*l+k*d)
+	case Q8:
+		// centres, Σ's K scales and halves, A's K·L scales and bytes
+		return small + 4*k*d + 4*k + 2*k*d + 4*k*l + k*d*l
 	}
 	return small + 4*(k*d*l+2*k*d)
 }
@@ -207,14 +222,19 @@ func appendMember(buf []byte, q *Params, enc Encoding) []byte {
 	buf = appendF32(buf, q.Pi)
 	buf = appendF32(buf, q.C)
 	buf = appendF32(buf, q.Gamma)
-	if enc != Half {
-		buf = appendF32(buf, q.A)
-		buf = appendF32(buf, q.B)
-		return appendF32(buf, q.Sigma)
+	switch enc {
+	case Half:
+		buf = appendF32(buf, centres(q))
+		buf = appendHalves(buf, q.A, q.K)
+		return appendHalves(buf, q.Sigma, q.K)
+	case Q8:
+		buf = appendF32(buf, centres(q))
+		buf = appendHalves(buf, q.Sigma, q.K)
+		return appendQ8(buf, q)
 	}
-	buf = appendF32(buf, centres(q))
-	buf = appendHalves(buf, q.A, q.K)
-	return appendHalves(buf, q.Sigma, q.K)
+	buf = appendF32(buf, q.A)
+	buf = appendF32(buf, q.B)
+	return appendF32(buf, q.Sigma)
 }
 
 // centres returns c*_k = A^t_k c^t_k + b_k for every component (K·D): the
@@ -406,8 +426,8 @@ func Parse(data []byte) (*Model, error) {
 		members = h.Members
 	case version == 3 && (h.Members < 1 || h.Members > maxMembers):
 		return nil, fmt.Errorf("gllim: %w: %d ensemble members (1 to %d)", ErrDimension, h.Members, maxMembers)
-	case version == 3 && h.Encoding != Float32 && h.Encoding != Half:
-		return nil, fmt.Errorf("gllim: %w: weights encoded as %q, this build reads %q and %q", ErrCorrupt, h.Encoding, Float32, Half)
+	case version == 3 && !h.Encoding.known():
+		return nil, fmt.Errorf("gllim: %w: weights encoded as %q, this build reads %q, %q and %q", ErrCorrupt, h.Encoding, Float32, Half, Q8)
 	case version == 3:
 		members, enc = h.Members, h.Encoding
 	}
@@ -449,7 +469,7 @@ func readMember(p *Params, b []byte, enc Encoding) {
 	f32(p.Pi)
 	f32(p.C)
 	f32(p.Gamma)
-	if enc != Half {
+	if enc != Half && enc != Q8 {
 		f32(p.A)
 		f32(p.B)
 		f32(p.Sigma)
@@ -466,8 +486,15 @@ func readMember(p *Params, b []byte, enc Encoding) {
 			b = b[2:]
 		}
 	}
-	halves(p.A)
-	halves(p.Sigma)
+	if enc == Half {
+		halves(p.A)
+		halves(p.Sigma)
+	} else {
+		halves(p.Sigma)
+		scales := make([]float64, p.K*p.L())
+		f32(scales)
+		readQ8(p, scales, b)
+	}
 	// b_k = c*_k − A^t_k c^t_k.
 	l := p.L()
 	for k := 0; k < p.K; k++ {

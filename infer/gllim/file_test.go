@@ -102,7 +102,7 @@ func TestSaveLoadIdenticalPredictions(t *testing.T) {
 		}
 	}
 	m, _ := ensemble(t, 2, 3, 16, 2, 1, 7)
-	for _, o := range []gllim.MarshalOptions{{Version: 1}, {Version: 2, Encoding: gllim.Half}, {Version: 4}, {Encoding: "int4"}} {
+	for _, o := range []gllim.MarshalOptions{{Version: 1}, {Version: 2, Encoding: gllim.Half}, {Version: 2, Encoding: gllim.Q8}, {Version: 4}, {Encoding: "int4"}} {
 		if _, err := gllim.MarshalWith(m, o); err == nil {
 			t.Errorf("%+v: a two-member ensemble was written", o)
 		}
@@ -182,6 +182,103 @@ func TestHalfEncoding(t *testing.T) {
 	// A truncated compact file says so.
 	if _, err := gllim.Parse(half[:len(half)-3]); !errors.Is(err, gllim.ErrTruncated) {
 		t.Errorf("truncated half file: %v", err)
+	}
+}
+
+// The q8 encoding stores A as int8 on a grid of each column's whitened
+// values (A_k[d,j]/√Σ_k[d]): a third of the float32 file, every weight
+// within half a step of its value, predictions near the float32 file's,
+// and a loaded file written again gives the same bytes. The bound on real
+// faces is checked in package headpose (EncodingError).
+func TestQ8Encoding(t *testing.T) {
+	m, rng := ensemble(t, 2, 5, 300, 3, 2, 13)
+	full, err := gllim.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q8, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: gllim.Q8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Centres (4 bytes) + Σ (2) + A (L = 5 bytes) per feature against
+	// 4·(L + 2) for float32: 11/28 of the weights.
+	if r := float64(len(q8)) / float64(len(full)); r > 0.41 {
+		t.Errorf("q8 encoding is %.3f of the float32 file's size, want ≤ 0.41", r)
+	}
+	back, err := gllim.Parse(q8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Encoding != gllim.Q8 || len(back.Members) != 1 {
+		t.Errorf("read back as %q with %d members", back.Encoding, len(back.Members)+1)
+	}
+	// Each whitened weight within half a grid step (plus binary16's
+	// rounding) of its value; the step is at most 1/63.75 of its column's
+	// largest whitened value.
+	for i, q := range back.Ensemble() {
+		p := m.Ensemble()[i]
+		l := p.L()
+		for k := 0; k < p.K; k++ {
+			a, qa, sig := p.Ak(k), q.Ak(k), q.SigmaK(k)
+			for j := 0; j < l; j++ {
+				big := 0.0
+				for d := 0; d < p.D; d++ {
+					big = math.Max(big, math.Abs(a[d*l+j])/math.Sqrt(sig[d]))
+				}
+				for d := 0; d < p.D; d++ {
+					r := math.Sqrt(sig[d])
+					if e := math.Abs(qa[d*l+j]-a[d*l+j]) / r; e > big/63.75/2*1.01+1e-3*math.Abs(a[d*l+j])/r {
+						t.Fatalf("member %d component %d A[%d,%d] = %g read back as %g: %.3g whitened, column's largest %.3g", i, k, d, j, a[d*l+j], qa[d*l+j], e, big)
+					}
+				}
+			}
+		}
+		for j := range p.Sigma {
+			if math.Abs(q.Sigma[j]-p.Sigma[j]) > 1e-3*p.Sigma[j] {
+				t.Fatalf("member %d Σ[%d] = %g read back as %g", i, j, p.Sigma[j], q.Sigma[j])
+			}
+		}
+	}
+	f1, _ := gllim.NewForward(m)
+	f2, err := gllim.NewForward(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, ys, _ := train.Sample(m.Params, 200, rng)
+	p1, p2 := f1.NewPredictor(), f2.NewPredictor()
+	a, b := f1.NewPrediction(), f2.NewPrediction()
+	y := make([]float32, 300)
+	worst := 0.0
+	for i := 0; i < 200; i++ {
+		for j, v := range ys.RawRowView(i) {
+			y[j] = float32(v)
+		}
+		p1.Predict(&a, y)
+		p2.Predict(&b, y)
+		for j := range a.Mean {
+			worst = math.Max(worst, math.Abs(a.Mean[j]-b.Mean[j])/m.Outputs[j].Scale)
+		}
+	}
+	t.Logf("q8 vs float32: worst difference %.2g standardised units", worst)
+	if worst > 2e-2 {
+		t.Errorf("q8-encoded model differs by %.3g standardised units, want ≤ 2e-2", worst)
+	}
+	// Re-encoding the loaded model gives the same bytes.
+	if again, err := gllim.MarshalWith(back, gllim.MarshalOptions{Encoding: gllim.Q8}); err != nil || !bytes.Equal(again, q8) {
+		t.Errorf("re-encoding a loaded q8 model: %v, same bytes %v", err, bytes.Equal(again, q8))
+	}
+	if _, err := gllim.Parse(q8[:len(q8)-3]); !errors.Is(err, gllim.ErrTruncated) {
+		t.Errorf("truncated q8 file: %v", err)
+	}
+	// A scale that is not finite gives weights Validate refuses.
+	hlen := int(binary.LittleEndian.Uint32(q8[20:]))
+	p := m.Params
+	l := p.L()
+	at := 24 + hlen + 4*(p.K+p.K*p.Lt+p.K*p.Lt*p.Lt) + 4*p.K*p.D + 4*p.K + 2*p.K*p.D
+	bad := append([]byte(nil), q8...)
+	binary.LittleEndian.PutUint32(bad[at+4*l:], math.Float32bits(float32(math.Inf(1))))
+	if _, err := gllim.Parse(reseal(bad)); !errors.Is(err, gllim.ErrInvalid) {
+		t.Errorf("q8 file with an infinite scale: %v, want ErrInvalid", err)
 	}
 }
 
@@ -398,7 +495,7 @@ func seedFiles(t testing.TB) [][]byte {
 		members int
 		o       gllim.MarshalOptions
 	}{{1, gllim.MarshalOptions{}}, {2, gllim.MarshalOptions{}}, {2, gllim.MarshalOptions{Encoding: gllim.Half}},
-		{1, gllim.MarshalOptions{Version: 1}}, {2, gllim.MarshalOptions{Version: 2}}} {
+		{2, gllim.MarshalOptions{Encoding: gllim.Q8}}, {1, gllim.MarshalOptions{Version: 1}}, {2, gllim.MarshalOptions{Version: 2}}} {
 		m, _ := ensemble(t, c.members, 3, 16, 2, 1, 7)
 		data, err := gllim.MarshalWith(m, c.o)
 		if err != nil {

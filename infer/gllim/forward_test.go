@@ -321,20 +321,28 @@ func TestTemperatureMatchesFloat64Reference(t *testing.T) {
 	}
 }
 
-// A model written with the half encoding (A exactly binary16 per
-// component) may keep its weights as halves in memory where the CPU
+// A model written with the half or q8 encoding (A read back exactly
+// binary16 per component) may keep its weights as halves in memory where the CPU
 // widens them (gllim.VectorKernels says which kernels run): its forward
 // pass still matches the float64 reference of the same (read-back)
 // parameters within the float32 tolerances, and the vector and Go kernels
 // agree on it.
 func TestHalfWeightsMatchFloat64Reference(t *testing.T) {
+	for _, enc := range []gllim.Encoding{gllim.Half, gllim.Q8} {
+		halfWeightsMatch(t, enc)
+	}
+}
+
+// halfWeightsMatch is TestHalfWeightsMatchFloat64Reference for a file
+// written in encoding enc (half, or q8, whose A is read back as halves).
+func halfWeightsMatch(t *testing.T, enc gllim.Encoding) {
 	for _, c := range []struct {
 		k, d, lt, lw int
 		spread       float64
 	}{{5, 200, 3, 2, 1}, {10, 1888, 5, 4, 0.002}, {4, 67, 2, 2, 1}} {
 		m, rng := testModel(t, c.k, c.d, c.lt, c.lw, uint64(c.d)+7)
 		overlap(m.Params, c.spread)
-		b, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: gllim.Half})
+		b, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: enc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +355,7 @@ func TestHalfWeightsMatchFloat64Reference(t *testing.T) {
 			t.Fatal(err)
 		}
 		if f.HalfWeights() != (gllim.HalfWeightsSupported() && c.lt+c.lw >= 4) {
-			t.Errorf("K=%d D=%d: half weights %v where this CPU supports them: %v", c.k, c.d, f.HalfWeights(), gllim.HalfWeightsSupported())
+			t.Errorf("%s, K=%d D=%d: half weights %v where this CPU supports them: %v", enc, c.k, c.d, f.HalfWeights(), gllim.HalfWeightsSupported())
 		}
 		ref, err := train.NewForward64(round32(back.Params))
 		if err != nil {
@@ -373,10 +381,10 @@ func TestHalfWeightsMatchFloat64Reference(t *testing.T) {
 				kernels = math.Max(kernels, math.Abs(got.Mean[a]-plain.Mean[a])/back.Outputs[a].Scale)
 			}
 		}
-		t.Logf("K=%d D=%d half weights (%s): mean %.2g, std rel %.2g, log p rel %.2g; vector vs Go kernels %.2g",
-			c.k, c.d, gllim.VectorKernels(), worst[0], worst[1], worst[2], kernels)
+		t.Logf("%s file, K=%d D=%d half weights (%s): mean %.2g, std rel %.2g, log p rel %.2g; vector vs Go kernels %.2g",
+			enc, c.k, c.d, gllim.VectorKernels(), worst[0], worst[1], worst[2], kernels)
 		if worst[0] > meanTol || worst[1] > stdRelTol || worst[2] > logPRelTol || kernels > meanTol {
-			t.Errorf("K=%d D=%d: half weights vs float64: mean %.2g, std %.2g, log p %.2g, kernels %.2g", c.k, c.d, worst[0], worst[1], worst[2], kernels)
+			t.Errorf("%s file, K=%d D=%d: half weights vs float64: mean %.2g, std %.2g, log p %.2g, kernels %.2g", enc, c.k, c.d, worst[0], worst[1], worst[2], kernels)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package headpose
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/edgepose/posed/infer/feature"
@@ -9,33 +8,37 @@ import (
 	"github.com/edgepose/posed/infer/pose"
 )
 
+// EncodingCost is what storing a model in an encoding does to its
+// answers: the largest and the mean difference of each angle (yaw, pitch,
+// roll) in degrees, NaN for an angle the model does not predict, over N
+// faces.
+type EncodingCost struct {
+	Worst, Mean [3]float64
+	N           int
+}
+
 // EncodingError measures what storing m in encoding enc costs: it encodes
 // and decodes m, predicts the faces of images idx (at their face boxes,
-// one forward pass) with both, and returns the largest difference of each
-// angle, in degrees (NaN for an angle the model does not predict), and how
-// many faces it measured.
+// one forward pass) with both, and compares the angles.
 //
 // profile > 0 says m is a profile expert of faces turned |yaw| ≥ profile
 // (Options.Profile): it is measured where the daemon asks it, on those
 // faces only, each as the expert sees it (mirrored where its yaw is
 // negative). Elsewhere its answers are extrapolations the daemon does not
 // use, and they are where the rounding of its weights shows most.
-func EncodingError(m *gllim.Model, enc gllim.Encoding, b *Bank, idx []int, profile float64) (worst [3]float64, n int, err error) {
-	data, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: enc})
+func EncodingError(m *gllim.Model, enc gllim.Encoding, b *Bank, idx []int, profile float64) (EncodingCost, error) {
+	var c EncodingCost
+	back, err := roundTrip(m, enc)
 	if err != nil {
-		return worst, 0, err
-	}
-	back, err := gllim.Parse(data)
-	if err != nil {
-		return worst, 0, fmt.Errorf("headpose: reading the %s encoding back: %w", enc, err)
+		return c, err
 	}
 	f1, err := gllim.NewForward(m)
 	if err != nil {
-		return worst, 0, err
+		return c, err
 	}
 	f2, err := gllim.NewForward(back)
 	if err != nil {
-		return worst, 0, err
+		return c, err
 	}
 	out := make([][3]float64, len(idx))
 	measured := make([]bool, len(idx))
@@ -69,18 +72,21 @@ func EncodingError(m *gllim.Model, enc gllim.Encoding, b *Bank, idx []int, profi
 			}
 		}
 	})
-	for i, name := range pose.AngleNames {
-		if m.OutputIndex(name) < 0 {
-			worst[i] = math.NaN()
-		}
-	}
 	for j, o := range out {
-		if measured[j] {
-			n++
+		if !measured[j] {
+			continue
 		}
-		for i := range worst {
-			worst[i] = math.Max(worst[i], o[i])
+		c.N++
+		for i := range c.Worst {
+			c.Worst[i] = math.Max(c.Worst[i], o[i])
+			c.Mean[i] += o[i]
 		}
 	}
-	return worst, n, nil
+	for i, name := range pose.AngleNames {
+		c.Mean[i] /= float64(max(c.N, 1))
+		if m.OutputIndex(name) < 0 {
+			c.Worst[i], c.Mean[i] = math.NaN(), math.NaN()
+		}
+	}
+	return c, nil
 }

@@ -49,6 +49,10 @@ type LOPOOptions struct {
 	// Expert, if set, trains a profile expert beside each fold's model and
 	// measures the two together (pose.Estimator.WithExpert).
 	Expert *Expert
+	// Encoding, if set, writes each fold's model and expert in this file
+	// encoding and reads them back before they are measured, as the
+	// daemon would load a file written so.
+	Encoding gllim.Encoding
 	// Progress, when set, is called after each fold.
 	Progress func(done, total int, f Fold)
 }
@@ -163,7 +167,7 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 				}
 			}
 		}
-		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, o.Expert, evals, o.Models)
+		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, o.Expert, evals, o.Models, o.Encoding)
 		if err != nil {
 			return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
 		}
@@ -208,9 +212,9 @@ const modelCacheVersion = 1
 // cachedTrainAndTest is trainAndTest with the fold's model read from, or
 // kept in, the folder models ("" keeps nothing). A model read back has no
 // training result (nil).
-func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, models string) ([]*Report, *train.Result, error) {
+func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, models string, enc gllim.Encoding) ([]*Report, *train.Result, error) {
 	if models == "" {
-		return trainAndTest(b, trainIdx, testIdx, o, x, evals)
+		return trainAndTest(b, trainIdx, testIdx, o, x, evals, enc)
 	}
 	m, first, err := cachedEnsemble(b, trainIdx, o, models)
 	if err != nil {
@@ -222,7 +226,7 @@ func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, 
 			return nil, nil, fmt.Errorf("profile expert: %w", err)
 		}
 	}
-	reps, err := testModel(b, m, xm, x, trainIdx, testIdx, evals)
+	reps, err := testEncoded(b, m, xm, x, trainIdx, testIdx, evals, enc)
 	return reps, first, err
 }
 
@@ -292,7 +296,7 @@ func cachedModel(b *Bank, trainIdx []int, o Options, models string) (*gllim.Mode
 // trainAndTest trains on trainIdx and evaluates on testIdx under each of
 // evals; under the detected condition the calibration is learnt on the
 // training images.
-func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions) ([]*Report, *train.Result, error) {
+func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, enc gllim.Encoding) ([]*Report, *train.Result, error) {
 	m, res, err := Train(b, trainIdx, o)
 	if err != nil {
 		return nil, nil, err
@@ -303,8 +307,38 @@ func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals 
 			return nil, nil, fmt.Errorf("profile expert: %w", err)
 		}
 	}
-	reps, err := testModel(b, m, xm, x, trainIdx, testIdx, evals)
+	reps, err := testEncoded(b, m, xm, x, trainIdx, testIdx, evals, enc)
 	return reps, res, err
+}
+
+// testEncoded is testModel with m and xm first written in encoding enc
+// and read back (enc "": as they are).
+func testEncoded(b *Bank, m, xm *gllim.Model, x *Expert, trainIdx, testIdx []int, evals []EvalOptions, enc gllim.Encoding) ([]*Report, error) {
+	if enc != "" {
+		var err error
+		if m, err = roundTrip(m, enc); err != nil {
+			return nil, err
+		}
+		if xm != nil {
+			if xm, err = roundTrip(xm, enc); err != nil {
+				return nil, fmt.Errorf("profile expert: %w", err)
+			}
+		}
+	}
+	return testModel(b, m, xm, x, trainIdx, testIdx, evals)
+}
+
+// roundTrip returns m as a file written in encoding enc reads back.
+func roundTrip(m *gllim.Model, enc gllim.Encoding) (*gllim.Model, error) {
+	data, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: enc})
+	if err != nil {
+		return nil, err
+	}
+	back, err := gllim.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("headpose: reading the %s encoding back: %w", enc, err)
+	}
+	return back, nil
 }
 
 // testModel evaluates m (with the profile expert xm if x is set) on testIdx
