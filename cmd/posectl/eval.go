@@ -88,6 +88,11 @@ func runEval(args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("%w: -protocol %q is not lopo, kfold or holdout", errUsage, e.protocol)
 	}
+	switch gllim.Encoding(e.encoding) {
+	case "", gllim.Float32, gllim.Half, gllim.Q8:
+	default:
+		return fmt.Errorf("%w: -encoding %q is not float32, half or q8", errUsage, e.encoding)
+	}
 	evals, err := e.cases()
 	if err != nil {
 		return err
@@ -283,9 +288,6 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 		}
 	}
 	enc := gllim.Encoding(e.encoding)
-	if enc != "" && enc != gllim.Float32 && enc != gllim.Half && enc != gllim.Q8 {
-		return nil, nil, "", fmt.Errorf("%w: -encoding %q is not float32, half or q8", errUsage, e.encoding)
-	}
 	lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: e.set, Folds: e.folds, Models: e.models, Temperatures: temps, Expert: expert, Encoding: enc,
 		Progress: func(done, total int, f headpose.Fold) { bar.done(); printFold(done, total, f) }}
 	if e.sweep != "" {
