@@ -270,11 +270,7 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 	}
 	var expert *headpose.Expert
 	if x := e.xf; x.profile > 0 {
-		xo := o
-		xo.Profile, xo.Members = x.profile, x.members
-		if x.k > 0 {
-			xo.EM.K = x.k
-		}
+		xo := x.options(o)
 		xp, err := x.expert()
 		if err != nil {
 			return nil, nil, "", err
@@ -325,7 +321,11 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 		if u.ByDensity {
 			from += fmt.Sprintf(" or by density (margin %g nats)", u.Margin)
 		}
-		title += fmt.Sprintf(", profile expert of heads turned %g°+ (K=%d, %d members) from %s, weight %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), from, max(u.Weight, 0))
+		seed := ""
+		if e.xf.seed > 0 {
+			seed = fmt.Sprintf(", seed %d", e.xf.seed)
+		}
+		title += fmt.Sprintf(", profile expert of heads turned %g°+ (K=%d, %d members%s) from %s, weight %g", expert.Train.Profile, expert.Train.EM.K, max(expert.Train.Members, 1), seed, from, max(u.Weight, 0))
 		if u.Outputs != nil {
 			title += " for " + strings.Join(u.Outputs, ",")
 		}

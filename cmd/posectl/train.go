@@ -250,7 +250,22 @@ func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int,
 type expertFlags struct {
 	profile, gate, weight float64
 	k, members            int
+	seed                  uint64
 	outputs, density      string
+}
+
+// options are the expert's training options: the model's recipe o on the
+// faces turned past -profile, with the expert's size and seed.
+func (x *expertFlags) options(o headpose.Options) headpose.Options {
+	xo := o
+	xo.Profile, xo.Members = x.profile, x.members
+	if x.k > 0 {
+		xo.EM.K = x.k
+	}
+	if x.seed > 0 {
+		xo.EM.Seed = x.seed
+	}
+	return xo
 }
 
 // expert is how the daemon is to use the expert these flags describe.
@@ -271,6 +286,7 @@ func (x *expertFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&x.gate, "profile-gate", 40, "the model's |yaw| from which the expert answers")
 	fs.IntVar(&x.k, "profile-k", 0, "the expert's mixture components (0: -k)")
 	fs.IntVar(&x.members, "profile-members", 1, "the expert's ensemble members")
+	fs.Uint64Var(&x.seed, "profile-seed", 0, "the expert's EM seed (its members take this and the next ones; 0: -seed), to measure how its figures move with the seed")
 	fs.Float64Var(&x.weight, "profile-weight", 1, "the weight of the expert's answer against the model's (1: it replaces it)")
 	fs.StringVar(&x.outputs, "profile-outputs", "", "the outputs the expert answers (comma-separated; default all)")
 	fs.StringVar(&x.density, "profile-density", "", "below the gate, also hand the expert the faces whose features (or mirrored features) it explains within this many nats of the model's log-density (empty: the gate alone)")
@@ -281,11 +297,7 @@ func (x *expertFlags) register(fs *flag.FlagSet) {
 // held-out persons of its own: its faces are the held-out training's
 // turned ones) and records how the daemon is to use it.
 func trainExpert(m *gllim.Model, bank *headpose.Bank, all []int, o headpose.Options, x expertFlags) (*gllim.Model, error) {
-	xo := o
-	xo.Profile, xo.Members = x.profile, x.members
-	if x.k > 0 {
-		xo.EM.K = x.k
-	}
+	xo := x.options(o)
 	xp, err := x.expert()
 	if err != nil {
 		return nil, err
