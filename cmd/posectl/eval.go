@@ -93,6 +93,15 @@ func runEval(args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("%w: -encoding %q is not float32, half or q8", errUsage, e.encoding)
 	}
+	if e.card != "" {
+		// The card is appended to after the evaluation, which may take
+		// hours: a card that cannot be written says so now.
+		f, err := os.OpenFile(e.card, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("-card: %w (the model card is appended to: write it with posectl train first)", err)
+		}
+		f.Close()
+	}
 	evals, err := e.cases()
 	if err != nil {
 		return err

@@ -254,3 +254,13 @@ func TestEvalKFoldPerFace(t *testing.T) {
 		}
 	}
 }
+
+// An evaluation whose card cannot be appended to fails before it runs,
+// not after hours of training.
+func TestEvalCardCheckedFirst(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-card.md")
+	err := runEval([]string{"-protocol", "kfold", "-data", filepath.Join(t.TempDir(), "no-data"), "-card", missing}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "-card") || !strings.Contains(err.Error(), missing) {
+		t.Errorf("eval with a missing card: %v, want an error naming -card and the file", err)
+	}
+}
