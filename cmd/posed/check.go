@@ -36,6 +36,7 @@ func newEstimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("model.expert: %w", err)
 		}
+		debug.FreeOSMemory() // the expert file's bytes, as the model's above
 		xp, err := pose.ExpertOf(x)
 		if err == nil {
 			est, err = est.WithExpert(xp)

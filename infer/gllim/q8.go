@@ -38,31 +38,30 @@ func q8Scale(big float64) float64 {
 	return s
 }
 
-// halfRound returns v, cut into rows equal blocks, as appendHalves stores
-// it and readMember reads it back.
-func halfRound(v []float64, rows int) []float64 {
-	out := make([]float64, len(v))
+// roundHalves rounds v, cut into rows equal blocks, in place to what
+// appendHalves stores and readMember reads back.
+func roundHalves(v []float64, rows int) {
 	n := len(v) / rows
 	for r := 0; r < rows; r++ {
+		block := v[r*n : (r+1)*n]
 		big := 0.0
-		for _, x := range v[r*n : (r+1)*n] {
+		for _, x := range block {
 			big = math.Max(big, math.Abs(x))
 		}
 		sc := float64(float32(halfScale(big)))
-		for i, x := range v[r*n : (r+1)*n] {
-			out[r*n+i] = sc * float64(halfFloat(halfBits(float32(x/sc))))
+		for i, x := range block {
+			block[i] = sc * float64(halfFloat(halfBits(float32(x/sc))))
 		}
 	}
-	return out
 }
 
 // appendQ8 appends q's K·L scales s_kj (float32) and A as int8, in A's
 // order (component, feature, latent dimension).
 func appendQ8(buf []byte, q *Params) []byte {
 	K, D, L := q.K, q.D, q.L()
-	sigma := halfRound(q.Sigma, K)
-	root := make([]float64, len(sigma))
-	for i, v := range sigma {
+	root := append([]float64(nil), q.Sigma...)
+	roundHalves(root, K) // Σ as the file reads it back
+	for i, v := range root {
 		root[i] = math.Sqrt(v)
 	}
 	scales := make([]float64, K*L)
@@ -110,6 +109,6 @@ func readQ8(p *Params, scales []float64, b []byte) {
 				a[d*L+j] = float64(int8(b[(k*D+d)*L+j])) * scales[k*L+j] * r
 			}
 		}
-		copy(a, halfRound(a, 1))
+		roundHalves(a, 1)
 	}
 }
