@@ -109,59 +109,50 @@ func TestSaveLoadIdenticalPredictions(t *testing.T) {
 	}
 }
 
-// The compact encoding halves the file and keeps predictions within a
-// small fraction of the float32 file's: its components' centres are exact,
-// A and Σ are binary16 with a scale per component (≤ 2⁻¹¹ relative). Here
-// on samples of the model itself; models/default.gllim is checked on real
-// faces in package pose.
-func TestHalfEncoding(t *testing.T) {
-	m, rng := ensemble(t, 2, 5, 300, 3, 2, 13)
-	full, err := gllim.Marshal(m)
+// encodeTwoMembers writes the two-member m in encoding enc, checks that
+// the file is at most maxRatio of the float32 one's size, and reads it
+// back.
+func encodeTwoMembers(t *testing.T, m *gllim.Model, enc gllim.Encoding, maxRatio float64) ([]byte, *gllim.Model) {
+	t.Helper()
+	full, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: gllim.Float32})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Encoding = gllim.Half
-	half, err := gllim.Marshal(m)
+	data, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: enc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Exact centres (D float32) + A and Σ as halves (D·L + D) + scales,
-	// against D·L + 2D float32: 16/28 of the weights for L = 5.
-	if r := float64(len(half)) / float64(len(full)); r > 0.58 {
-		t.Errorf("half encoding is %.3f of the float32 file's size, want ≤ 0.58", r)
+	if r := float64(len(data)) / float64(len(full)); r > maxRatio {
+		t.Errorf("%s encoding is %.3f of the float32 file's size, want ≤ %g", enc, r, maxRatio)
 	}
-	back, err := gllim.Parse(half)
+	back, err := gllim.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Encoding != gllim.Half || len(back.Members) != 1 {
+	if back.Encoding != enc || len(back.Members) != 1 {
 		t.Errorf("read back as %q with %d members", back.Encoding, len(back.Members)+1)
 	}
-	// Every weight within half's rounding of its value.
-	for i, q := range back.Ensemble() {
-		p := m.Ensemble()[i]
-		for j := range p.A {
-			if math.Abs(q.A[j]-p.A[j]) > 1e-3*math.Abs(p.A[j])+1e-9 {
-				t.Fatalf("member %d A[%d] = %g read back as %g", i, j, p.A[j], q.A[j])
-			}
-		}
-		for j := range p.Sigma {
-			if math.Abs(q.Sigma[j]-p.Sigma[j]) > 1e-3*p.Sigma[j] {
-				t.Fatalf("member %d Σ[%d] = %g read back as %g", i, j, p.Sigma[j], q.Sigma[j])
-			}
-		}
+	return data, back
+}
+
+// worstMeanGap is the largest difference between the predicted means of
+// m and back on n samples of m, in standardised units.
+func worstMeanGap(t *testing.T, m, back *gllim.Model, rng *rand.Rand, n int) float64 {
+	t.Helper()
+	f1, err := gllim.NewForward(m)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f1, _ := gllim.NewForward(m)
 	f2, err := gllim.NewForward(back)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, ys, _ := train.Sample(m.Params, 200, rng)
+	_, _, ys, _ := train.Sample(m.Params, n, rng)
 	p1, p2 := f1.NewPredictor(), f2.NewPredictor()
 	a, b := f1.NewPrediction(), f2.NewPrediction()
-	y := make([]float32, 300)
+	y := make([]float32, m.Params.D)
 	worst := 0.0
-	for i := 0; i < 200; i++ {
+	for i := 0; i < n; i++ {
 		for j, v := range ys.RawRowView(i) {
 			y[j] = float32(v)
 		}
@@ -171,6 +162,42 @@ func TestHalfEncoding(t *testing.T) {
 			worst = math.Max(worst, math.Abs(a.Mean[j]-b.Mean[j])/m.Outputs[j].Scale)
 		}
 	}
+	return worst
+}
+
+// sigmaWithinHalf fails unless member i's Σ read back (q) is within
+// binary16's rounding of the written one (p).
+func sigmaWithinHalf(t *testing.T, i int, p, q *gllim.Params) {
+	t.Helper()
+	for j := range p.Sigma {
+		if math.Abs(q.Sigma[j]-p.Sigma[j]) > 1e-3*p.Sigma[j] {
+			t.Fatalf("member %d Σ[%d] = %g read back as %g", i, j, p.Sigma[j], q.Sigma[j])
+		}
+	}
+}
+
+// The compact encoding halves the file and keeps predictions within a
+// small fraction of the float32 file's: its components' centres are exact,
+// A and Σ are binary16 with a scale per component (≤ 2⁻¹¹ relative). Here
+// on samples of the model itself; models/default.gllim is checked on real
+// faces in package pose.
+func TestHalfEncoding(t *testing.T) {
+	m, rng := ensemble(t, 2, 5, 300, 3, 2, 13)
+	// Exact centres (D float32) + A and Σ as halves (D·L + D) + scales,
+	// against D·L + 2D float32: 16/28 of the weights for L = 5.
+	m.Encoding = gllim.Half
+	half, back := encodeTwoMembers(t, m, gllim.Half, 0.58)
+	// Every weight within half's rounding of its value.
+	for i, q := range back.Ensemble() {
+		p := m.Ensemble()[i]
+		for j := range p.A {
+			if math.Abs(q.A[j]-p.A[j]) > 1e-3*math.Abs(p.A[j])+1e-9 {
+				t.Fatalf("member %d A[%d] = %g read back as %g", i, j, p.A[j], q.A[j])
+			}
+		}
+		sigmaWithinHalf(t, i, p, q)
+	}
+	worst := worstMeanGap(t, m, back, rng, 200)
 	t.Logf("half vs float32: worst difference %.2g standardised units", worst)
 	if worst > 2e-3 {
 		t.Errorf("half-encoded model differs by %.3g standardised units, want ≤ 2e-3", worst)
@@ -192,26 +219,9 @@ func TestHalfEncoding(t *testing.T) {
 // faces is checked in package headpose (EncodingError).
 func TestQ8Encoding(t *testing.T) {
 	m, rng := ensemble(t, 2, 5, 300, 3, 2, 13)
-	full, err := gllim.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q8, err := gllim.MarshalWith(m, gllim.MarshalOptions{Encoding: gllim.Q8})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Centres (4 bytes) + Σ (2) + A (L = 5 bytes) per feature against
 	// 4·(L + 2) for float32: 11/28 of the weights.
-	if r := float64(len(q8)) / float64(len(full)); r > 0.41 {
-		t.Errorf("q8 encoding is %.3f of the float32 file's size, want ≤ 0.41", r)
-	}
-	back, err := gllim.Parse(q8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Encoding != gllim.Q8 || len(back.Members) != 1 {
-		t.Errorf("read back as %q with %d members", back.Encoding, len(back.Members)+1)
-	}
+	q8, back := encodeTwoMembers(t, m, gllim.Q8, 0.41)
 	// Each whitened weight within half a grid step (plus binary16's
 	// rounding) of its value; the step is at most 1/63.75 of its column's
 	// largest whitened value.
@@ -233,32 +243,9 @@ func TestQ8Encoding(t *testing.T) {
 				}
 			}
 		}
-		for j := range p.Sigma {
-			if math.Abs(q.Sigma[j]-p.Sigma[j]) > 1e-3*p.Sigma[j] {
-				t.Fatalf("member %d Σ[%d] = %g read back as %g", i, j, p.Sigma[j], q.Sigma[j])
-			}
-		}
+		sigmaWithinHalf(t, i, p, q)
 	}
-	f1, _ := gllim.NewForward(m)
-	f2, err := gllim.NewForward(back)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, ys, _ := train.Sample(m.Params, 200, rng)
-	p1, p2 := f1.NewPredictor(), f2.NewPredictor()
-	a, b := f1.NewPrediction(), f2.NewPrediction()
-	y := make([]float32, 300)
-	worst := 0.0
-	for i := 0; i < 200; i++ {
-		for j, v := range ys.RawRowView(i) {
-			y[j] = float32(v)
-		}
-		p1.Predict(&a, y)
-		p2.Predict(&b, y)
-		for j := range a.Mean {
-			worst = math.Max(worst, math.Abs(a.Mean[j]-b.Mean[j])/m.Outputs[j].Scale)
-		}
-	}
+	worst := worstMeanGap(t, m, back, rng, 200)
 	t.Logf("q8 vs float32: worst difference %.2g standardised units", worst)
 	if worst > 2e-2 {
 		t.Errorf("q8-encoded model differs by %.3g standardised units, want ≤ 2e-2", worst)
