@@ -88,9 +88,7 @@ func runEval(args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("%w: -protocol %q is not lopo, kfold or holdout", errUsage, e.protocol)
 	}
-	switch gllim.Encoding(e.encoding) {
-	case "", gllim.Float32, gllim.Half, gllim.Q8:
-	default:
+	if enc := gllim.Encoding(e.encoding); enc != "" && !enc.Known() {
 		return fmt.Errorf("%w: -encoding %q is not float32, half or q8", errUsage, e.encoding)
 	}
 	if e.card != "" {

@@ -49,7 +49,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 // or a usage error.
 func (tf *trainFlags) checked() (gllim.Encoding, []float64, error) {
 	enc := gllim.Encoding(tf.encoding)
-	if enc != gllim.Half && enc != gllim.Float32 && enc != gllim.Q8 {
+	if !enc.Known() {
 		return "", nil, fmt.Errorf("%w: -encoding %q is not half, q8 or float32", errUsage, tf.encoding)
 	}
 	ts, err := parseFloats(tf.temps)

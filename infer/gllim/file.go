@@ -71,8 +71,8 @@ const (
 	Q8 Encoding = "q8"
 )
 
-// known reports whether this build writes and reads encoding e.
-func (e Encoding) known() bool { return e == Float32 || e == Half || e == Q8 }
+// Known reports whether this build writes and reads encoding e.
+func (e Encoding) Known() bool { return e == Float32 || e == Half || e == Q8 }
 
 const (
 	magic      = "POSEGLLM"
@@ -158,7 +158,7 @@ func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 		Outputs: m.Outputs, Features: m.Features, Calib: m.Calibration, Training: m.Training,
 	}
 	switch {
-	case o.Version == 3 && o.Encoding.known():
+	case o.Version == 3 && o.Encoding.Known():
 		h.Members, h.Encoding, h.Convs, h.Temp = len(members), o.Encoding, m.Conventions, m.Temperature
 	case o.Version == 3:
 		return nil, fmt.Errorf("gllim: encoding %q is not %q, %q or %q", o.Encoding, Float32, Half, Q8)
@@ -273,6 +273,15 @@ func halfScale(big float64) float64 {
 	return scale
 }
 
+// blockHalfScale is halfScale of the block's largest magnitude.
+func blockHalfScale(block []float64) float64 {
+	big := 0.0
+	for _, x := range block {
+		big = math.Max(big, math.Abs(x))
+	}
+	return halfScale(big)
+}
+
 // appendHalves appends v, cut into rows equal blocks (one per component),
 // as each block's float32 scale followed by its values divided by the
 // scale as binary16. The scale is the power of two that puts the block's
@@ -283,11 +292,7 @@ func appendHalves(buf []byte, v []float64, rows int) []byte {
 	n := len(v) / rows
 	scales := make([]float64, rows)
 	for r := range scales {
-		big := 0.0
-		for _, x := range v[r*n : (r+1)*n] {
-			big = math.Max(big, math.Abs(x))
-		}
-		scales[r] = halfScale(big)
+		scales[r] = blockHalfScale(v[r*n : (r+1)*n])
 	}
 	buf = appendF32(buf, scales)
 	for r, s := range scales {
@@ -426,7 +431,7 @@ func Parse(data []byte) (*Model, error) {
 		members = h.Members
 	case version == 3 && (h.Members < 1 || h.Members > maxMembers):
 		return nil, fmt.Errorf("gllim: %w: %d ensemble members (1 to %d)", ErrDimension, h.Members, maxMembers)
-	case version == 3 && !h.Encoding.known():
+	case version == 3 && !h.Encoding.Known():
 		return nil, fmt.Errorf("gllim: %w: weights encoded as %q, this build reads %q, %q and %q", ErrCorrupt, h.Encoding, Float32, Half, Q8)
 	case version == 3:
 		members, enc = h.Members, h.Encoding
@@ -469,7 +474,7 @@ func readMember(p *Params, b []byte, enc Encoding) {
 	f32(p.Pi)
 	f32(p.C)
 	f32(p.Gamma)
-	if enc != Half && enc != Q8 {
+	if enc == Float32 {
 		f32(p.A)
 		f32(p.B)
 		f32(p.Sigma)
@@ -486,10 +491,11 @@ func readMember(p *Params, b []byte, enc Encoding) {
 			b = b[2:]
 		}
 	}
-	if enc == Half {
+	switch enc {
+	case Half:
 		halves(p.A)
 		halves(p.Sigma)
-	} else {
+	case Q8:
 		halves(p.Sigma)
 		scales := make([]float64, p.K*p.L())
 		f32(scales)

@@ -44,11 +44,7 @@ func roundHalves(v []float64, rows int) {
 	n := len(v) / rows
 	for r := 0; r < rows; r++ {
 		block := v[r*n : (r+1)*n]
-		big := 0.0
-		for _, x := range block {
-			big = math.Max(big, math.Abs(x))
-		}
-		sc := float64(float32(halfScale(big)))
+		sc := float64(float32(blockHalfScale(block)))
 		for i, x := range block {
 			block[i] = sc * float64(halfFloat(halfBits(float32(x/sc))))
 		}
