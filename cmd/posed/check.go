@@ -29,7 +29,7 @@ func newEstimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
 	// The forward model is built: keep the model's description, not its
 	// float64 weights (several times the forward model's size), and return
 	// them before the expert is read, so that the two never share the peak.
-	m = described(m)
+	m = m.Description()
 	debug.FreeOSMemory()
 	if p := cfg.ExpertPath(); p != "" {
 		x, err := gllim.ReadFile(p)
@@ -46,21 +46,6 @@ func newEstimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
 		}
 	}
 	return est, m, nil
-}
-
-// described is m without its weights: outputs, features, calibration,
-// conventions, training, temperature and each member's dimensions.
-func described(m *gllim.Model) *gllim.Model {
-	d := *m
-	dims := func(p *gllim.Params) *gllim.Params {
-		return &gllim.Params{K: p.K, D: p.D, Lt: p.Lt, Lw: p.Lw, Cov: p.Cov, Shared: p.Shared}
-	}
-	d.Params = dims(m.Params)
-	d.Members = make([]*gllim.Params, len(m.Members))
-	for i, q := range m.Members {
-		d.Members[i] = dims(q)
-	}
-	return &d
 }
 
 // checkStart checks what starting posed with cfg needs beyond a valid

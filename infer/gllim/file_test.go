@@ -574,3 +574,28 @@ func TestStdScaleRoundTripAndValidation(t *testing.T) {
 		t.Errorf("negative std scale: %v", err)
 	}
 }
+
+// A model's description keeps what callers read after the forward model
+// is built — outputs, temperature, calibration, each member's sizes — and
+// none of the weights, so that they can be collected; the model itself is
+// left whole.
+func TestDescriptionDropsWeights(t *testing.T) {
+	m, _ := ensemble(t, 3, 5, 40, 3, 2, 21)
+	m.Temperature = 8
+	m.Calibration = &gllim.BoxCalibration{Detector: "pigo", Scale: 1.1, N: 3}
+	d := m.Description()
+	if len(d.Members) != 2 || d.Params.K != 5 || d.Params.D != 40 || d.Params.Lt != 3 || d.Params.Lw != 2 || d.Members[1].K != 5 {
+		t.Errorf("description's sizes: %+v, %d further members", d.Params, len(d.Members))
+	}
+	if d.Temperature != 8 || d.Calibration != m.Calibration || len(d.Outputs) != 3 || d.Outputs[1] != m.Outputs[1] {
+		t.Errorf("description lost the model's metadata: %+v", d)
+	}
+	for i, p := range d.Ensemble() {
+		if p.A != nil || p.B != nil || p.Sigma != nil || p.Pi != nil || p.C != nil || p.Gamma != nil {
+			t.Errorf("member %d of the description still holds weights", i+1)
+		}
+	}
+	if err := m.Validate(); err != nil || len(m.Params.A) != 5*40*5 {
+		t.Errorf("the model was changed: %v, %d values of A", err, len(m.Params.A))
+	}
+}

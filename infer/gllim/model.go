@@ -134,6 +134,24 @@ type Model struct {
 	fileVersion int // the version it was read from; 0 if made in memory
 }
 
+// Description is m without its weights: outputs, features, calibration,
+// conventions, training, temperature, encoding and each member's
+// dimensions. It is what a caller keeps once the forward model is built
+// (NewForward), so that the float64 weights, several times the forward
+// model's size, can be collected. It does not validate and cannot predict.
+func (m *Model) Description() *Model {
+	d := *m
+	dims := func(p *Params) *Params {
+		return &Params{K: p.K, D: p.D, Lt: p.Lt, Lw: p.Lw, Cov: p.Cov, Shared: p.Shared}
+	}
+	d.Params = dims(m.Params)
+	d.Members = make([]*Params, len(m.Members))
+	for i, q := range m.Members {
+		d.Members[i] = dims(q)
+	}
+	return &d
+}
+
 // Validate checks the parameters and that the outputs match them.
 func (m *Model) Validate() error {
 	if m.Params == nil {

@@ -233,10 +233,9 @@ func New(m *gllim.Model, s Settings) (*Estimator, error) {
 			return nil, err
 		}
 	}
-	// Keep the outputs and sizes, not the float64 weights: the forward
-	// model holds what prediction needs, and a small board should not
-	// carry both (they are several times the forward model's size).
-	e := &Estimator{model: &gllim.Model{Outputs: m.Outputs, Params: &gllim.Params{D: m.Params.D}}, fwd: f, settings: s}
+	// Keep the description, not the float64 weights: the forward model
+	// holds what prediction needs, and a small board should not carry both.
+	e := &Estimator{model: m.Description(), fwd: f, settings: s}
 	any := false
 	for i, n := range AngleNames {
 		e.angle[i] = m.OutputIndex(n)
