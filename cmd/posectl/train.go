@@ -229,15 +229,13 @@ func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int,
 			faces = fmt.Sprintf("the training faces with |yaw| ≥ %g, turned one way", profile)
 		}
 		w, mean := cost.Worst, cost.Mean
-		note := fmt.Sprintf("worst difference from float32 on %s: yaw %.3f°, pitch %.3f°, roll %.3f°", faces, w[0], w[1], w[2])
-		if enc != gllim.Half {
-			note += fmt.Sprintf("; mean %.3f°, %.3f°, %.3f°", mean[0], mean[1], mean[2])
-		}
+		note := fmt.Sprintf("worst difference from float32 on %s: yaw %.3f°, pitch %.3f°, roll %.3f°; mean %.3f°, %.3f°, %.3f°",
+			faces, w[0], w[1], w[2], mean[0], mean[1], mean[2])
 		fmt.Fprintf(os.Stderr, "%s, %s encoding: %s\n", path, enc, note)
 		for i := range w {
-			if w[i] > bound[0] || mean[i] > bound[1] {
+			if w[i] > bound.worst || mean[i] > bound.mean {
 				return fmt.Errorf("%s encoding moves %s by %.3f° on a training face (%.3f° on average), more than %g° (%g°): write -encoding float32",
-					enc, pose.AngleNames[i], w[i], mean[i], bound[0], bound[1])
+					enc, pose.AngleNames[i], w[i], mean[i], bound.worst, bound.mean)
 			}
 		}
 		m.Training.Settings["encoding"] = string(enc) + ": " + note
@@ -336,7 +334,7 @@ func trainExpert(m *gllim.Model, bank *headpose.Bank, all []int, o headpose.Opti
 // grid is coarser, and moved the shipped model's yaw on Pointing'04's
 // faces by 0.05° on average, 1.3° at worst (a face between two components
 // whose weights the rounding tips).
-var encodingBounds = map[gllim.Encoding][2]float64{gllim.Half: {0.05, 0.05}, gllim.Q8: {2, 0.1}}
+var encodingBounds = map[gllim.Encoding]struct{ worst, mean float64 }{gllim.Half: {0.05, 0.05}, gllim.Q8: {2, 0.1}}
 
 // modelCard describes a trained model: what it predicts, the data and its
 // terms, the settings. `posectl eval -card` appends measured accuracy.
