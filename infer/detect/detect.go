@@ -51,7 +51,7 @@ type Params struct {
 // DefaultParams are good for 640×480 frames: faces from 60 to 400 pixels.
 func DefaultParams() Params {
 	return Params{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: 0.5,
-		TurnedScore: 1.5, TurnedShift: 0.1, TurnedScale: 1.2}
+		TurnedScore: 2, TurnedShift: 0.1, TurnedScale: 1.2}
 }
 
 // Problem is an unusable setting: its name (the configuration's key under
