@@ -245,7 +245,7 @@ $(NEGATIVES)/.unpacked $(UNSEEN)/.unpacked:
 # 40 <= |yaw| <= 90 turned one way, run mirrored for the other; each face
 # also turned once in-plane and AFLW2000's faces given 24 windows, the
 # views of faces in the wild that lifted its recall there; each stage
-# keeps 99.5 % of the faces, which found 5–11 points more of AFLW2000's
+# keeps 99.5 % of the faces, which found 2–10 points more of AFLW2000's
 # turned faces on unseen persons for no more faces published on
 # face-free frames than stages of 99 %): one on each
 # half of the persons, measured on the other half (posectl detections),
