@@ -89,7 +89,7 @@ func runEval(args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: -protocol %q is not lopo, kfold or holdout", errUsage, e.protocol)
 	}
 	if enc := gllim.Encoding(e.encoding); enc != "" && !enc.Known() {
-		return fmt.Errorf("%w: -encoding %q is not float32, half or q8", errUsage, e.encoding)
+		return fmt.Errorf("%w: -encoding %q is not one of %q", errUsage, e.encoding, gllim.Encodings())
 	}
 	if e.card != "" {
 		// The card is appended to after the evaluation, which may take

@@ -50,7 +50,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 func (tf *trainFlags) checked() (gllim.Encoding, []float64, error) {
 	enc := gllim.Encoding(tf.encoding)
 	if !enc.Known() {
-		return "", nil, fmt.Errorf("%w: -encoding %q is not half, q8 or float32", errUsage, tf.encoding)
+		return "", nil, fmt.Errorf("%w: -encoding %q is not one of %q", errUsage, tf.encoding, gllim.Encodings())
 	}
 	ts, err := parseFloats(tf.temps)
 	if err != nil {

@@ -264,3 +264,21 @@ func TestEvalCardCheckedFirst(t *testing.T) {
 		t.Errorf("eval with a missing card: %v, want an error naming -card and the file", err)
 	}
 }
+
+// An unknown -encoding is refused by train and eval with the encodings
+// this build has, taken from the file format's own list.
+func TestEncodingFlagNamesTheEncodings(t *testing.T) {
+	_, _, trainErr := (&trainFlags{encoding: "int4", temps: "1"}).checked()
+	evalErr := runEval([]string{"-protocol", "kfold", "-data", filepath.Join(t.TempDir(), "no-data"), "-encoding", "int4"}, io.Discard)
+	for name, err := range map[string]error{"train": trainErr, "eval": evalErr} {
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), `"int4"`) {
+			t.Errorf("%s -encoding int4: %v, want a usage error naming it", name, err)
+			continue
+		}
+		for _, e := range gllim.Encodings() {
+			if !strings.Contains(err.Error(), `"`+string(e)+`"`) {
+				t.Errorf("%s -encoding int4: %v does not name %q", name, err, e)
+			}
+		}
+	}
+}

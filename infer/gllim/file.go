@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // The *.gllim file, versions 1 to 3. All integers and floats are
@@ -71,8 +72,15 @@ const (
 	Q8 Encoding = "q8"
 )
 
+// encodings are the encodings this build writes and reads.
+var encodings = []Encoding{Float32, Half, Q8}
+
 // Known reports whether this build writes and reads encoding e.
-func (e Encoding) Known() bool { return e == Float32 || e == Half || e == Q8 }
+func (e Encoding) Known() bool { return slices.Contains(encodings, e) }
+
+// Encodings lists the encodings this build writes and reads (for a
+// message naming them).
+func Encodings() []Encoding { return slices.Clone(encodings) }
 
 const (
 	magic      = "POSEGLLM"
@@ -161,7 +169,7 @@ func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 	case o.Version == 3 && o.Encoding.Known():
 		h.Members, h.Encoding, h.Convs, h.Temp = len(members), o.Encoding, m.Conventions, m.Temperature
 	case o.Version == 3:
-		return nil, fmt.Errorf("gllim: encoding %q is not %q, %q or %q", o.Encoding, Float32, Half, Q8)
+		return nil, fmt.Errorf("gllim: encoding %q is not one of %q", o.Encoding, encodings)
 	case o.Encoding != Float32:
 		return nil, fmt.Errorf("gllim: file version %d stores float32 weights only, not %s", o.Version, o.Encoding)
 	case m.Temperature != 0 && m.Temperature != 1:
@@ -432,7 +440,7 @@ func Parse(data []byte) (*Model, error) {
 	case version == 3 && (h.Members < 1 || h.Members > maxMembers):
 		return nil, fmt.Errorf("gllim: %w: %d ensemble members (1 to %d)", ErrDimension, h.Members, maxMembers)
 	case version == 3 && !h.Encoding.Known():
-		return nil, fmt.Errorf("gllim: %w: weights encoded as %q, this build reads %q, %q and %q", ErrCorrupt, h.Encoding, Float32, Half, Q8)
+		return nil, fmt.Errorf("gllim: %w: weights encoded as %q, this build reads %q", ErrCorrupt, h.Encoding, encodings)
 	case version == 3:
 		members, enc = h.Members, h.Encoding
 	}
