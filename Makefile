@@ -246,8 +246,8 @@ $(NEGATIVES)/.unpacked $(UNSEEN)/.unpacked:
 # also turned once in-plane and AFLW2000's faces given 24 windows, the
 # views of faces in the wild that lifted its recall there; each stage
 # keeps 99.5 % of the faces, which found 2–10 points more of AFLW2000's
-# turned faces on unseen persons for no more faces published on
-# face-free frames than stages of 99 %): one on each
+# turned faces on unseen persons, publishing about as many faces on
+# face-free frames as stages of 99 % at turned score 2): one on each
 # half of the persons, measured on the other half (posectl detections),
 # then one on all of them, shipped as infer/detect/cascade/turned. Each
 # training resumes from its checkpoint in build/cascade.

@@ -234,7 +234,7 @@ func TestAdjacentHeadsStayTwoTracks(t *testing.T) {
 // person, nodding while turned one way, then the other: yaw 60, 75, 90
 // with pitch up, down, up) are acquired and followed with the detector's
 // turned cascade: a face on at least 90 % of each person's frames and 93 %
-// of the 252 (96 % measured; the replay jumps from one side to the other
+// of the 252 (95.6 % measured with the shipped cascade; the replay jumps from one side to the other
 // three times, and the first frame after a jump is a miss for any tracker
 // that does not detect on every frame), where facefinder alone finds them
 // on fewer. A track the model doubts (track.recheck_std) or whose yaw
