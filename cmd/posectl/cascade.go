@@ -79,6 +79,8 @@ func runCascade(args []string, stdout io.Writer) error {
 	fs.Float64Var(&jitter.Centre, "jitter-centre", 0.05, "σ of the moves of a face window's centre, in sides")
 	fs.Float64Var(&jitter.Scale, "jitter-scale", 0.08, "σ of the moves of a face window's log-side")
 	setJitter := fs.String("set-jitter", "", "windows per face of some data sets instead of -jitter: set=N,… (e.g. aflw2000=24 to weigh in-the-wild faces more)")
+	tiltJitter := fs.String("tilt-jitter", "", "windows per face of some data sets for faces with |pitch| ≥ -tilt, instead of -set-jitter's or -jitter: set=N,… (e.g. aflw2000=72 to weigh turned faces that also look up or down more)")
+	fs.Float64Var(&jitter.Tilt, "tilt", 30, "smallest |pitch| in degrees of the faces -tilt-jitter counts")
 	fs.IntVar(&jitter.Rotations, "rotations", 0, "more copies of each face's image turned in-plane, each with its windows")
 	fs.Float64Var(&jitter.Rotate, "rotate", 10, "largest in-plane turn of those copies, degrees")
 	fs.IntVar(&o.Depth, "depth", def.Depth, "tree depth")
@@ -108,8 +110,14 @@ func runCascade(args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: -folds %d without -leave-out: say which fold to leave out", errUsage, cd.folds)
 	}
 	var err error
-	if jitter.SetN, err = parseSetCounts(*setJitter); err != nil {
+	if jitter.SetN, err = parseSetCounts("-set-jitter", *setJitter); err != nil {
 		return err
+	}
+	if jitter.TiltN, err = parseSetCounts("-tilt-jitter", *tiltJitter); err != nil {
+		return err
+	}
+	if jitter.TiltN != nil && !(jitter.Tilt >= 0 && jitter.Tilt <= 90) {
+		return fmt.Errorf("%w: -tilt %g: want a |pitch| from 0 to 90 degrees", errUsage, jitter.Tilt)
 	}
 	view, err := cascade.ParseView(cd.view)
 	if err != nil {
@@ -148,14 +156,14 @@ func runCascade(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// parseSetCounts reads -set-jitter: set=N,… with N ≥ 1 (nil if empty).
-func parseSetCounts(s string) (map[string]int, error) {
+// parseSetCounts reads the flag named name: set=N,… with N ≥ 1 (nil if empty).
+func parseSetCounts(name, s string) (map[string]int, error) {
 	var out map[string]int
 	for _, kv := range splitList(s) {
 		k, v, ok := strings.Cut(kv, "=")
 		n, err := strconv.Atoi(v)
 		if !ok || err != nil || n < 1 {
-			return nil, fmt.Errorf("%w: -set-jitter %q: want set=N with N ≥ 1", errUsage, kv)
+			return nil, fmt.Errorf("%w: %s %q: want set=N with N ≥ 1", errUsage, name, kv)
 		}
 		if out == nil {
 			out = map[string]int{}

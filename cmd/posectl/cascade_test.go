@@ -14,7 +14,8 @@ import (
 )
 
 // posectl cascade and detections refuse a split of the persons that names
-// no part of them, saying which flag is wrong, before loading any data.
+// no part of them, or windows per face that are not a count, saying which
+// flag is wrong, before loading any data.
 func TestCascadeSplitRefused(t *testing.T) {
 	turned := "../../infer/detect/cascade/turned"
 	for _, c := range []struct {
@@ -27,6 +28,9 @@ func TestCascadeSplitRefused(t *testing.T) {
 		{cascadeCmd, []string{"-o", "x", "-folds", "5"}, "without -leave-out"},
 		{cascadeCmd, []string{"-o", "x", "-half", "0", "-folds", "5", "-leave-out", "1"}, "-half and -folds"},
 		{cascadeCmd, []string{"-o", "x", "-half", "2"}, "-half 2"},
+		{cascadeCmd, []string{"-o", "x", "-set-jitter", "aflw2000=0"}, `-set-jitter "aflw2000=0"`},
+		{cascadeCmd, []string{"-o", "x", "-tilt-jitter", "aflw2000"}, `-tilt-jitter "aflw2000"`},
+		{cascadeCmd, []string{"-o", "x", "-tilt-jitter", "aflw2000=72", "-tilt", "95"}, "-tilt 95"},
 		{detectionsCmd, []string{"-folds", "2", "-cascades", turned + "," + turned + "," + turned}, "wants up to 2 cascades"},
 		{detectionsCmd, []string{"-folds", "5"}, "wants up to 5 cascades"},
 		{detectionsCmd, []string{"-folds", "5", "-cascades", "-,-"}, "wants up to 5 cascades"},

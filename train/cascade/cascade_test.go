@@ -18,6 +18,7 @@ import (
 	pigo "github.com/esimov/pigo/core"
 
 	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/train/dataset"
 )
 
@@ -341,5 +342,44 @@ func TestPictureNamesIgnoreTheFolderAbove(t *testing.T) {
 	// Pictures not below a usr/share are named by their path below dir.
 	if got := pictureName("/data/pics", "/data/pics/holiday/x.jpg"); got != "holiday/x.jpg" {
 		t.Errorf("pictureName outside usr/share: %q, want holiday/x.jpg", got)
+	}
+}
+
+// Each face gets the windows its set and tilt ask for: -jitter by
+// default, -set-jitter's count for its set, -tilt-jitter's for a face of
+// that set looking up or down by -tilt or more (either way), whose pitch
+// is labelled; faces outside the view get none, and those turned the
+// other way are counted the same.
+func TestFacesWindowsBySetAndTilt(t *testing.T) {
+	g := image.NewGray(image.Rect(0, 0, 200, 200))
+	box := feature.Box{X: 70, Y: 70, W: 60, H: 60}
+	faces := []struct {
+		s    dataset.Sample
+		want int
+	}{
+		{dataset.Sample{Set: "pointing04", Yaw: 60, HasYaw: true, Pitch: 60, HasPitch: true}, 3},
+		{dataset.Sample{Set: "aflw2000", Yaw: 60, HasYaw: true, Pitch: 10, HasPitch: true}, 5},
+		{dataset.Sample{Set: "aflw2000", Yaw: -70, HasYaw: true, Pitch: -30, HasPitch: true}, 9},
+		{dataset.Sample{Set: "aflw2000", Yaw: 50, HasYaw: true, Pitch: 45, HasPitch: true}, 9},
+		{dataset.Sample{Set: "aflw2000", Yaw: 50, HasYaw: true, Pitch: 29.9, HasPitch: true}, 5},
+		{dataset.Sample{Set: "aflw2000", Yaw: 50, HasYaw: true}, 5}, // pitch unknown
+		{dataset.Sample{Set: "aflw2000", Yaw: 20, HasYaw: true, Pitch: 45, HasPitch: true}, 0},
+	}
+	var samples []dataset.Sample
+	var imgs []*image.Gray
+	var boxes []feature.Box
+	for _, f := range faces {
+		samples, imgs, boxes = append(samples, f.s), append(imgs, g), append(boxes, box)
+	}
+	j := Jitter{N: 3, Centre: 0.01, Scale: 0.01, SetN: map[string]int{"aflw2000": 5}, Tilt: 30, TiltN: map[string]int{"aflw2000": 9}}
+	fs := Faces(samples, imgs, boxes, View{40, 90}, j, 1)
+	got := make([]int, len(faces))
+	for _, i := range fs.Sample {
+		got[i]++
+	}
+	for i, f := range faces {
+		if got[i] != f.want {
+			t.Errorf("face %d (%s, yaw %g, pitch %g): %d windows, want %d", i, f.s.Set, f.s.Yaw, f.s.Pitch, got[i], f.want)
+		}
 	}
 }

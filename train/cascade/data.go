@@ -74,11 +74,29 @@ type Jitter struct {
 	// SetN, if it names a face's data set, is that set's N instead (to
 	// weigh a set's faces more).
 	SetN map[string]int
+	// TiltN, if it names the data set of a face whose labelled |pitch| is
+	// Tilt degrees or more, is its N instead of SetN's or N: turned faces
+	// that also look up or down are few in the data and the ones a
+	// cascade misses most in the wild, so a stage keeping its share of
+	// the windows keeps more of them.
+	Tilt  float64
+	TiltN map[string]int
 	// Rotations more copies of each face's image, turned about the box
 	// centre by angles drawn uniformly within ±Rotate degrees, each with
 	// its windows (in-plane turns the scan does not search).
 	Rotations int
 	Rotate    float64
+}
+
+// windows is how many windows face s gets.
+func (j Jitter) windows(s dataset.Sample) int {
+	if v, ok := j.TiltN[s.Set]; ok && s.HasPitch && math.Abs(s.Pitch) >= j.Tilt {
+		return v
+	}
+	if v, ok := j.SetN[s.Set]; ok {
+		return v
+	}
+	return j.N
 }
 
 // Faces builds the positive windows: for each sample i of view v, its
@@ -94,10 +112,7 @@ func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v 
 		if s.Yaw < 0 {
 			g, box = mirror(g), mirrorBox(box, g.Rect.Dx())
 		}
-		n := j.N
-		if v, ok := j.SetN[s.Set]; ok {
-			n = v
-		}
+		n := j.windows(s)
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		base := FromGray(g)
 		cx0, cy0 := box.Centre()
