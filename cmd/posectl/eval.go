@@ -277,7 +277,10 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 	}
 	var expert *headpose.Expert
 	if x := e.xf; x.profile > 0 {
-		xo := x.options(o)
+		xo, err := x.options(o)
+		if err != nil {
+			return nil, nil, "", err
+		}
 		xp, err := x.expert()
 		if err != nil {
 			return nil, nil, "", err

@@ -250,20 +250,26 @@ type expertFlags struct {
 	k, members            int
 	seed                  uint64
 	outputs, density      string
+	repeat                string
 }
 
 // options are the expert's training options: the model's recipe o on the
 // faces turned past -profile, with the expert's size and seed.
-func (x *expertFlags) options(o headpose.Options) headpose.Options {
+func (x *expertFlags) options(o headpose.Options) (headpose.Options, error) {
 	xo := o
 	xo.Profile, xo.Members = x.profile, x.members
+	rep, err := parseSetCounts("-profile-repeat", x.repeat)
+	if err != nil {
+		return xo, err
+	}
+	xo.Repeat = rep
 	if x.k > 0 {
 		xo.EM.K = x.k
 	}
 	if x.seed > 0 {
 		xo.EM.Seed = x.seed
 	}
-	return xo
+	return xo, nil
 }
 
 // expert is how the daemon is to use the expert these flags describe.
@@ -287,6 +293,7 @@ func (x *expertFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&x.seed, "profile-seed", 0, "the expert's EM seed (its members take this and the next ones; 0: -seed), to measure how its figures move with the seed")
 	fs.Float64Var(&x.weight, "profile-weight", 1, "the weight of the expert's answer against the model's (1: it replaces it)")
 	fs.StringVar(&x.outputs, "profile-outputs", "", "the outputs the expert answers (comma-separated; default all)")
+	fs.StringVar(&x.repeat, "profile-repeat", "", "weigh some data sets' turned faces more in the expert: set=N,… repeats each of their rows N times (e.g. aflw2000=2 for the faces in the wild)")
 	fs.StringVar(&x.density, "profile-density", "", "below the gate, also hand the expert the faces whose features (or mirrored features) it explains within this many nats of the model's log-density (empty: the gate alone)")
 }
 
@@ -295,7 +302,10 @@ func (x *expertFlags) register(fs *flag.FlagSet) {
 // held-out persons of its own: its faces are the held-out training's
 // turned ones) and records how the daemon is to use it.
 func trainExpert(m *gllim.Model, bank *headpose.Bank, all []int, o headpose.Options, x expertFlags) (*gllim.Model, error) {
-	xo := x.options(o)
+	xo, err := x.options(o)
+	if err != nil {
+		return nil, err
+	}
 	xp, err := x.expert()
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train"
 	"github.com/edgepose/posed/train/dataset"
+	"gonum.org/v1/gonum/mat"
 )
 
 func dataDir(t testing.TB) string { return datatest.Root(t) }
@@ -355,5 +357,55 @@ func TestProfileExpertRows(t *testing.T) {
 	}
 	if left == 0 || right == 0 {
 		t.Errorf("person 15 has %d faces turned left and %d right: want both", left, right)
+	}
+}
+
+// Repeat weighs a data set by repeating its rows: the expert's rows of a
+// repeated set are its rows without Repeat, that many times in turn; a
+// set the bank does not hold, or a count below 1, is refused by name.
+func TestRepeatWeighsASet(t *testing.T) {
+	b := pointingBank(t)
+	_, idx := split(b, "15")
+	o := Options{Variant: VariantPose, Angles: []string{pose.Yaw, pose.Pitch, pose.Roll}, ZeroRoll: true, Profile: 45}
+	t1, y1 := o.TrainingSet(b, idx)
+	o.Repeat = map[string]int{"pointing04": 3}
+	if err := o.Validate(b); err != nil {
+		t.Fatal(err)
+	}
+	t3, y3 := o.TrainingSet(b, idx)
+	n := t1.RawMatrix().Rows
+	if got := t3.RawMatrix().Rows; got != 3*n {
+		t.Fatalf("%d rows with pointing04 repeated 3 times, want 3 × %d", got, n)
+	}
+	// Each face's rows come three times before the next face's.
+	row1, row3 := 0, 0
+	for _, i := range idx {
+		per := 0
+		for _, k := range b.ViewsOf[i] {
+			if math.Abs(b.Views[k].Yaw) >= 45 {
+				per++
+			}
+		}
+		for range 3 {
+			for r := range per {
+				if !mat.Equal(t3.RowView(row3), t1.RowView(row1+r)) || !mat.Equal(y3.RowView(row3), y1.RowView(row1+r)) {
+					t.Fatalf("row %d is not row %d of the unrepeated set", row3, row1+r)
+				}
+				row3++
+			}
+		}
+		row1 += per
+	}
+	for _, c := range []struct {
+		rep  map[string]int
+		want string
+	}{
+		{map[string]int{"aflw2000": 2}, `"aflw2000", which the bank does not hold`},
+		{map[string]int{"pointing04": 0}, `"pointing04" 0 times`},
+	} {
+		o.Repeat = c.rep
+		if err := o.Validate(b); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Repeat %v: %v, want an error saying %s", c.rep, err, c.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package headpose
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -55,7 +56,10 @@ type Options struct {
 	// model then spends all its components on turned heads of one side and
 	// sees each of them from both sides' faces.
 	Profile float64
-	EM      train.Config
+	// Repeat weighs a data set's rows: each of its faces' rows appears
+	// that many times (EM then counts them that much; 0 or absent: once).
+	Repeat map[string]int
+	EM     train.Config
 }
 
 // Name is the paper's name of the variant, e.g. hGLLiM_pose&bb-4.
@@ -120,6 +124,14 @@ func (o Options) Validate(b *Bank) error {
 			return fmt.Errorf("headpose: mirroring data set %q, which the bank does not hold", s)
 		}
 	}
+	for s, n := range o.Repeat {
+		if n < 1 {
+			return fmt.Errorf("headpose: repeating data set %q %d times: want 1 or more", s, n)
+		}
+		if !slices.ContainsFunc(b.Samples, func(x dataset.Sample) bool { return x.Set == s }) {
+			return fmt.Errorf("headpose: repeating data set %q, which the bank does not hold", s)
+		}
+	}
 	if (o.Variant == VariantPoseBB || o.UseShifted) && b.Shifts == 0 {
 		return fmt.Errorf("headpose: variant %s needs moved boxes, the bank has none", o.Variant)
 	}
@@ -156,12 +168,13 @@ func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 		mirrored, ok := expertCopy(v.Yaw, o.Profile)
 		return ok && mirrored == (fl == 1)
 	}
+	reps := func(i int) int { return max(o.Repeat[b.Samples[i].Set], 1) }
 	n := 0
 	for _, i := range idx {
 		for _, k := range b.ViewsOf[i] {
 			for fl := range flips(i) {
 				if keep(&b.Views[k], fl) {
-					n += boxes
+					n += boxes * reps(i)
 				}
 			}
 		}
@@ -174,30 +187,32 @@ func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 	perm := feature.MirrorPermutation()
 	row := 0
 	for _, i := range idx {
-		for _, k := range b.ViewsOf[i] {
-			v := &b.Views[k]
-			for a := 0; a < boxes; a++ {
-				sh := v.Target(a)
-				f := v.Feat[a]
-				for fl := range flips(i) {
-					if !keep(v, fl) {
-						continue
-					}
-					mirrored := fl == 1
-					for j, name := range names {
-						t.Set(row, j, output(name, v, sh, mirrored))
-					}
-					dst := y.RawRowView(row)
-					if fl == 0 {
-						for d, x := range f {
-							dst[d] = float64(x)
+		for range reps(i) {
+			for _, k := range b.ViewsOf[i] {
+				v := &b.Views[k]
+				for a := 0; a < boxes; a++ {
+					sh := v.Target(a)
+					f := v.Feat[a]
+					for fl := range flips(i) {
+						if !keep(v, fl) {
+							continue
 						}
-					} else {
-						for d := range dst {
-							dst[d] = float64(f[perm[d]])
+						mirrored := fl == 1
+						for j, name := range names {
+							t.Set(row, j, output(name, v, sh, mirrored))
 						}
+						dst := y.RawRowView(row)
+						if fl == 0 {
+							for d, x := range f {
+								dst[d] = float64(x)
+							}
+						} else {
+							for d := range dst {
+								dst[d] = float64(f[perm[d]])
+							}
+						}
+						row++
 					}
-					row++
 				}
 			}
 		}
@@ -316,6 +331,13 @@ func (o Options) Settings(b *Bank) map[string]string {
 	}
 	if o.Profile > 0 {
 		s["profile"] = f(o.Profile)
+	}
+	if len(o.Repeat) > 0 {
+		var r []string
+		for _, set := range slices.Sorted(maps.Keys(o.Repeat)) {
+			r = append(r, set+"="+strconv.Itoa(o.Repeat[set]))
+		}
+		s["repeat"] = strings.Join(r, ",")
 	}
 	if bo.Moves == DetectorMoves {
 		s["move_scale"] = f(bo.MoveScale)
