@@ -9,8 +9,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -154,23 +152,6 @@ func runCascade(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d trees of depth %d, %d bytes\n", *out, c.Trees(), c.Depth, len(b))
 	return nil
-}
-
-// parseSetCounts reads the flag named name: set=N,… with N ≥ 1 (nil if empty).
-func parseSetCounts(name, s string) (map[string]int, error) {
-	var out map[string]int
-	for _, kv := range splitList(s) {
-		k, v, ok := strings.Cut(kv, "=")
-		n, err := strconv.Atoi(v)
-		if !ok || err != nil || n < 1 {
-			return nil, fmt.Errorf("%w: %s %q: want set=N with N ≥ 1", errUsage, name, kv)
-		}
-		if out == nil {
-			out = map[string]int{}
-		}
-		out[k] = n
-	}
-	return out, nil
 }
 
 // checkSplit refuses a split of the persons that names no part of them.

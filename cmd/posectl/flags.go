@@ -318,6 +318,23 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
+// parseSetCounts reads the flag named name: set=N,… with N ≥ 1 (nil if empty).
+func parseSetCounts(name, s string) (map[string]int, error) {
+	var out map[string]int
+	for _, kv := range splitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: %s %q: want set=N with N ≥ 1", errUsage, name, kv)
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
 // parseInterspersed parses args with fs, flags before, between or after
 // the positional arguments (`predict a.jpg -model m.gllim` as well as
 // `predict -model m.gllim a.jpg`), and returns the positional ones. After

@@ -120,7 +120,7 @@ func (o Options) Validate(b *Bank) error {
 		return fmt.Errorf("headpose: %d ensemble members: want 1 to 64 (0 means 1)", o.Members)
 	}
 	for _, s := range o.Flip {
-		if s != "all" && !slices.ContainsFunc(b.Samples, func(x dataset.Sample) bool { return x.Set == s }) {
+		if s != "all" && !b.holds(s) {
 			return fmt.Errorf("headpose: mirroring data set %q, which the bank does not hold", s)
 		}
 	}
@@ -128,7 +128,7 @@ func (o Options) Validate(b *Bank) error {
 		if n < 1 {
 			return fmt.Errorf("headpose: repeating data set %q %d times: want 1 or more", s, n)
 		}
-		if !slices.ContainsFunc(b.Samples, func(x dataset.Sample) bool { return x.Set == s }) {
+		if !b.holds(s) {
 			return fmt.Errorf("headpose: repeating data set %q, which the bank does not hold", s)
 		}
 	}
@@ -136,6 +136,11 @@ func (o Options) Validate(b *Bank) error {
 		return fmt.Errorf("headpose: variant %s needs moved boxes, the bank has none", o.Variant)
 	}
 	return nil
+}
+
+// holds reports whether the bank has a face of data set set.
+func (b *Bank) holds(set string) bool {
+	return slices.ContainsFunc(b.Samples, func(x dataset.Sample) bool { return x.Set == set })
 }
 
 // flips reports whether the faces of data set set are mirrored too.
@@ -187,33 +192,41 @@ func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 	perm := feature.MirrorPermutation()
 	row := 0
 	for _, i := range idx {
-		for range reps(i) {
-			for _, k := range b.ViewsOf[i] {
-				v := &b.Views[k]
-				for a := 0; a < boxes; a++ {
-					sh := v.Target(a)
-					f := v.Feat[a]
-					for fl := range flips(i) {
-						if !keep(v, fl) {
-							continue
-						}
-						mirrored := fl == 1
-						for j, name := range names {
-							t.Set(row, j, output(name, v, sh, mirrored))
-						}
-						dst := y.RawRowView(row)
-						if fl == 0 {
-							for d, x := range f {
-								dst[d] = float64(x)
-							}
-						} else {
-							for d := range dst {
-								dst[d] = float64(f[perm[d]])
-							}
-						}
-						row++
+		first := row
+		for _, k := range b.ViewsOf[i] {
+			v := &b.Views[k]
+			for a := 0; a < boxes; a++ {
+				sh := v.Target(a)
+				f := v.Feat[a]
+				for fl := range flips(i) {
+					if !keep(v, fl) {
+						continue
 					}
+					mirrored := fl == 1
+					for j, name := range names {
+						t.Set(row, j, output(name, v, sh, mirrored))
+					}
+					dst := y.RawRowView(row)
+					if fl == 0 {
+						for d, x := range f {
+							dst[d] = float64(x)
+						}
+					} else {
+						for d := range dst {
+							dst[d] = float64(f[perm[d]])
+						}
+					}
+					row++
 				}
+			}
+		}
+		// A repeated face's rows again, as many times as its set is weighed.
+		last := row
+		for range reps(i) - 1 {
+			for r := first; r < last; r++ {
+				copy(t.RawRowView(row), t.RawRowView(r))
+				copy(y.RawRowView(row), y.RawRowView(r))
+				row++
 			}
 		}
 	}
