@@ -260,6 +260,9 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 		return nil, nil, "", err
 	}
 	bo, err := e.mf.bankOptions(det, *e.cache)
+	if err == nil {
+		bo, err = e.xf.bankOptions(bo)
+	}
 	if err != nil {
 		return nil, nil, "", err
 	}

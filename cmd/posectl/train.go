@@ -80,6 +80,9 @@ func (tf *trainFlags) bank(bar *progressBar) ([]dataset.Sample, *headpose.Bank, 
 		return nil, nil, nil, o, err
 	}
 	bo, err := tf.mf.bankOptions(det, *tf.cache)
+	if err == nil {
+		bo, err = tf.xf.bankOptions(bo)
+	}
 	if err != nil {
 		return nil, nil, nil, o, err
 	}
@@ -251,6 +254,27 @@ type expertFlags struct {
 	seed                  uint64
 	outputs, density      string
 	repeat                string
+	augment, augmentSets  string
+}
+
+// bankOptions adds the expert's own views (-profile-augment) to the bank's
+// options bo.
+func (x *expertFlags) bankOptions(bo headpose.BankOptions) (headpose.BankOptions, error) {
+	if x.augment == "" {
+		if x.augmentSets != "" {
+			return bo, fmt.Errorf("%w: -profile-augment-sets needs -profile-augment", errUsage)
+		}
+		return bo, nil
+	}
+	if x.profile <= 0 {
+		return bo, fmt.Errorf("%w: -profile-augment needs -profile", errUsage)
+	}
+	aug, err := headpose.ParseAugmentations(x.augment)
+	if err != nil {
+		return bo, fmt.Errorf("%w: -profile-augment: %v", errUsage, err)
+	}
+	bo.ExpertAugment, bo.ExpertAugmentSets = aug, splitList(x.augmentSets)
+	return bo, nil
 }
 
 // options are the expert's training options: the model's recipe o on the
@@ -294,6 +318,8 @@ func (x *expertFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&x.weight, "profile-weight", 1, "the weight of the expert's answer against the model's (1: it replaces it)")
 	fs.StringVar(&x.outputs, "profile-outputs", "", "the outputs the expert answers (comma-separated; default all)")
 	fs.StringVar(&x.repeat, "profile-repeat", "", "weigh some data sets' turned faces more in the expert: set=N,… repeats each of their rows N times (e.g. aflw2000=2 for the faces in the wild)")
+	fs.StringVar(&x.augment, "profile-augment", "", "views of the training images that only the expert trains on, as -augment (e.g. rotate:1:20: one view turned in the image plane by up to ±20°); the model's rows do not change")
+	fs.StringVar(&x.augmentSets, "profile-augment-sets", "", "the data sets -profile-augment applies to (comma-separated; empty: all)")
 	fs.StringVar(&x.density, "profile-density", "", "below the gate, also hand the expert the faces whose features (or mirrored features) it explains within this many nats of the model's log-density (empty: the gate alone)")
 }
 

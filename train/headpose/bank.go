@@ -110,6 +110,9 @@ type View struct {
 	Sample int          // the image
 	Aug    Augmentation // how the image was changed (Kind "" for none)
 	Amount float64      // the change drawn for this view (degrees, σ, …)
+	// ExpertOnly: a view of BankOptions.ExpertAugment, which only a
+	// profile expert trains on.
+	ExpertOnly bool
 	// Labels of this view (after a rotation: composed, see dataset.RotateInPlane).
 	Yaw, Pitch, Roll          float64
 	HasYaw, HasPitch, HasRoll bool
@@ -160,6 +163,13 @@ type BankOptions struct {
 	// sets if empty) for training.
 	Augment     []Augmentation
 	AugmentSets []string
+	// ExpertAugment adds views that only a profile expert trains on
+	// (Options.Profile > 0), of the images of the sets in ExpertAugmentSets
+	// (all sets if empty): more views of turned heads without changing the
+	// model's training rows. They are drawn after Augment's views, so those
+	// do not change.
+	ExpertAugment     []Augmentation
+	ExpertAugmentSets []string
 }
 
 func (o *BankOptions) defaults() {
@@ -197,7 +207,7 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 	if (o.Box == CanonicalBox || o.Moves == DetectorMoves) && o.Detector == nil {
 		return nil, fmt.Errorf("headpose: %s boxes and %s moves need a detector", o.Box, o.Moves)
 	}
-	for _, a := range o.Augment {
+	for _, a := range slices.Concat(o.Augment, o.ExpertAugment) {
 		if err := a.Validate(); err != nil {
 			return nil, err
 		}
@@ -329,31 +339,35 @@ func (b *Bank) plan(o BankOptions) {
 		v.Moves = moves()
 		b.ViewsOf[i] = append(b.ViewsOf[i], len(b.Views))
 		b.Views = append(b.Views, v)
-		if len(o.AugmentSets) > 0 && !slices.Contains(o.AugmentSets, s.Set) {
-			continue
-		}
-		for _, a := range o.Augment {
-			for range a.N {
-				v := base
-				va := a
-				if a.Kind == Camera {
-					va = Augmentation{Kind: cameraKinds[rng.IntN(len(cameraKinds))], N: 1}
-				}
-				v.Aug, v.Amount = va, va.draw(rng)
-				if va.Kind == Rotate {
-					if !(s.HasYaw && s.HasPitch) {
-						continue // a rotation mixes yaw and pitch: both must be known
+		augment := func(augs []Augmentation, sets []string, expert bool) {
+			if len(sets) > 0 && !slices.Contains(sets, s.Set) {
+				return
+			}
+			for _, a := range augs {
+				for range a.N {
+					v := base
+					va := a
+					if a.Kind == Camera {
+						va = Augmentation{Kind: cameraKinds[rng.IntN(len(cameraKinds))], N: 1}
 					}
-					// A rotated head has all three angles; an unlabelled
-					// roll counts as upright (Pointing'04's heads).
-					v.Yaw, v.Pitch, v.Roll = dataset.RotateInPlane(s.Yaw, s.Pitch, s.Roll, v.Amount)
-					v.HasRoll = true
+					v.Aug, v.Amount, v.ExpertOnly = va, va.draw(rng), expert
+					if va.Kind == Rotate {
+						if !(s.HasYaw && s.HasPitch) {
+							continue // a rotation mixes yaw and pitch: both must be known
+						}
+						// A rotated head has all three angles; an unlabelled
+						// roll counts as upright (Pointing'04's heads).
+						v.Yaw, v.Pitch, v.Roll = dataset.RotateInPlane(s.Yaw, s.Pitch, s.Roll, v.Amount)
+						v.HasRoll = true
+					}
+					v.Moves = moves()
+					b.ViewsOf[i] = append(b.ViewsOf[i], len(b.Views))
+					b.Views = append(b.Views, v)
 				}
-				v.Moves = moves()
-				b.ViewsOf[i] = append(b.ViewsOf[i], len(b.Views))
-				b.Views = append(b.Views, v)
 			}
 		}
+		augment(o.Augment, o.AugmentSets, false)
+		augment(o.ExpertAugment, o.ExpertAugmentSets, true)
 	}
 }
 

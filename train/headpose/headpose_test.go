@@ -409,3 +409,74 @@ func TestRepeatWeighsASet(t *testing.T) {
 		}
 	}
 }
+
+// Views of BankOptions.ExpertAugment are the expert's alone: the model's
+// rows and every other view stay as they were without them, the expert
+// gains a row per kept view and box, and both files' settings say so.
+func TestExpertAugmentIsTheExpertsAlone(t *testing.T) {
+	s, err := dataset.Read(filepath.Join(dataDir(t), "pointing04"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = slices.DeleteFunc(s, func(x dataset.Sample) bool { return x.Subject != "15" })
+	bo := BankOptions{Shifts: 1, Seed: 3, Augment: []Augmentation{{Kind: Blur, N: 1}}}
+	plain, err := NewBank(s, bo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bo.ExpertAugment, bo.ExpertAugmentSets = []Augmentation{{Kind: Rotate, N: 1, Max: 20}}, []string{"pointing04"}
+	more, err := NewBank(s, bo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]int, len(s))
+	for i := range idx {
+		idx[i] = i
+	}
+	m := Options{Variant: VariantPoseBB, Angles: []string{pose.Yaw, pose.Pitch, pose.Roll}, ZeroRoll: true}
+	t0, y0 := m.TrainingSet(plain, idx)
+	t1, y1 := m.TrainingSet(more, idx)
+	if !mat.Equal(t0, t1) || !mat.Equal(y0, y1) {
+		t.Fatal("the model's rows changed with views only the expert should see")
+	}
+	if m.Settings(plain)["augment"] != m.Settings(more)["augment"] || m.Settings(more)["expert_augment"] != "" {
+		t.Errorf("the model's settings name the expert's views: %v", m.Settings(more))
+	}
+	x := m
+	x.Profile = 45
+	xt0, _ := x.TrainingSet(plain, idx)
+	xt1, _ := x.TrainingSet(more, idx)
+	// Each image gains one rotated view, kept where its yaw stays ≥ 45°.
+	extra, rolled := 0, 0
+	for _, i := range idx {
+		vs := more.ViewsOf[i]
+		if len(vs) != len(plain.ViewsOf[i])+1 {
+			t.Fatalf("image %d: %d views, want the %d without the expert's and one rotated", i, len(vs), len(plain.ViewsOf[i]))
+		}
+		for j, k := range plain.ViewsOf[i] {
+			a, b := &plain.Views[k], &more.Views[vs[j]]
+			if a.Aug != b.Aug || a.Amount != b.Amount || !slices.Equal(a.Moves, b.Moves) || b.ExpertOnly {
+				t.Fatalf("image %d view %d changed when the expert's views were added", i, j)
+			}
+		}
+		v := &more.Views[vs[len(vs)-1]]
+		if !v.ExpertOnly || v.Aug.Kind != Rotate || math.Abs(v.Amount) > 20 {
+			t.Fatalf("image %d's last view is %+v, want the expert's rotation within ±20°", i, v.Aug)
+		}
+		if math.Abs(v.Yaw) >= 45 {
+			extra += 1 + more.Shifts
+			if math.Abs(v.Roll) > 1 {
+				rolled++
+			}
+		}
+	}
+	if got, want := xt1.RawMatrix().Rows, xt0.RawMatrix().Rows+extra; got != want || extra == 0 {
+		t.Fatalf("the expert has %d rows, want %d (%d of its rotated views)", got, want, extra)
+	}
+	if rolled == 0 {
+		t.Error("no rotated turned view has a roll: the rotation did not reach the labels")
+	}
+	if got := x.Settings(more)["expert_augment"]; got != "rotate:1:20" {
+		t.Errorf("the expert's settings record expert_augment %q, want rotate:1:20", got)
+	}
+}

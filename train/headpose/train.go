@@ -168,7 +168,7 @@ func (o Options) TrainingSet(b *Bank, idx []int) (*mat.Dense, *mat.Dense) {
 	// keep says whether the copy of view v mirrored (fl = 1) or not is a row.
 	keep := func(v *View, fl int) bool {
 		if o.Profile == 0 {
-			return true
+			return !v.ExpertOnly
 		}
 		mirrored, ok := expertCopy(v.Yaw, o.Profile)
 		return ok && mirrored == (fl == 1)
@@ -344,6 +344,13 @@ func (o Options) Settings(b *Bank) map[string]string {
 	}
 	if o.Profile > 0 {
 		s["profile"] = f(o.Profile)
+		if len(bo.ExpertAugment) > 0 {
+			var xa []string
+			for _, a := range bo.ExpertAugment {
+				xa = append(xa, a.String())
+			}
+			s["expert_augment"], s["expert_augment_sets"] = strings.Join(xa, ","), strings.Join(bo.ExpertAugmentSets, ",")
+		}
 	}
 	if len(o.Repeat) > 0 {
 		var r []string
