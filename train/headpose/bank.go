@@ -312,6 +312,19 @@ func (b *Bank) load(progress func(done, total int)) error {
 // plan draws every view's moves and augmentations.
 func (b *Bank) plan(o BankOptions) {
 	per := 1 + o.Shifts
+	// The augmented views of an image: the model's, then the expert's.
+	type planned struct {
+		Augmentation
+		sets   []string
+		expert bool
+	}
+	var extra []planned
+	for _, a := range o.Augment {
+		extra = append(extra, planned{a, o.AugmentSets, false})
+	}
+	for _, a := range o.ExpertAugment {
+		extra = append(extra, planned{a, o.ExpertAugmentSets, true})
+	}
 	b.ViewsOf = make([][]int, len(b.Samples))
 	for i, s := range b.Samples {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
@@ -339,35 +352,31 @@ func (b *Bank) plan(o BankOptions) {
 		v.Moves = moves()
 		b.ViewsOf[i] = append(b.ViewsOf[i], len(b.Views))
 		b.Views = append(b.Views, v)
-		augment := func(augs []Augmentation, sets []string, expert bool) {
-			if len(sets) > 0 && !slices.Contains(sets, s.Set) {
-				return
+		for _, p := range extra {
+			if len(p.sets) > 0 && !slices.Contains(p.sets, s.Set) {
+				continue
 			}
-			for _, a := range augs {
-				for range a.N {
-					v := base
-					va := a
-					if a.Kind == Camera {
-						va = Augmentation{Kind: cameraKinds[rng.IntN(len(cameraKinds))], N: 1}
-					}
-					v.Aug, v.Amount, v.ExpertOnly = va, va.draw(rng), expert
-					if va.Kind == Rotate {
-						if !(s.HasYaw && s.HasPitch) {
-							continue // a rotation mixes yaw and pitch: both must be known
-						}
-						// A rotated head has all three angles; an unlabelled
-						// roll counts as upright (Pointing'04's heads).
-						v.Yaw, v.Pitch, v.Roll = dataset.RotateInPlane(s.Yaw, s.Pitch, s.Roll, v.Amount)
-						v.HasRoll = true
-					}
-					v.Moves = moves()
-					b.ViewsOf[i] = append(b.ViewsOf[i], len(b.Views))
-					b.Views = append(b.Views, v)
+			for range p.N {
+				v := base
+				va := p.Augmentation
+				if va.Kind == Camera {
+					va = Augmentation{Kind: cameraKinds[rng.IntN(len(cameraKinds))], N: 1}
 				}
+				v.Aug, v.Amount, v.ExpertOnly = va, va.draw(rng), p.expert
+				if va.Kind == Rotate {
+					if !(s.HasYaw && s.HasPitch) {
+						continue // a rotation mixes yaw and pitch: both must be known
+					}
+					// A rotated head has all three angles; an unlabelled
+					// roll counts as upright (Pointing'04's heads).
+					v.Yaw, v.Pitch, v.Roll = dataset.RotateInPlane(s.Yaw, s.Pitch, s.Roll, v.Amount)
+					v.HasRoll = true
+				}
+				v.Moves = moves()
+				b.ViewsOf[i] = append(b.ViewsOf[i], len(b.Views))
+				b.Views = append(b.Views, v)
 			}
 		}
-		augment(o.Augment, o.AugmentSets, false)
-		augment(o.ExpertAugment, o.ExpertAugmentSets, true)
 	}
 }
 
