@@ -213,6 +213,11 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 		}
 	}
 	b := &Bank{Samples: samples, Images: make([]*image.Gray, len(samples)), Shifts: o.Shifts, Box: o.Box, Options: o, detector: o.Detector}
+	for _, set := range slices.Concat(o.AugmentSets, o.ExpertAugmentSets) {
+		if !b.holds(set) {
+			return nil, fmt.Errorf("headpose: augmenting data set %q, which the bank does not hold", set)
+		}
+	}
 	if err := b.load(progress); err != nil {
 		return nil, err
 	}
@@ -436,6 +441,11 @@ func (b *Bank) FaceBox(i int) feature.Box {
 		return c.Apply(s.Box)
 	}
 	return s.Box.Square()
+}
+
+// holds reports whether the bank has a face of data set set.
+func (b *Bank) holds(set string) bool {
+	return slices.ContainsFunc(b.Samples, func(x dataset.Sample) bool { return x.Set == set })
 }
 
 // Base returns image i's view as it is (no augmentation).

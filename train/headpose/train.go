@@ -15,7 +15,6 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train"
-	"github.com/edgepose/posed/train/dataset"
 )
 
 // Variant is what t holds (METHOD §5): the angles only ("pose": GLLiM_pose
@@ -136,11 +135,6 @@ func (o Options) Validate(b *Bank) error {
 		return fmt.Errorf("headpose: variant %s needs moved boxes, the bank has none", o.Variant)
 	}
 	return nil
-}
-
-// holds reports whether the bank has a face of data set set.
-func (b *Bank) holds(set string) bool {
-	return slices.ContainsFunc(b.Samples, func(x dataset.Sample) bool { return x.Set == set })
 }
 
 // flips reports whether the faces of data set set are mirrored too.
@@ -328,10 +322,6 @@ func (o Options) Settings(b *Bank) map[string]string {
 	c := o.EM
 	bo := b.Options
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	var aug []string
-	for _, a := range bo.Augment {
-		aug = append(aug, a.String())
-	}
 	s := map[string]string{
 		"variant": string(o.Variant), "name": o.Name(), "angles": strings.Join(o.Angles, ","),
 		"k": strconv.Itoa(c.K), "lw": strconv.Itoa(c.Lw), "covariance": string(c.Cov), "shared": strconv.FormatBool(c.Shared),
@@ -340,16 +330,12 @@ func (o Options) Settings(b *Bank) map[string]string {
 		"max_iter": strconv.Itoa(c.MaxIter), "tol": f(c.Tol),
 		"init_pcs": strconv.Itoa(c.InitPCs), "zero_roll": strconv.FormatBool(o.ZeroRoll), "gamma_floor": f(c.GammaFloor),
 		"var_floor": f(c.VarFloor), "members": strconv.Itoa(max(o.Members, 1)),
-		"yaw_boxes": strconv.FormatBool(bo.YawBoxes), "moves": string(bo.Moves), "augment": strings.Join(aug, ","), "augment_sets": strings.Join(bo.AugmentSets, ","),
+		"yaw_boxes": strconv.FormatBool(bo.YawBoxes), "moves": string(bo.Moves), "augment": joinAugmentations(bo.Augment), "augment_sets": strings.Join(bo.AugmentSets, ","),
 	}
 	if o.Profile > 0 {
 		s["profile"] = f(o.Profile)
 		if len(bo.ExpertAugment) > 0 {
-			var xa []string
-			for _, a := range bo.ExpertAugment {
-				xa = append(xa, a.String())
-			}
-			s["expert_augment"], s["expert_augment_sets"] = strings.Join(xa, ","), strings.Join(bo.ExpertAugmentSets, ",")
+			s["expert_augment"], s["expert_augment_sets"] = joinAugmentations(bo.ExpertAugment), strings.Join(bo.ExpertAugmentSets, ",")
 		}
 	}
 	if len(o.Repeat) > 0 {
@@ -365,4 +351,13 @@ func (o Options) Settings(b *Bank) map[string]string {
 		s["centre_sigma"], s["scale_sigma"] = f(bo.CentreSigma), f(bo.ScaleSigma)
 	}
 	return s
+}
+
+// joinAugmentations writes augmentations as -augment takes them.
+func joinAugmentations(augs []Augmentation) string {
+	out := make([]string, len(augs))
+	for i, a := range augs {
+		out[i] = a.String()
+	}
+	return strings.Join(out, ",")
 }
