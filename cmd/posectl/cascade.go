@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -81,6 +83,7 @@ func runCascade(args []string, stdout io.Writer) error {
 	fs.Float64Var(&jitter.Tilt, "tilt", 30, "smallest |pitch| in degrees of the faces -tilt-jitter counts")
 	fs.IntVar(&jitter.Rotations, "rotations", 0, "more copies of each face's image turned in-plane, each with its windows")
 	fs.Float64Var(&jitter.Rotate, "rotate", 10, "largest in-plane turn of those copies, degrees")
+	backdrops := fs.String("backdrops", "", "data sets of faces against a plain wall (e.g. pointing04) whose turned copies (-rotations) get a face-free training picture behind them instead")
 	fs.IntVar(&o.Depth, "depth", def.Depth, "tree depth")
 	fs.IntVar(&o.Tests, "tests", def.Tests, "random pixel comparisons tried per node")
 	fs.Uint64Var(&o.Seed, "seed", def.Seed, "random seed")
@@ -117,6 +120,9 @@ func runCascade(args []string, stdout io.Writer) error {
 	if jitter.TiltN != nil && !(jitter.Tilt >= 0 && jitter.Tilt <= 90) {
 		return fmt.Errorf("%w: -tilt %g: want a |pitch| from 0 to 90 degrees", errUsage, jitter.Tilt)
 	}
+	if *backdrops != "" && jitter.Rotations == 0 {
+		return fmt.Errorf("%w: -backdrops puts pictures behind the turned copies of -rotations, which is 0", errUsage)
+	}
 	view, err := cascade.ParseView(cd.view)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -129,11 +135,24 @@ func runCascade(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	faces := cascade.Faces(trainS, imgs, boxes, view, jitter, o.Seed)
-	bg, nPics, err := backgrounds(cd, trainS, imgs, boxes)
+	pics, err := cascade.ReadPictures(cd.negatives, cd.maxSide)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (make negatives fetches them)", err)
 	}
+	if *backdrops != "" {
+		var made, failed int
+		if jitter.Mattes, made, failed, err = mattes(trainS, imgs, view, strings.Split(*backdrops, ",")); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "backdrops: %d faces matted against their wall, %d without a wall found\n", made, failed)
+		for _, p := range pics {
+			if !cascade.HeldOut(p.Name) {
+				jitter.Backdrops = append(jitter.Backdrops, p.Img)
+			}
+		}
+	}
+	faces := cascade.Faces(trainS, imgs, boxes, view, jitter, o.Seed)
+	bg, nPics := backgrounds(pics, trainS, imgs, boxes)
 	fmt.Fprintf(stdout, "view %s, %s: %d face windows from %d faces (%d faces did not fit their image), %d backgrounds (%d pictures, mirrored and turned, and %d photographs of people)\n",
 		view, cd.split(), len(faces.Windows), len(faces.Images), faces.Skipped, len(bg.Images), nPics, len(bg.Images)-4*nPics)
 	o.Progress = func(p cascade.Progress) { printStage(stdout, p) }
@@ -233,11 +252,7 @@ func printStage(w io.Writer, p cascade.Progress) {
 // face that are not a detection of it are negatives). AFLW2000's
 // photographs give only windows on their face: their crowds hold faces
 // nobody labelled. It returns them and the number of pictures.
-func backgrounds(cd cascadeData, samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box) (cascade.Backgrounds, int, error) {
-	pics, err := cascade.ReadPictures(cd.negatives, cd.maxSide)
-	if err != nil {
-		return cascade.Backgrounds{}, 0, fmt.Errorf("%w (make negatives fetches them)", err)
-	}
+func backgrounds(pics []cascade.Picture, samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box) (cascade.Backgrounds, int) {
 	var bg cascade.Backgrounds
 	n := 0
 	for _, p := range pics {
@@ -256,5 +271,36 @@ func backgrounds(cd cascadeData, samples []dataset.Sample, imgs []*image.Gray, b
 		bg.Faces = append(bg.Faces, [][4]int{{int(b.X), int(b.Y), int(math.Ceil(b.X + b.W)), int(math.Ceil(b.Y + b.H))}})
 		bg.NearOnly = append(bg.NearOnly, s.Set != "pointing04")
 	}
-	return bg, n, nil
+	return bg, n
+}
+
+// mattes are the mattes (cascade.Matte) of the faces of view v from the
+// data sets named, read again in colour; nil for the others and for the
+// images where Matte finds no wall (counted in failed). A set that no
+// sample is from is an error naming it.
+func mattes(samples []dataset.Sample, imgs []*image.Gray, v cascade.View, sets []string) (out [][]float32, made, failed int, err error) {
+	out = make([][]float32, len(samples))
+	for _, set := range sets {
+		if !slices.ContainsFunc(samples, func(s dataset.Sample) bool { return s.Set == set }) {
+			return nil, 0, 0, fmt.Errorf("%w: -backdrops: no training face is from data set %q", errUsage, set)
+		}
+	}
+	for i, s := range samples {
+		if !slices.Contains(sets, s.Set) || !s.HasYaw || !v.Has(s.Yaw) {
+			continue
+		}
+		img, err := dataset.Load(s.Path)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if b := img.Bounds(); b.Dx() != imgs[i].Rect.Dx() || b.Dy() != imgs[i].Rect.Dy() {
+			return nil, 0, 0, fmt.Errorf("-backdrops: %s is %d×%d in colour but %d×%d in grey", s.Path, b.Dx(), b.Dy(), imgs[i].Rect.Dx(), imgs[i].Rect.Dy())
+		}
+		if out[i], err = cascade.Matte(img); err != nil {
+			failed++
+			continue
+		}
+		made++
+	}
+	return out, made, failed, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"image"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ func TestCascadeSplitRefused(t *testing.T) {
 		{cascadeCmd, []string{"-o", "x", "-set-jitter", "aflw2000=0"}, `-set-jitter "aflw2000=0"`},
 		{cascadeCmd, []string{"-o", "x", "-tilt-jitter", "aflw2000"}, `-tilt-jitter "aflw2000"`},
 		{cascadeCmd, []string{"-o", "x", "-tilt-jitter", "aflw2000=72", "-tilt", "95"}, "-tilt 95"},
+		{cascadeCmd, []string{"-o", "x", "-backdrops", "pointing04"}, "-rotations, which is 0"},
 		{detectionsCmd, []string{"-folds", "2", "-cascades", turned + "," + turned + "," + turned}, "wants up to 2 cascades"},
 		{detectionsCmd, []string{"-folds", "5"}, "wants up to 5 cascades"},
 		{detectionsCmd, []string{"-folds", "5", "-cascades", "-,-"}, "wants up to 5 cascades"},
@@ -136,5 +138,44 @@ func TestDetectionsCountPublished(t *testing.T) {
 	}
 	if _, err := newStartCheck(filepath.Join(t.TempDir(), "none.gllim")); err == nil || !strings.Contains(err.Error(), "-model") {
 		t.Errorf("a missing model: %v, want an error naming -model", err)
+	}
+}
+
+// -backdrops mattes the training faces of the sets it names that the view
+// holds, read again in colour, and refuses a set no training face is from.
+func TestBackdropMattes(t *testing.T) {
+	all, err := dataset.Read(filepath.Join(datatest.Root(t), "pointing04"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var samples []dataset.Sample
+	var imgs []*image.Gray
+	for _, s := range all {
+		if s.Subject == "1" && s.Series == 1 && s.Pitch == 0 {
+			g, err := dataset.LoadGray(s.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			samples, imgs = append(samples, s), append(imgs, g)
+		}
+	}
+	out, made, failed, err := mattes(samples, imgs, cascade.View{Lo: 40, Hi: 90}, []string{"pointing04"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turned := 0
+	for i, s := range samples {
+		if s.Yaw >= 40 || s.Yaw <= -40 {
+			turned++
+		} else if out[i] != nil {
+			t.Errorf("%s (yaw %g, outside the view) got a matte", s.Path, s.Yaw)
+		}
+	}
+	if turned == 0 || made+failed != turned || failed > 0 {
+		t.Errorf("%d mattes made and %d failed of %d turned faces, want all %d made", made, failed, turned, turned)
+	}
+	_, _, _, err = mattes(samples, imgs, cascade.View{Lo: 40, Hi: 90}, []string{"pointing04", "aflw"})
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), `"aflw"`) {
+		t.Errorf("a set without faces: %v, want a usage error naming it", err)
 	}
 }

@@ -86,6 +86,13 @@ type Jitter struct {
 	// its windows (in-plane turns the scan does not search).
 	Rotations int
 	Rotate    float64
+	// Backdrops, if any, are face-free pictures put behind the faces that
+	// have a matte (Mattes[i], see Matte; aligned with Faces' samples,
+	// nil for none) in their turned copies, in place of the wall they
+	// stand against. A face whose matte takes part of the middle of its
+	// box for wall keeps its wall (see matteHolds).
+	Backdrops []Image
+	Mattes    [][]float32
 }
 
 // windows is how many windows face s gets.
@@ -116,11 +123,28 @@ func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v 
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		base := FromGray(g)
 		cx0, cy0 := box.Centre()
+		// The backdrops draw from their own stream: the windows' draws
+		// stay those of the same faces without backdrops.
+		var alpha []float32
+		if len(j.Backdrops) > 0 && i < len(j.Mattes) && j.Mattes[i] != nil {
+			alpha = j.Mattes[i]
+			if s.Yaw < 0 {
+				alpha = mirrorAlpha(alpha, base.W)
+			}
+			if !matteHolds(alpha, base.W, box) {
+				alpha = nil
+			}
+		}
+		brng := rand.New(rand.NewPCG(seed^0x6261636b64726f70, uint64(i)))
 		added := false
 		for r := range 1 + j.Rotations {
 			im := base
 			if r > 0 {
-				im = rotate(base, cx0, cy0, (2*rng.Float64()-1)*j.Rotate*math.Pi/180)
+				src := base
+				if alpha != nil {
+					src = Composite(base, alpha, j.Backdrops[brng.IntN(len(j.Backdrops))], brng)
+				}
+				im = rotate(src, cx0, cy0, (2*rng.Float64()-1)*j.Rotate*math.Pi/180)
 			}
 			any := false
 			for k := range max(n, 1) {

@@ -311,6 +311,9 @@ func LoadGray(path string) (*image.Gray, error) {
 	return feature.Grey(nil, img), nil
 }
 
+// Load decodes the image file at path as it is (in colour).
+func Load(path string) (image.Image, error) { return decode(path) }
+
 // decode reads and decodes the image file at path.
 func decode(path string) (image.Image, error) {
 	f, err := os.Open(path)
