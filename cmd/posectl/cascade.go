@@ -274,7 +274,7 @@ func backgrounds(pics []cascade.Picture, samples []dataset.Sample, imgs []*image
 	return bg, n
 }
 
-// mattes are the mattes (cascade.Matte) of the faces of view v from the
+// mattes are the mattes (dataset.Matte) of the faces of view v from the
 // data sets named, read again in colour; nil for the others and for the
 // images where Matte finds no wall (counted in failed). A set that no
 // sample is from is an error naming it.
@@ -296,7 +296,7 @@ func mattes(samples []dataset.Sample, imgs []*image.Gray, v cascade.View, sets [
 		if b := img.Bounds(); b.Dx() != imgs[i].Rect.Dx() || b.Dy() != imgs[i].Rect.Dy() {
 			return nil, 0, 0, fmt.Errorf("-backdrops: %s is %d×%d in colour but %d×%d in grey", s.Path, b.Dx(), b.Dy(), imgs[i].Rect.Dx(), imgs[i].Rect.Dy())
 		}
-		if out[i], err = cascade.Matte(img); err != nil {
+		if out[i], err = dataset.Matte(img); err != nil {
 			failed++
 			continue
 		}

@@ -87,10 +87,10 @@ type Jitter struct {
 	Rotations int
 	Rotate    float64
 	// Backdrops, if any, are face-free pictures put behind the faces that
-	// have a matte (Mattes[i], see Matte; aligned with Faces' samples,
-	// nil for none) in their turned copies, in place of the wall they
-	// stand against. A face whose matte takes part of the middle of its
-	// box for wall keeps its wall (see matteHolds).
+	// have a matte (Mattes[i], see dataset.Matte; aligned with Faces'
+	// samples, nil for none) in their turned copies, in place of the wall
+	// they stand against. A face whose matte takes part of the middle of
+	// its box for wall keeps its wall (dataset.MatteHolds).
 	Backdrops []Image
 	Mattes    [][]float32
 }
@@ -129,9 +129,9 @@ func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v 
 		if len(j.Backdrops) > 0 && i < len(j.Mattes) && j.Mattes[i] != nil {
 			alpha = j.Mattes[i]
 			if s.Yaw < 0 {
-				alpha = mirrorAlpha(alpha, base.W)
+				alpha = dataset.MirrorMatte(alpha, base.W)
 			}
-			if !matteHolds(alpha, base.W, box) {
+			if !dataset.MatteHolds(alpha, base.W, box) {
 				alpha = nil
 			}
 		}
@@ -142,7 +142,7 @@ func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v 
 			if r > 0 {
 				src := base
 				if alpha != nil {
-					src = Composite(base, alpha, j.Backdrops[brng.IntN(len(j.Backdrops))], brng)
+					src = FromGray(dataset.Composite(base.Gray(), alpha, j.Backdrops[brng.IntN(len(j.Backdrops))].Gray(), brng))
 				}
 				im = rotate(src, cx0, cy0, (2*rng.Float64()-1)*j.Rotate*math.Pi/180)
 			}

@@ -1,4 +1,4 @@
-package cascade
+package dataset
 
 import (
 	"errors"
@@ -10,13 +10,12 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 )
 
-// A studio's plain wall teaches a cascade little about the clutter behind
-// a head turned away in the wild: a window on a profile is a third
-// background, and where every such background is a lit wall a stage may
-// keep faces by that wall. Backdrops put some training faces in front of
-// face-free pictures instead: a matte separates the person from the wall
-// (Matte), and a copy of the image takes a seeded crop of a picture
-// wherever the wall was (Composite).
+// A studio's plain wall teaches a detector or a pose model little about
+// the clutter behind a head turned away in the wild: a window on a
+// profile is a third background. Backdrops put faces photographed against
+// a wall (Pointing'04's) in front of face-free pictures instead: a matte
+// separates the person from the wall (Matte), and a copy of the image
+// takes a seeded crop of a picture wherever the wall was (Composite).
 
 // Matte is the share of each pixel of img that is the person in front of
 // a plain wall, row by row (1 on the person, 0 on the wall, between at
@@ -28,13 +27,13 @@ import (
 // spread) or the flood takes nearly all of the image or almost none.
 // step is 8 and far 50 here, chosen by eye on Pointing'04's turned heads
 // (the flood crosses no face's edge there but those of faces lit as
-// bright and grey as the wall, which matteHolds turns away).
+// bright and grey as the wall, which MatteHolds turns away).
 func Matte(img image.Image) ([]float32, error) {
 	const chromaWeight, step, far = 3, 8, 50
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
 	if w < 8 || h < 8 {
-		return nil, errors.New("cascade: matte: image smaller than 8×8")
+		return nil, errors.New("dataset: matte: image smaller than 8×8")
 	}
 	// Linear RGB in 0–255, smoothed 3×3 against the JPEG's noise.
 	raw := make([][3]float64, w*h)
@@ -94,7 +93,7 @@ func Matte(img image.Image) ([]float32, error) {
 		}
 	}
 	if near < len(seeds)/2 {
-		return nil, errors.New("cascade: matte: the image's borders are not a plain wall")
+		return nil, errors.New("dataset: matte: the image's borders are not a plain wall")
 	}
 	isWall := make([]bool, w*h)
 	var stack []int
@@ -128,7 +127,7 @@ func Matte(img image.Image) ([]float32, error) {
 		}
 	}
 	if walls < w*h/20 || walls > w*h*19/20 {
-		return nil, errors.New("cascade: matte: no person stands out from the wall")
+		return nil, errors.New("dataset: matte: no person stands out from the wall")
 	}
 	// A soft edge: the share of wall-free pixels in each 3×3.
 	alpha := make([]float32, w*h)
@@ -157,31 +156,33 @@ func Matte(img image.Image) ([]float32, error) {
 // wall was: a crop of a seeded size (the image's larger side to all of
 // the picture's shorter one) at a seeded place, scaled to im's size
 // (nearest pixel), blended by alpha.
-func Composite(im Image, alpha []float32, pic Image, rng *rand.Rand) Image {
-	out := Image{Pix: make([]uint8, len(im.Pix)), W: im.W, H: im.H}
-	short := min(pic.W, pic.H)
-	need := max(im.W, im.H)
+func Composite(im *image.Gray, alpha []float32, pic *image.Gray, rng *rand.Rand) *image.Gray {
+	iw, ih := im.Rect.Dx(), im.Rect.Dy()
+	pw, ph := pic.Rect.Dx(), pic.Rect.Dy()
+	out := image.NewGray(image.Rect(0, 0, iw, ih))
+	short := min(pw, ph)
+	need := max(iw, ih)
 	side := short
 	if short > need {
 		side = need + rng.IntN(short-need+1)
 	}
 	// The crop keeps im's shape: side covers im's larger side.
-	cw, ch := side*im.W/need, side*im.H/need
-	x0, y0 := rng.IntN(pic.W-cw+1), rng.IntN(pic.H-ch+1)
-	for y := range im.H {
-		py := y0 + y*ch/im.H
-		for x := range im.W {
-			px := x0 + x*cw/im.W
-			a := alpha[y*im.W+x]
-			v := a*float32(im.Pix[y*im.W+x]) + (1-a)*float32(pic.Pix[py*pic.W+px])
-			out.Pix[y*im.W+x] = uint8(v + 0.5)
+	cw, ch := side*iw/need, side*ih/need
+	x0, y0 := rng.IntN(pw-cw+1), rng.IntN(ph-ch+1)
+	for y := range ih {
+		py := y0 + y*ch/ih
+		for x := range iw {
+			px := x0 + x*cw/iw
+			a := alpha[y*iw+x]
+			v := a*float32(im.Pix[y*im.Stride+x]) + (1-a)*float32(pic.Pix[py*pic.Stride+px])
+			out.Pix[y*out.Stride+x] = uint8(v + 0.5)
 		}
 	}
 	return out
 }
 
-// mirrorAlpha is a matte of an image w pixels wide flipped left to right.
-func mirrorAlpha(alpha []float32, w int) []float32 {
+// MirrorMatte is a matte of an image w pixels wide flipped left to right.
+func MirrorMatte(alpha []float32, w int) []float32 {
 	out := make([]float32, len(alpha))
 	for y := range len(alpha) / w {
 		for x := range w {
@@ -191,12 +192,12 @@ func mirrorAlpha(alpha []float32, w int) []float32 {
 	return out
 }
 
-// matteHolds reports whether a matte keeps the middle of a face box (its
+// MatteHolds reports whether a matte keeps the middle of a face box (its
 // central third each way) for the person, 90 % or more of it: where the
 // flood found a way into a face lit as bright and grey as the wall, the
 // face keeps its wall rather than a picture through it. (The box's
 // central half is too wide: on a profile it reaches past the nose.)
-func matteHolds(alpha []float32, w int, box feature.Box) bool {
+func MatteHolds(alpha []float32, w int, box feature.Box) bool {
 	h := len(alpha) / w
 	x0, x1 := max(int(box.X+box.W/3), 0), min(int(box.X+2*box.W/3), w)
 	y0, y1 := max(int(box.Y+box.H/3), 0), min(int(box.Y+2*box.H/3), h)
