@@ -263,6 +263,9 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 	if err == nil {
 		bo, err = e.xf.bankOptions(bo)
 	}
+	if err == nil {
+		bo, err = e.mf.backdropPictures(bo)
+	}
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train"
+	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/headpose"
 )
@@ -59,6 +61,7 @@ type modelFlags struct {
 	variant, angles, cov   string
 	box, flip              string
 	moves, augment, augSet string
+	backdrops              string
 	yawBoxes               bool
 	k, lw, shifts          int
 	shared, scale          bool
@@ -86,6 +89,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&m.moveScale, "move-scale", 1, "detector moves: factor on the detector's errors")
 	fs.StringVar(&m.augment, "augment", "", "augmented views per image: kind[:n[:max]],… with kinds rotate (±max°, labels composed), blur (σ ≤ max patch px), noise (σ ≤ max grey levels), lowres (side ≥ max px), gamma (|log γ| ≤ max), nir (red-channel weight ≥ max), camera (one of blur, lowres, nir per view)")
 	fs.StringVar(&m.augSet, "augment-sets", "", "data sets to augment (comma-separated; default all)")
+	fs.StringVar(&m.backdrops, "backdrops", "", "folder of face-free pictures that backdrop views (-augment or -profile-augment backdrop:N) put behind faces photographed against a plain wall; the third that measures false detections is left out (make negatives fetches them to build/negatives)")
 	fs.BoolVar(&m.useShifted, "use-shifted", false, "pose: train on the moved boxes too")
 	fs.BoolVar(&m.zeroRoll, "zero-roll", false, "label faces without a roll (Pointing'04) with roll 0")
 	fs.BoolVar(&m.scale, "scale", true, "pose-bb: also predict the box's scale correction")
@@ -152,6 +156,31 @@ func (m *modelFlags) bankOptions(det *detect.Detector, cache string) (headpose.B
 		Box: headpose.BoxKind(m.box), Shifts: n, Moves: mv, CentreSigma: m.centreSigma, ScaleSigma: m.scaleSig, MoveScale: m.moveScale,
 		Seed: m.seed, Detector: det, Cache: cache, YawBoxes: m.yawBoxes, Augment: aug, AugmentSets: splitList(m.augSet),
 	}, nil
+}
+
+// backdropPictures reads the pictures of -backdrops into bo once every
+// augmentation is in it: backdrop views need them, and they are for
+// nothing else.
+func (m *modelFlags) backdropPictures(bo headpose.BankOptions) (headpose.BankOptions, error) {
+	views := slices.ContainsFunc(slices.Concat(bo.Augment, bo.ExpertAugment), func(a headpose.Augmentation) bool { return a.Kind == headpose.Backdrop })
+	switch {
+	case m.backdrops == "" && views:
+		return bo, fmt.Errorf("%w: backdrop views need -backdrops: a folder of face-free pictures", errUsage)
+	case m.backdrops != "" && !views:
+		return bo, fmt.Errorf("%w: -backdrops %s without a backdrop view in -augment or -profile-augment", errUsage, m.backdrops)
+	case !views:
+		return bo, nil
+	}
+	pics, err := cascade.ReadPictures(m.backdrops, 1280)
+	if err != nil {
+		return bo, fmt.Errorf("-backdrops: %w", err)
+	}
+	for _, p := range pics {
+		if !cascade.HeldOut(p.Name) {
+			bo.Backdrops = append(bo.Backdrops, p.Img.Gray())
+		}
+	}
+	return bo, nil
 }
 
 // splitList splits a comma-separated list, dropping empty items.

@@ -83,6 +83,9 @@ func (tf *trainFlags) bank(bar *progressBar) ([]dataset.Sample, *headpose.Bank, 
 	if err == nil {
 		bo, err = tf.xf.bankOptions(bo)
 	}
+	if err == nil {
+		bo, err = tf.mf.backdropPictures(bo)
+	}
 	if err != nil {
 		return nil, nil, nil, o, err
 	}

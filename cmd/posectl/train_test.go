@@ -249,7 +249,8 @@ func TestEvalKFoldPerFace(t *testing.T) {
 	}
 
 	for _, bad := range [][]string{{"-turned-folds", c}, {"-turned-folds", "-," + c}, {"-turned", "-turned-folds", c + "," + c}, {"-profile", "30", "-profile-density", "lots"}, {"-start-std", "-1"}, {"-encoding", "int4"},
-		{"-profile-augment", "rotate:1:20"}, {"-profile", "30", "-profile-augment", "spin:1"}, {"-profile", "30", "-profile-augment-sets", "pointing04"}} {
+		{"-profile-augment", "rotate:1:20"}, {"-profile", "30", "-profile-augment", "spin:1"}, {"-profile", "30", "-profile-augment-sets", "pointing04"},
+		{"-profile", "30", "-profile-augment", "backdrop:1"}, {"-backdrops", t.TempDir()}} {
 		if err := runEval(append(args, bad...), io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("eval %v: %v, want a usage error", bad, err)
 		}

@@ -45,9 +45,18 @@ const (
 	// default amount: the changes a car's or a room's camera makes, at the
 	// cost of one view.
 	Camera AugKind = "camera"
+	// Backdrop puts a face-free picture (BankOptions.Backdrops) behind a
+	// person photographed against a plain wall, where the wall was
+	// (dataset.Matte, dataset.Composite): a studio face with the clutter a
+	// head has behind it in the wild. The amount picks the picture and its
+	// crop. Images whose matte fails, or takes part of the face for wall
+	// (dataset.MatteHolds), get no such view. The matte also takes some
+	// photographs in the wild with a plain, even background: name the
+	// studio sets in AugmentSets.
+	Backdrop AugKind = "backdrop"
 )
 
-var augKinds = []AugKind{Rotate, Blur, Noise, LowRes, Gamma, NIR, Camera}
+var augKinds = []AugKind{Rotate, Blur, Noise, LowRes, Gamma, NIR, Camera, Backdrop}
 
 var cameraKinds = []AugKind{Blur, LowRes, NIR}
 
@@ -63,7 +72,7 @@ func (a Augmentation) String() string {
 	if a.Kind == "" {
 		return "none"
 	}
-	if a.Kind == Camera {
+	if a.Kind == Camera || a.Kind == Backdrop {
 		return fmt.Sprintf("%s:%d", a.Kind, a.N)
 	}
 	return fmt.Sprintf("%s:%d:%g", a.Kind, a.N, a.max())
@@ -105,6 +114,8 @@ func (a Augmentation) Validate() error {
 		return fmt.Errorf("headpose: augmentation %s: amount %g is not positive", a.Kind, a.Max)
 	case a.Kind == Camera && a.Max != 0:
 		return fmt.Errorf("headpose: augmentation camera takes no amount (its kinds keep their defaults)")
+	case a.Kind == Backdrop && a.Max != 0:
+		return fmt.Errorf("headpose: augmentation backdrop takes no amount (the picture and its crop are drawn)")
 	case a.Kind == Rotate && a.max() > 90:
 		return fmt.Errorf("headpose: augmentation rotate: ±%g° is beyond ±90°", a.max())
 	case a.Kind == Blur && a.max() < 0.5,
@@ -163,6 +174,8 @@ func (a Augmentation) draw(rng *rand.Rand) float64 {
 		return m + u*(48-m)
 	case NIR:
 		return m + u*(1-m)
+	case Backdrop:
+		return u
 	}
 	return 0
 }

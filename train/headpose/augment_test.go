@@ -175,3 +175,75 @@ func TestBoxOutsideImageRefused(t *testing.T) {
 		t.Errorf("box outside the image: %v", err)
 	}
 }
+
+// Backdrop views put a picture behind the studio faces whose wall the
+// matte finds, keep their labels and the face's own pixels, draw their
+// pictures from the bank's, and are for the sets named only. Without
+// pictures the bank refuses them.
+func TestBackdropViews(t *testing.T) {
+	p04, aflw := bothSets(t)
+	samples := append(slices.Clone(p04[:12]), aflw[:6]...)
+	rng := rand.New(rand.NewPCG(2, 3))
+	pics := []*image.Gray{randomImage(rng, 640, 480), randomImage(rng, 500, 700)}
+	aug := []Augmentation{{Kind: Backdrop, N: 2}}
+	if _, err := NewBank(samples, BankOptions{Augment: aug}, nil); err == nil || !strings.Contains(err.Error(), "pictures") {
+		t.Errorf("backdrop views without pictures: %v, want an error", err)
+	}
+	b, err := NewBank(samples, BankOptions{Seed: 3, Augment: aug, AugmentSets: []string{"pointing04"}, Backdrops: pics}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backed, differ := 0, 0
+	for i, s := range samples {
+		views := b.ViewsOf[i]
+		if s.Set == "aflw2000" {
+			if len(views) != 1 {
+				t.Errorf("%s: %d views, want only its own", s.Path, len(views))
+			}
+			continue
+		}
+		if len(views) == 1 {
+			continue // the matte did not hold
+		}
+		if len(views) != 3 {
+			t.Fatalf("%s: %d views, want 1 or 3", s.Path, len(views))
+		}
+		backed++
+		base := b.Views[views[0]]
+		for _, k := range views[1:] {
+			v := b.Views[k]
+			if v.Yaw != s.Yaw || v.Pitch != s.Pitch || v.Aug.Kind != Backdrop {
+				t.Errorf("%s %s: labels %g %g, want the image's %g %g", s.Path, v.Aug, v.Yaw, v.Pitch, s.Yaw, s.Pitch)
+			}
+			dist := 0.0
+			for d := range v.Feat[0] {
+				dist += math.Abs(float64(v.Feat[0][d] - base.Feat[0][d]))
+			}
+			// A box wholly on the person (a head bowed low) sees no wall.
+			if dist >= 1 {
+				differ++
+			}
+		}
+		img := b.backdrop(i, b.Views[views[1]].Amount)
+		// The face's own pixels stay; the wall's change.
+		cx, cy := s.Box.Centre()
+		if at := img.GrayAt(int(cx), int(cy)); at != b.Images[i].GrayAt(int(cx), int(cy)) {
+			t.Errorf("%s: the middle of the face changed", s.Path)
+		}
+		if img.GrayAt(10, 10) == b.Images[i].GrayAt(10, 10) && img.GrayAt(373, 10) == b.Images[i].GrayAt(373, 10) {
+			t.Errorf("%s: the wall above the head kept its pixels", s.Path)
+		}
+	}
+	if backed < 10 {
+		t.Errorf("%d of 12 Pointing'04 photographs got backdrop views, want 10 or more", backed)
+	}
+	if differ < 2*backed*4/5 {
+		t.Errorf("%d of %d backdrop views have features of their own, want 4 in 5", differ, 2*backed)
+	}
+	if a, err := ParseAugmentations("backdrop:2"); err != nil || a[0].String() != "backdrop:2" {
+		t.Errorf("ParseAugmentations(backdrop:2): %v, %v", a, err)
+	}
+	if _, err := ParseAugmentations("backdrop:1:3"); err == nil {
+		t.Error("backdrop with an amount accepted")
+	}
+}

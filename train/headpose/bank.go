@@ -99,6 +99,7 @@ type Bank struct {
 
 	detector *detect.Detector // the bank's detector (BankOptions.Detector)
 	detected [][]detect.Face  // its detections of every image, if any
+	matte    [][]float32      // mattes of the images with Backdrop views (BankOptions.Backdrops)
 
 	// Other detectors' detections, per detector and image (nil: not yet).
 	detMu sync.Mutex
@@ -170,6 +171,9 @@ type BankOptions struct {
 	// do not change.
 	ExpertAugment     []Augmentation
 	ExpertAugmentSets []string
+	// Backdrops are the face-free pictures Backdrop views put behind a
+	// face (never those that measure false detections).
+	Backdrops []*image.Gray
 }
 
 func (o *BankOptions) defaults() {
@@ -207,10 +211,15 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 	if (o.Box == CanonicalBox || o.Moves == DetectorMoves) && o.Detector == nil {
 		return nil, fmt.Errorf("headpose: %s boxes and %s moves need a detector", o.Box, o.Moves)
 	}
+	backdrops := false
 	for _, a := range slices.Concat(o.Augment, o.ExpertAugment) {
 		if err := a.Validate(); err != nil {
 			return nil, err
 		}
+		backdrops = backdrops || a.Kind == Backdrop
+	}
+	if backdrops && len(o.Backdrops) == 0 {
+		return nil, fmt.Errorf("headpose: backdrop views without pictures to put behind the faces")
 	}
 	b := &Bank{Samples: samples, Images: make([]*image.Gray, len(samples)), Shifts: o.Shifts, Box: o.Box, Options: o, detector: o.Detector}
 	for _, set := range slices.Concat(o.AugmentSets, o.ExpertAugmentSets) {
@@ -237,6 +246,9 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 			return nil, err
 		}
 	}
+	if backdrops {
+		b.mattes(o)
+	}
 	b.plan(o)
 	var red []*image.Gray
 	if slices.ContainsFunc(b.Views, func(v View) bool { return v.Aug.Kind == NIR }) {
@@ -247,6 +259,41 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 	}
 	b.extract(red, progress)
 	return b, nil
+}
+
+// mattes separates the person from the wall (dataset.Matte) in every image
+// of the sets a Backdrop view is for, read again in colour, keeping the
+// mattes that leave the face box's middle to the face (dataset.MatteHolds);
+// the others, and unreadable images, get no Backdrop view.
+func (b *Bank) mattes(o BankOptions) {
+	want := func(s dataset.Sample) bool {
+		for _, p := range []struct {
+			augs []Augmentation
+			sets []string
+		}{{o.Augment, o.AugmentSets}, {o.ExpertAugment, o.ExpertAugmentSets}} {
+			if slices.ContainsFunc(p.augs, func(a Augmentation) bool { return a.Kind == Backdrop }) &&
+				(len(p.sets) == 0 || slices.Contains(p.sets, s.Set)) {
+				return true
+			}
+		}
+		return false
+	}
+	b.matte = make([][]float32, len(b.Samples))
+	parallel(len(b.Samples), func() func(int) {
+		return func(i int) {
+			s := b.Samples[i]
+			if !want(s) {
+				return
+			}
+			img, err := dataset.Load(s.Path)
+			if err != nil {
+				return
+			}
+			if a, err := dataset.Matte(img); err == nil && dataset.MatteHolds(a, img.Bounds().Dx(), s.Box) {
+				b.matte[i] = a
+			}
+		}
+	})
 }
 
 // loadRed decodes the red channel of every image that has a NIR view.
@@ -362,6 +409,9 @@ func (b *Bank) plan(o BankOptions) {
 				continue
 			}
 			for range p.N {
+				if p.Kind == Backdrop && b.matte[i] == nil {
+					continue // no wall to replace
+				}
 				v := base
 				va := p.Augmentation
 				if va.Kind == Camera {
@@ -408,12 +458,16 @@ func (b *Bank) extract(red []*image.Gray, progress func(done, total int)) {
 			face := b.FaceBox(i)
 			for _, k := range b.ViewsOf[i] {
 				v := &b.Views[k]
+				img, kind := b.Images[i], v.Aug
+				if kind.Kind == Backdrop {
+					img, kind = b.backdrop(i, v.Amount), Augmentation{}
+				}
 				for a, m := range v.Moves {
 					var r *image.Gray
 					if red != nil {
 						r = red[i]
 					}
-					aug.extract(v.Feat[a], b.Images[i], r, m.Apply(face), v.Aug, v.Amount, face)
+					aug.extract(v.Feat[a], img, r, m.Apply(face), kind, v.Amount, face)
 				}
 			}
 			if progress != nil {
@@ -424,6 +478,14 @@ func (b *Bank) extract(red []*image.Gray, progress func(done, total int)) {
 			}
 		}
 	})
+}
+
+// backdrop is image i with the picture and crop that amount u ∈ [0, 1)
+// picks behind the person.
+func (b *Bank) backdrop(i int, u float64) *image.Gray {
+	pics := b.Options.Backdrops
+	pic := pics[min(int(u*float64(len(pics))), len(pics)-1)]
+	return dataset.Composite(b.Images[i], b.matte[i], pic, rand.New(rand.NewPCG(math.Float64bits(u), uint64(i))))
 }
 
 // FaceBox returns the face box of image i: the canonical, square or
