@@ -35,7 +35,7 @@ func Matte(img image.Image) ([]float32, error) {
 	if w < 8 || h < 8 {
 		return nil, errors.New("dataset: matte: image smaller than 8×8")
 	}
-	// Linear RGB in 0–255, smoothed 3×3 against the JPEG's noise.
+	// RGB in 0–255 (as encoded), smoothed 3×3 against the JPEG's noise.
 	raw := make([][3]float64, w*h)
 	for y := range h {
 		for x := range w {
