@@ -87,7 +87,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.shifts, "shifts", -1, "moved boxes per image for augmentation (default 0 for pose, 4 for pose-bb)")
 	fs.StringVar(&m.moves, "moves", "gauss", "how moved boxes are drawn: gauss (-centre-sigma, -scale-sigma) or detector (the detector's own errors, × -move-scale)")
 	fs.Float64Var(&m.moveScale, "move-scale", 1, "detector moves: factor on the detector's errors")
-	fs.StringVar(&m.augment, "augment", "", "augmented views per image: kind[:n[:max]],… with kinds rotate (±max°, labels composed), blur (σ ≤ max patch px), noise (σ ≤ max grey levels), lowres (side ≥ max px), gamma (|log γ| ≤ max), nir (red-channel weight ≥ max), camera (one of blur, lowres, nir per view)")
+	fs.StringVar(&m.augment, "augment", "", "augmented views per image: kind[:n[:max]],… with kinds rotate (±max°, labels composed), blur (σ ≤ max patch px), noise (σ ≤ max grey levels), lowres (side ≥ max px), gamma (|log γ| ≤ max), nir (red-channel weight ≥ max), camera (one of blur, lowres, nir per view), backdrop (a -backdrops picture behind a face photographed against a plain wall; name the studio sets in -augment-sets)")
 	fs.StringVar(&m.augSet, "augment-sets", "", "data sets to augment (comma-separated; default all)")
 	fs.StringVar(&m.backdrops, "backdrops", "", "folder of face-free pictures that backdrop views (-augment or -profile-augment backdrop:N) put behind faces photographed against a plain wall; the third that measures false detections is left out (make negatives fetches them to build/negatives)")
 	fs.BoolVar(&m.useShifted, "use-shifted", false, "pose: train on the moved boxes too")
