@@ -135,7 +135,10 @@ func Faces(samples []dataset.Sample, imgs []*image.Gray, boxes []feature.Box, v 
 				alpha = nil
 			}
 		}
-		brng := rand.New(rand.NewPCG(seed^0x6261636b64726f70, uint64(i)))
+		var brng *rand.Rand
+		if alpha != nil {
+			brng = rand.New(rand.NewPCG(seed^0x6261636b64726f70, uint64(i)))
+		}
 		added := false
 		for r := range 1 + j.Rotations {
 			im := base

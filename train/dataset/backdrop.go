@@ -35,32 +35,18 @@ func Matte(img image.Image) ([]float32, error) {
 	if w < 8 || h < 8 {
 		return nil, errors.New("dataset: matte: image smaller than 8×8")
 	}
-	// RGB in 0–255 (as encoded), smoothed 3×3 against the JPEG's noise.
-	raw := make([][3]float64, w*h)
-	for y := range h {
-		for x := range w {
-			r, g, bl, _ := img.At(b.Min.X+x, b.Min.Y+y).RGBA()
-			raw[y*w+x] = [3]float64{float64(r) / 257, float64(g) / 257, float64(bl) / 257}
-		}
+	// RGB in 0–255 (as encoded), each channel smoothed 3×3 against the
+	// JPEG's noise.
+	var ch [3][]float64
+	for c := range ch {
+		ch[c] = box3(w, h, func(i int) float64 {
+			r, g, bl, _ := img.At(b.Min.X+i%w, b.Min.Y+i/w).RGBA()
+			return float64([3]uint32{r, g, bl}[c]) / 257
+		})
 	}
 	rgb := make([][3]float64, w*h)
-	for y := range h {
-		for x := range w {
-			var acc [3]float64
-			n := 0.0
-			for dy := -1; dy <= 1; dy++ {
-				for dx := -1; dx <= 1; dx++ {
-					xx, yy := x+dx, y+dy
-					if xx < 0 || yy < 0 || xx >= w || yy >= h {
-						continue
-					}
-					p := raw[yy*w+xx]
-					acc[0], acc[1], acc[2] = acc[0]+p[0], acc[1]+p[1], acc[2]+p[2]
-					n++
-				}
-			}
-			rgb[y*w+x] = [3]float64{acc[0] / n, acc[1] / n, acc[2] / n}
-		}
+	for i := range rgb {
+		rgb[i] = [3]float64{ch[0][i], ch[1][i], ch[2][i]}
 	}
 	var seeds []int
 	for x := range w {
@@ -86,15 +72,6 @@ func Matte(img image.Image) ([]float32, error) {
 		dgb := (p[1] - p[2]) - (q[1] - q[2])
 		return math.Sqrt(dl*dl + chromaWeight*chromaWeight*(drg*drg+dgb*dgb)/2)
 	}
-	near := 0
-	for _, s := range seeds {
-		if dist(rgb[s], wall) <= far {
-			near++
-		}
-	}
-	if near < len(seeds)/2 {
-		return nil, errors.New("dataset: matte: the image's borders are not a plain wall")
-	}
 	isWall := make([]bool, w*h)
 	var stack []int
 	for _, s := range seeds {
@@ -102,6 +79,9 @@ func Matte(img image.Image) ([]float32, error) {
 			isWall[s] = true
 			stack = append(stack, s)
 		}
+	}
+	if len(stack) < len(seeds)/2 {
+		return nil, errors.New("dataset: matte: the image's borders are not a plain wall")
 	}
 	for len(stack) > 0 {
 		p := stack[len(stack)-1]
@@ -130,26 +110,40 @@ func Matte(img image.Image) ([]float32, error) {
 		return nil, errors.New("dataset: matte: no person stands out from the wall")
 	}
 	// A soft edge: the share of wall-free pixels in each 3×3.
-	alpha := make([]float32, w*h)
-	for y := range h {
-		for x := range w {
-			var n, fg float32
-			for dy := -1; dy <= 1; dy++ {
-				for dx := -1; dx <= 1; dx++ {
-					xx, yy := x+dx, y+dy
-					if xx < 0 || yy < 0 || xx >= w || yy >= h {
-						continue
-					}
-					n++
-					if !isWall[yy*w+xx] {
-						fg++
-					}
-				}
-			}
-			alpha[y*w+x] = fg / n
+	fg := box3(w, h, func(i int) float64 {
+		if isWall[i] {
+			return 0
 		}
+		return 1
+	})
+	alpha := make([]float32, w*h)
+	for i, v := range fg {
+		alpha[i] = float32(v)
 	}
 	return alpha, nil
+}
+
+// box3 is the mean of at over each pixel's 3×3 neighbourhood in a w×h
+// image (the part of it inside the image at the borders).
+func box3(w, h int, at func(i int) float64) []float64 {
+	v := make([]float64, w*h)
+	for i := range v {
+		v[i] = at(i)
+	}
+	out := make([]float64, w*h)
+	for y := range h {
+		for x := range w {
+			var sum, n float64
+			for yy := max(y-1, 0); yy <= min(y+1, h-1); yy++ {
+				for xx := max(x-1, 0); xx <= min(x+1, w-1); xx++ {
+					sum += v[yy*w+xx]
+					n++
+				}
+			}
+			out[y*w+x] = sum / n
+		}
+	}
+	return out
 }
 
 // Composite returns im with a crop of pic wherever alpha (Matte) says the

@@ -266,17 +266,9 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 // mattes that leave the face box's middle to the face (dataset.MatteHolds);
 // the others, and unreadable images, get no Backdrop view.
 func (b *Bank) mattes(o BankOptions) {
+	extra := o.planned()
 	want := func(s dataset.Sample) bool {
-		for _, p := range []struct {
-			augs []Augmentation
-			sets []string
-		}{{o.Augment, o.AugmentSets}, {o.ExpertAugment, o.ExpertAugmentSets}} {
-			if slices.ContainsFunc(p.augs, func(a Augmentation) bool { return a.Kind == Backdrop }) &&
-				(len(p.sets) == 0 || slices.Contains(p.sets, s.Set)) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(extra, func(p planned) bool { return p.Kind == Backdrop && p.holds(s) })
 	}
 	b.matte = make([][]float32, len(b.Samples))
 	parallel(len(b.Samples), func() func(int) {
@@ -361,15 +353,22 @@ func (b *Bank) load(progress func(done, total int)) error {
 	return nil
 }
 
-// plan draws every view's moves and augmentations.
-func (b *Bank) plan(o BankOptions) {
-	per := 1 + o.Shifts
-	// The augmented views of an image: the model's, then the expert's.
-	type planned struct {
-		Augmentation
-		sets   []string
-		expert bool
-	}
+// planned is one augmentation of the images of some data sets (all if
+// none), for the model or for the expert alone.
+type planned struct {
+	Augmentation
+	sets   []string
+	expert bool
+}
+
+// holds reports whether the augmentation is for sample s's data set.
+func (p planned) holds(s dataset.Sample) bool {
+	return len(p.sets) == 0 || slices.Contains(p.sets, s.Set)
+}
+
+// planned lists the augmented views of an image: the model's, then the
+// expert's.
+func (o BankOptions) planned() []planned {
 	var extra []planned
 	for _, a := range o.Augment {
 		extra = append(extra, planned{a, o.AugmentSets, false})
@@ -377,6 +376,13 @@ func (b *Bank) plan(o BankOptions) {
 	for _, a := range o.ExpertAugment {
 		extra = append(extra, planned{a, o.ExpertAugmentSets, true})
 	}
+	return extra
+}
+
+// plan draws every view's moves and augmentations.
+func (b *Bank) plan(o BankOptions) {
+	per := 1 + o.Shifts
+	extra := o.planned()
 	b.ViewsOf = make([][]int, len(b.Samples))
 	for i, s := range b.Samples {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
@@ -405,7 +411,7 @@ func (b *Bank) plan(o BankOptions) {
 		b.ViewsOf[i] = append(b.ViewsOf[i], len(b.Views))
 		b.Views = append(b.Views, v)
 		for _, p := range extra {
-			if len(p.sets) > 0 && !slices.Contains(p.sets, s.Set) {
+			if !p.holds(s) {
 				continue
 			}
 			for range p.N {
