@@ -268,10 +268,20 @@ cascade: build negatives
 # measured on it, the issue's protocol: about 50 min a fold here, each
 # resuming from its checkpoint. posectl eval -turned-folds takes them to
 # measure poses from the daemon's boxes on unseen persons.
-CASCADE_FOLDS := build/cascade/f5-0.cascade,build/cascade/f5-1.cascade,build/cascade/f5-2.cascade,build/cascade/f5-3.cascade,build/cascade/f5-4.cascade
+# A variant of the recipe is trained and measured the same way beside it:
+# CASCADE_EXTRA adds flags, FOLD_TAG names its files, FOLDS trains (and
+# measures) some folds only, e.g. `make cascade-folds FOLDS='0 2'
+# CASCADE_EXTRA='-backdrops pointing04' FOLD_TAG=-bd`.
+CASCADE_EXTRA ?=
+FOLD_TAG ?=
+FOLDS ?= 0 1 2 3 4
+comma := ,
+empty :=
+space := $(empty) $(empty)
+CASCADE_FOLDS = $(subst $(space),$(comma),$(foreach k,0 1 2 3 4,$(if $(filter $(k),$(FOLDS)),build/cascade/f5-$(k)$(FOLD_TAG).cascade,-)))
 cascade-folds: build negatives
 	@mkdir -p build/cascade
-	for k in 0 1 2 3 4; do bin/posectl cascade $(CASCADE_FLAGS) -folds 5 -leave-out $$k -o build/cascade/f5-$$k.cascade || exit 1; done
+	for k in $(FOLDS); do bin/posectl cascade $(CASCADE_FLAGS) $(CASCADE_EXTRA) -folds 5 -leave-out $$k -o build/cascade/f5-$$k$(FOLD_TAG).cascade || exit 1; done
 	bin/posectl detections $(CASCADE_DATA) -face-free $(UNSEEN)/unpacked -model models/default.gllim -folds 5 -cascades $(CASCADE_FOLDS) \
 		-turned-scores $(TURNED_SCORES)
 
