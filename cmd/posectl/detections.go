@@ -157,7 +157,8 @@ func runDetections(args []string, stdout io.Writer) error {
 			}
 			row := []string{st.name, set}
 			for b := range r.found {
-				row = append(row, fmt.Sprintf("%.0f %%", 100*float64(r.found[b])/float64(max(r.total[b], 1))))
+				// The counts beside the share: runs on different folds add up.
+				row = append(row, fmt.Sprintf("%.0f %% (%d/%d)", 100*float64(r.found[b])/float64(max(r.total[b], 1)), r.found[b], r.total[b]))
 			}
 			falsePhoto := fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos))
 			if check != nil {
