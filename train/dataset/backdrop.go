@@ -39,10 +39,14 @@ func Matte(img image.Image) ([]float32, error) {
 	// JPEG's noise.
 	var ch [3][]float64
 	for c := range ch {
-		ch[c] = box3(w, h, func(i int) float64 {
-			r, g, bl, _ := img.At(b.Min.X+i%w, b.Min.Y+i/w).RGBA()
-			return float64([3]uint32{r, g, bl}[c]) / 257
-		})
+		ch[c] = make([]float64, w*h)
+	}
+	for i := range w * h {
+		r, g, bl, _ := img.At(b.Min.X+i%w, b.Min.Y+i/w).RGBA()
+		ch[0][i], ch[1][i], ch[2][i] = float64(r)/257, float64(g)/257, float64(bl)/257
+	}
+	for c := range ch {
+		ch[c] = box3(w, h, ch[c])
 	}
 	rgb := make([][3]float64, w*h)
 	for i := range rgb {
@@ -110,26 +114,22 @@ func Matte(img image.Image) ([]float32, error) {
 		return nil, errors.New("dataset: matte: no person stands out from the wall")
 	}
 	// A soft edge: the share of wall-free pixels in each 3×3.
-	fg := box3(w, h, func(i int) float64 {
-		if isWall[i] {
-			return 0
+	fg := make([]float64, w*h)
+	for i, wall := range isWall {
+		if !wall {
+			fg[i] = 1
 		}
-		return 1
-	})
+	}
 	alpha := make([]float32, w*h)
-	for i, v := range fg {
+	for i, v := range box3(w, h, fg) {
 		alpha[i] = float32(v)
 	}
 	return alpha, nil
 }
 
-// box3 is the mean of at over each pixel's 3×3 neighbourhood in a w×h
+// box3 is the mean of v over each pixel's 3×3 neighbourhood in a w×h
 // image (the part of it inside the image at the borders).
-func box3(w, h int, at func(i int) float64) []float64 {
-	v := make([]float64, w*h)
-	for i := range v {
-		v[i] = at(i)
-	}
+func box3(w, h int, v []float64) []float64 {
 	out := make([]float64, w*h)
 	for y := range h {
 		for x := range w {
