@@ -274,11 +274,12 @@ cascade: build negatives
 # CASCADE_EXTRA='-backdrops pointing04' FOLD_TAG=-bd`.
 CASCADE_EXTRA ?=
 FOLD_TAG ?=
-FOLDS ?= 0 1 2 3 4
+ALL_FOLDS := 0 1 2 3 4
+FOLDS ?= $(ALL_FOLDS)
 comma := ,
 empty :=
 space := $(empty) $(empty)
-CASCADE_FOLDS = $(subst $(space),$(comma),$(foreach k,0 1 2 3 4,$(if $(filter $(k),$(FOLDS)),build/cascade/f5-$(k)$(FOLD_TAG).cascade,-)))
+CASCADE_FOLDS = $(subst $(space),$(comma),$(foreach k,$(ALL_FOLDS),$(if $(filter $(k),$(FOLDS)),build/cascade/f5-$(k)$(FOLD_TAG).cascade,-)))
 cascade-folds: build negatives
 	@mkdir -p build/cascade
 	for k in $(FOLDS); do bin/posectl cascade $(CASCADE_FLAGS) $(CASCADE_EXTRA) -folds 5 -leave-out $$k -o build/cascade/f5-$$k$(FOLD_TAG).cascade || exit 1; done
