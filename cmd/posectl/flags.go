@@ -235,6 +235,7 @@ type refineListFlags struct {
 	eps                 float64
 	densest, average    bool
 	mirror              bool
+	estimates           string
 }
 
 func (r *refineListFlags) register(fs *flag.FlagSet) {
@@ -246,6 +247,7 @@ func (r *refineListFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.gains, "gain", "", "factor on each predicted box move (default 1); a comma-separated list measures each")
 	fs.BoolVar(&r.densest, "densest", false, "report the angles of the iteration whose features the model finds most likely, not the last")
 	fs.StringVar(&r.temps, "temperature", "", "temperature of the mixture weights at prediction (≥ 1; default the model's); a comma-separated list measures each")
+	fs.StringVar(&r.estimates, "estimate", "mean", "each angle as the mean or the median of its predictive mixture; \"mean,median\" measures both")
 }
 
 func (r *refineListFlags) settings() ([]pose.Settings, error) {
@@ -275,14 +277,31 @@ func (r *refineListFlags) settings() ([]pose.Settings, error) {
 			}
 		}
 	}
+	var medians []bool
+	for _, e := range splitList(r.estimates) {
+		switch e {
+		case "mean", "median":
+			medians = append(medians, e == "median")
+		default:
+			return nil, fmt.Errorf("%w: -estimate %q: want mean or median", errUsage, e)
+		}
+	}
+	if len(medians) == 0 {
+		return nil, fmt.Errorf("%w: -estimate is empty: want mean, median or both", errUsage)
+	}
 	var out []pose.Settings
-	for _, t := range temps {
-		for _, g := range gains {
-			for _, n := range its {
-				if n < 1 {
-					return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
+	for _, med := range medians {
+		if med && r.mirror {
+			return nil, fmt.Errorf("%w: -estimate median cannot be combined with -mirror", errUsage)
+		}
+		for _, t := range temps {
+			for _, g := range gains {
+				for _, n := range its {
+					if n < 1 {
+						return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
+					}
+					out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Densest: r.densest, Average: r.average, Gain: g, Mirror: r.mirror, Median: med})
 				}
-				out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Densest: r.densest, Average: r.average, Gain: g, Mirror: r.mirror})
 			}
 		}
 	}

@@ -202,6 +202,13 @@ type Prediction struct {
 	// LogDensity is log p(y) under the model: low for inputs unlike the
 	// training features.
 	LogDensity float64
+
+	// The mixture behind Mean and Cov (Marginal): the forward model, each
+	// member's weights ν_k (M × K) and means x̂_k on the t block (M × K × Lt),
+	// in standardised units.
+	f  *Forward
+	nu []float64
+	xk []float64
 }
 
 // Std returns the predictive standard deviation of output i.
@@ -212,7 +219,9 @@ func (p *Prediction) Std(i int) float64 {
 
 // NewPrediction allocates a Prediction sized for f.
 func (f *Forward) NewPrediction() Prediction {
-	return Prediction{Mean: make([]float64, f.Lt), Cov: make([]float64, f.Lt*f.Lt)}
+	M := len(f.members)
+	return Prediction{Mean: make([]float64, f.Lt), Cov: make([]float64, f.Lt*f.Lt),
+		f: f, nu: make([]float64, M*f.K), xk: make([]float64, M*f.K*f.Lt)}
 }
 
 // Predictor holds the scratch space of one goroutine's predictions.
@@ -222,7 +231,6 @@ type Predictor struct {
 	v    []float32 // L: B_k (y − c*_k)
 	z    []float64 // L
 	logv []float64 // K
-	xk   []float64 // K × Lt: E[t | y, Z = k]
 	// Ensembles only: one member's answer, and the members' log p(y).
 	mean, cov []float64
 	logp      []float64
@@ -236,7 +244,6 @@ func (f *Forward) NewPredictor() *Predictor {
 		v:    make([]float32, f.L),
 		z:    make([]float64, f.L),
 		logv: make([]float64, f.K),
-		xk:   make([]float64, f.K*f.Lt),
 	}
 	if len(f.members) > 1 {
 		p.mean, p.cov = make([]float64, f.Lt), make([]float64, f.Lt*f.Lt)
@@ -275,16 +282,20 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 	if len(dst.Cov) != f.Lt*f.Lt {
 		dst.Cov = make([]float64, f.Lt*f.Lt)
 	}
+	if M := len(f.members); dst.f != f || len(dst.nu) != M*f.K || len(dst.xk) != M*f.K*f.Lt {
+		dst.f, dst.nu, dst.xk = f, make([]float64, M*f.K), make([]float64, M*f.K*f.Lt)
+	}
 	mean, cov, Lt := dst.Mean, dst.Cov, f.Lt
 	if len(f.members) == 1 {
-		dst.LogDensity = p.member(&f.members[0], y, mean, cov)
+		dst.LogDensity = p.member(&f.members[0], y, mean, cov, dst.nu, dst.xk)
 	} else {
 		// Accumulate the members' means and second moments, then centre.
 		clear(mean)
 		clear(cov)
 		maxLog := math.Inf(-1)
 		for i := range f.members {
-			lp := p.member(&f.members[i], y, p.mean, p.cov)
+			K := f.K
+			lp := p.member(&f.members[i], y, p.mean, p.cov, dst.nu[i*K:(i+1)*K], dst.xk[i*K*Lt:(i+1)*K*Lt])
 			p.logp[i] = lp
 			maxLog = math.Max(maxLog, lp)
 			for a := 0; a < Lt; a++ {
@@ -318,8 +329,9 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 }
 
 // member computes one member's E[t | y] and Cov[t | y] in standardised
-// units into mean and cov and returns its log p(y).
-func (p *Predictor) member(mb *member, y []float32, mean, cov []float64) float64 {
+// units into mean and cov, its weights ν_k into nu and its components'
+// means x̂_k (t block) into xk, and returns its log p(y).
+func (p *Predictor) member(mb *member, y []float32, mean, cov, nu, xk []float64) float64 {
 	f := p.f
 	D, L, Lt := f.D, f.L, f.Lt
 	maxLog := math.Inf(-1)
@@ -352,7 +364,7 @@ func (p *Predictor) member(mb *member, y []float32, mean, cov []float64) float64
 			vz += float64(p.v[i]) * zi
 		}
 		for i := 0; i < Lt; i++ {
-			p.xk[k*Lt+i] = mb.m[k*L+i] + p.z[i]
+			xk[k*Lt+i] = mb.m[k*L+i] + p.z[i]
 		}
 		lv := mb.cst[k] - 0.5*(q-vz)
 		p.logv[k] = lv
@@ -384,23 +396,23 @@ func (p *Predictor) member(mb *member, y []float32, mean, cov []float64) float64
 	clear(mean)
 	clear(cov)
 	for k := 0; k < f.K; k++ {
-		nu := p.logv[k] / sum
-		p.logv[k] = nu
+		nk := p.logv[k] / sum
+		nu[k] = nk
 		for i := 0; i < Lt; i++ {
-			mean[i] += nu * p.xk[k*Lt+i]
+			mean[i] += nk * xk[k*Lt+i]
 		}
 	}
 	for k := 0; k < f.K; k++ {
-		nu := p.logv[k]
-		if nu == 0 {
+		nk := nu[k]
+		if nk == 0 {
 			continue
 		}
 		ss := mb.sstar[k*L*L : (k+1)*L*L]
-		xk := p.xk[k*Lt : (k+1)*Lt]
+		x := xk[k*Lt : (k+1)*Lt]
 		for i := 0; i < Lt; i++ {
-			di := xk[i] - mean[i]
+			di := x[i] - mean[i]
 			for j := 0; j < Lt; j++ {
-				cov[i*Lt+j] += nu * (ss[i*L+j] + di*(xk[j]-mean[j]))
+				cov[i*Lt+j] += nk * (ss[i*L+j] + di*(x[j]-mean[j]))
 			}
 		}
 	}

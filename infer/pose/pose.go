@@ -51,6 +51,12 @@ type Settings struct {
 	// Gain scales each predicted box move (0 means 1, the paper's full
 	// step): below 1 the refinement damps the prediction's own noise.
 	Gain float64
+	// Median reports each angle as the median of its predictive marginal
+	// (the mixture of METHOD §4, blended with the profile expert's where it
+	// answers) instead of its mean: the answer of least expected absolute
+	// error, which a far component pulls less. The box moves stay the
+	// means. Not with Mirror.
+	Median bool
 }
 
 // DefaultSettings are the refinement the default model's card measures: at
@@ -224,6 +230,9 @@ func New(m *gllim.Model, s Settings) (*Estimator, error) {
 	if s.MaxIter < 1 {
 		return nil, fmt.Errorf("pose: max iterations %d: want at least 1", s.MaxIter)
 	}
+	if s.Median && s.Mirror {
+		return nil, fmt.Errorf("pose: median angles and the mirrored prediction cannot be combined")
+	}
 	f, err := gllim.NewForward(m)
 	if err != nil {
 		return nil, err
@@ -285,6 +294,10 @@ type Worker struct {
 	// The angles to report and their standard deviations (Settings.Densest).
 	kept, keptStd [3]float64
 	sum, sumStd   [3]float64 // over the iterations (Settings.Average)
+	// Settings.Median: the side the expert answered for (+1, −1; 0 where
+	// it did not), and the marginal's components.
+	side  float64
+	comps []gllim.Component
 }
 
 // NewWorker returns a Worker; it is not safe for concurrent use.
@@ -299,8 +312,13 @@ func (e *Estimator) NewWorker() *Worker {
 			w.negate[i] = o.Name == Yaw || o.Name == Roll || o.Name == DX
 		}
 	}
+	n := e.fwd.Members() * e.fwd.K
 	if e.expert != nil {
 		w.xpr, w.xpred, w.xmpred = e.expert.NewPredictor(), e.expert.NewPrediction(), e.expert.NewPrediction()
+		n += e.expert.Members() * e.expert.K
+	}
+	if e.settings.Median {
+		w.comps = make([]gllim.Component, 0, n)
 	}
 	return w
 }
@@ -310,8 +328,12 @@ func (e *Estimator) NewWorker() *Worker {
 // (the two answers are far from independent, so this does not shrink them).
 func (w *Worker) predict() {
 	w.pr.Predict(&w.pred, w.y)
+	w.side = 0
 	if w.e.expert != nil {
 		w.askExpert()
+	}
+	if w.e.settings.Median {
+		w.medians()
 	}
 	if !w.e.settings.Mirror {
 		return
@@ -370,6 +392,7 @@ func (w *Worker) askExpert() {
 			w.xpred, w.xmpred = w.xmpred, w.xpred
 		}
 	}
+	w.side = math.Copysign(1, yaw)
 	n := len(w.pred.Mean)
 	// The blend of the two answers, output by output: mean and variance of
 	// the mixture (1 − a)·model + a·expert; covariances across outputs of
@@ -405,6 +428,36 @@ func (w *Worker) askExpert() {
 	}
 	if e.expertW[e.angle[0]] == 1 {
 		w.pred.LogDensity = w.xpred.LogDensity
+	}
+}
+
+// medians replaces each angle of w.pred by the median of its predictive
+// marginal: the model's mixture, weighted 1 − a and blended with the
+// expert's weighted a (its σ scaled, its sign turned back for a face it saw
+// mirrored) where the expert answered.
+func (w *Worker) medians() {
+	e := w.e
+	for _, k := range e.angle {
+		if k < 0 {
+			continue
+		}
+		a := 0.0
+		if w.side != 0 {
+			a = e.expertW[k]
+		}
+		c := w.pred.Marginal(w.comps[:0], k, 1-a)
+		if a > 0 {
+			n := len(c)
+			c = w.xpred.Marginal(c, k, a)
+			for j := n; j < len(c); j++ {
+				if w.side < 0 && w.negate[k] {
+					c[j].Mu = -c[j].Mu
+				}
+				c[j].Sd *= e.expertStd[k]
+			}
+		}
+		w.comps = c
+		w.pred.Mean[k] = gllim.MixtureMedian(c)
 	}
 }
 

@@ -264,3 +264,48 @@ func TestExpertOfDensity(t *testing.T) {
 		t.Errorf("margin %q: error %v, want one naming %s", "lots", err, ExpertDensity)
 	}
 }
+
+// With Settings.Median each angle is the median of the blended predictive
+// mixture: the expert's component of weight 0.7 at ±70° (σ 1°) and the
+// model's of weight 0.3 at ±50° put it where 0.3 + 0.7·Φ(x − 70) = ½,
+// x = 70 + Φ⁻¹(2/7), where the mean is 64°; alone, a one-component model's
+// median is its mean. It allocates nothing, and Mirror cannot join it.
+func TestMedianAngles(t *testing.T) {
+	names := []string{Yaw, Roll, DX, DY}
+	img, box, _, _, _ := mirrorFixture()
+	want := 70 - 0.5659488219328631 // Φ⁻¹(2/7) = −0.565948…
+	for _, yaw := range []float64{50, -50} {
+		for _, med := range []bool{false, true} {
+			e, err := New(constant(names, []float64{yaw, 1, 0, 0}, 0, 0), Settings{MaxIter: 1, Median: med})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, err = e.WithExpert(Expert{Model: constant(names, []float64{70, 5, 0, 0}, 0, 0), Gate: 40, Weight: 0.7}); err != nil {
+				t.Fatal(err)
+			}
+			w := e.NewWorker()
+			r := w.Estimate(img, box)
+			exp := 64.0
+			if med {
+				exp = want
+			}
+			exp = math.Copysign(exp, yaw)
+			if math.Abs(r.Angles[0]-exp) > 1e-6 {
+				t.Errorf("model yaw %g, median %v: yaw %.6f, want %.6f", yaw, med, r.Angles[0], exp)
+			}
+			if a := testing.AllocsPerRun(10, func() { w.Estimate(img, box) }); a != 0 {
+				t.Errorf("model yaw %g, median %v: Estimate allocates %.0f times", yaw, med, a)
+			}
+		}
+	}
+	e, err := New(constant(names, []float64{20, 1, 0, 0}, 0, 0), Settings{MaxIter: 1, Median: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.NewWorker().Estimate(img, box); math.Abs(r.Angles[0]-20) > 1e-9 {
+		t.Errorf("one component, no expert: median yaw %.9f, want 20", r.Angles[0])
+	}
+	if _, err := New(model(Yaw), Settings{MaxIter: 1, Median: true, Mirror: true}); err == nil {
+		t.Error("median angles with the mirrored prediction accepted")
+	}
+}

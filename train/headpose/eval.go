@@ -92,6 +92,9 @@ func (o EvalOptions) Name() string {
 	if o.Settings.Mirror {
 		name += ", mirrored"
 	}
+	if o.Settings.Median {
+		name += ", median"
+	}
 	if o.NoExpert {
 		name += ", no expert"
 	}
