@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/train"
+	"gonum.org/v1/gonum/mat"
 )
 
 // Tolerances of the float32 forward model against the float64 reference,
@@ -259,17 +260,26 @@ func overlap(p *gllim.Params, spread float64) {
 	}
 }
 
-// Tempered weights, ν_k ∝ π_k p(y | k)^(1/T), agree with the float64
-// reference on components that overlap; the density is not tempered; and
-// a very high temperature leaves the prior weights π_k.
-func TestTemperatureMatchesFloat64Reference(t *testing.T) {
-	m, rng := testModel(t, 6, 300, 3, 2, 77)
-	overlap(m.Params, 0.05)
+// overlapped returns a model of k components in d dimensions (3 outputs,
+// 2 latent) pulled together by spread (overlap), its float64 reference, and
+// 100 feature vectors drawn from it.
+func overlapped(t *testing.T, k, d int, seed uint64, spread float64) (*gllim.Model, *train.Forward64, *mat.Dense) {
+	t.Helper()
+	m, rng := testModel(t, k, d, 3, 2, seed)
+	overlap(m.Params, spread)
 	ref, err := train.NewForward64(round32(m.Params))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _, ys, _ := train.Sample(m.Params, 100, rng)
+	return m, ref, ys
+}
+
+// Tempered weights, ν_k ∝ π_k p(y | k)^(1/T), agree with the float64
+// reference on components that overlap; the density is not tempered; and
+// a very high temperature leaves the prior weights π_k.
+func TestTemperatureMatchesFloat64Reference(t *testing.T) {
+	m, ref, ys := overlapped(t, 6, 300, 77, 0.05)
 	y32 := make([]float32, 300)
 	y64 := make([]float64, 300)
 	for _, temp := range []float64{1, 3, 30} {
