@@ -282,9 +282,10 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 	if len(dst.Cov) != f.Lt*f.Lt {
 		dst.Cov = make([]float64, f.Lt*f.Lt)
 	}
-	if M := len(f.members); dst.f != f || len(dst.nu) != M*f.K || len(dst.xk) != M*f.K*f.Lt {
-		dst.f, dst.nu, dst.xk = f, make([]float64, M*f.K), make([]float64, M*f.K*f.Lt)
+	if M := len(f.members); len(dst.nu) != M*f.K || len(dst.xk) != M*f.K*f.Lt {
+		dst.nu, dst.xk = make([]float64, M*f.K), make([]float64, M*f.K*f.Lt)
 	}
+	dst.f = f
 	mean, cov, Lt := dst.Mean, dst.Cov, f.Lt
 	if len(f.members) == 1 {
 		dst.LogDensity = p.member(&f.members[0], y, mean, cov, dst.nu, dst.xk)

@@ -6,8 +6,9 @@ import "math"
 // Mu, standard deviation Sd.
 type Component struct{ W, Mu, Sd float64 }
 
-// Marginal appends to dst the predictive marginal of output i behind p,
-// in the output's natural units, with its weights scaled by w:
+// Marginal appends to dst the predictive marginal of output i behind p (a
+// Prediction filled by Predict), in the output's natural units, with its
+// weights scaled by w:
 //
 //	p(t_i | y) = Σ_m (1/M) Σ_k ν_mk N(t_i; x̂_mki, Σ*_mk,ii)
 //
