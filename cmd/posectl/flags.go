@@ -277,29 +277,29 @@ func (r *refineListFlags) settings() ([]pose.Settings, error) {
 			}
 		}
 	}
+	for _, n := range its {
+		if n < 1 {
+			return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
+		}
+	}
 	var medians []bool
 	for _, e := range splitList(r.estimates) {
-		switch e {
-		case "mean", "median":
-			medians = append(medians, e == "median")
-		default:
+		switch {
+		case e != "mean" && e != "median":
 			return nil, fmt.Errorf("%w: -estimate %q: want mean or median", errUsage, e)
+		case e == "median" && r.mirror:
+			return nil, fmt.Errorf("%w: -estimate median cannot be combined with -mirror", errUsage)
 		}
+		medians = append(medians, e == "median")
 	}
 	if len(medians) == 0 {
 		return nil, fmt.Errorf("%w: -estimate is empty: want mean, median or both", errUsage)
 	}
 	var out []pose.Settings
 	for _, med := range medians {
-		if med && r.mirror {
-			return nil, fmt.Errorf("%w: -estimate median cannot be combined with -mirror", errUsage)
-		}
 		for _, t := range temps {
 			for _, g := range gains {
 				for _, n := range its {
-					if n < 1 {
-						return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
-					}
 					out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Densest: r.densest, Average: r.average, Gain: g, Mirror: r.mirror, Median: med})
 				}
 			}

@@ -294,8 +294,8 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 		clear(mean)
 		clear(cov)
 		maxLog := math.Inf(-1)
+		K := f.K
 		for i := range f.members {
-			K := f.K
 			lp := p.member(&f.members[i], y, p.mean, p.cov, dst.nu[i*K:(i+1)*K], dst.xk[i*K*Lt:(i+1)*K*Lt])
 			p.logp[i] = lp
 			maxLog = math.Max(maxLog, lp)

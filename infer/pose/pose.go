@@ -293,11 +293,8 @@ type Worker struct {
 	xmpred gllim.Prediction // the expert's answer for the mirrored face (Expert.ByDensity)
 	// The angles to report and their standard deviations (Settings.Densest).
 	kept, keptStd [3]float64
-	sum, sumStd   [3]float64 // over the iterations (Settings.Average)
-	// Settings.Median: the side the expert answered for (+1, −1; 0 where
-	// it did not), and the marginal's components.
-	side  float64
-	comps []gllim.Component
+	sum, sumStd   [3]float64        // over the iterations (Settings.Average)
+	comps         []gllim.Component // an angle's marginal (Settings.Median)
 }
 
 // NewWorker returns a Worker; it is not safe for concurrent use.
@@ -328,12 +325,12 @@ func (e *Estimator) NewWorker() *Worker {
 // (the two answers are far from independent, so this does not shrink them).
 func (w *Worker) predict() {
 	w.pr.Predict(&w.pred, w.y)
-	w.side = 0
+	side := 0.0
 	if w.e.expert != nil {
-		w.askExpert()
+		side = w.askExpert()
 	}
 	if w.e.settings.Median {
-		w.medians()
+		w.medians(side)
 	}
 	if !w.e.settings.Mirror {
 		return
@@ -362,8 +359,9 @@ func (w *Worker) mirror() {
 // askExpert replaces w.pred by the profile expert's answer where the
 // model's yaw is past the gate. The expert knows faces turned one way
 // (yaw > 0): a face turned the other way is mirrored for it and its answer
-// mirrored back.
-func (w *Worker) askExpert() {
+// mirrored back. It returns the side the expert answered for (+1, or −1
+// for a mirrored face), 0 where the model answers alone.
+func (w *Worker) askExpert() float64 {
 	e := w.e
 	yaw := w.pred.Mean[e.angle[0]]
 	switch {
@@ -375,7 +373,7 @@ func (w *Worker) askExpert() {
 		}
 		w.xpr.Predict(&w.xpred, y)
 	case !e.byDensity:
-		return
+		return 0
 	default:
 		// Which explains the features best: the expert, for the face as it
 		// is or mirrored, or the model (log p(y), METHOD §4)?
@@ -384,7 +382,7 @@ func (w *Worker) askExpert() {
 		w.xpr.Predict(&w.xmpred, w.ym)
 		direct, mirrored := w.xpred.LogDensity, w.xmpred.LogDensity
 		if max(direct, mirrored) < w.pred.LogDensity-e.margin {
-			return
+			return 0
 		}
 		yaw = 1
 		if mirrored > direct {
@@ -392,7 +390,6 @@ func (w *Worker) askExpert() {
 			w.xpred, w.xmpred = w.xmpred, w.xpred
 		}
 	}
-	w.side = math.Copysign(1, yaw)
 	n := len(w.pred.Mean)
 	// The blend of the two answers, output by output: mean and variance of
 	// the mixture (1 − a)·model + a·expert; covariances across outputs of
@@ -429,28 +426,32 @@ func (w *Worker) askExpert() {
 	if e.expertW[e.angle[0]] == 1 {
 		w.pred.LogDensity = w.xpred.LogDensity
 	}
+	return math.Copysign(1, yaw)
 }
 
 // medians replaces each angle of w.pred by the median of its predictive
-// marginal: the model's mixture, weighted 1 − a and blended with the
-// expert's weighted a (its σ scaled, its sign turned back for a face it saw
-// mirrored) where the expert answered.
-func (w *Worker) medians() {
+// marginal: the model's mixture, weighted 1 − a, and where the expert
+// answered for side (askExpert) the expert's, weighted a (its σ scaled, its
+// sign turned back for a face it saw mirrored).
+func (w *Worker) medians(side float64) {
 	e := w.e
 	for _, k := range e.angle {
 		if k < 0 {
 			continue
 		}
 		a := 0.0
-		if w.side != 0 {
+		if side != 0 {
 			a = e.expertW[k]
 		}
-		c := w.pred.Marginal(w.comps[:0], k, 1-a)
+		c := w.comps[:0]
+		if a < 1 {
+			c = w.pred.Marginal(c, k, 1-a)
+		}
 		if a > 0 {
 			n := len(c)
 			c = w.xpred.Marginal(c, k, a)
 			for j := n; j < len(c); j++ {
-				if w.side < 0 && w.negate[k] {
+				if side < 0 && w.negate[k] {
 					c[j].Mu = -c[j].Mu
 				}
 				c[j].Sd *= e.expertStd[k]

@@ -268,8 +268,8 @@ func TestExpertOfDensity(t *testing.T) {
 // With Settings.Median each angle is the median of the blended predictive
 // mixture: the expert's component of weight 0.7 at ±70° (σ 1°) and the
 // model's of weight 0.3 at ±50° put it where 0.3 + 0.7·Φ(x − 70) = ½,
-// x = 70 + Φ⁻¹(2/7), where the mean is 64°; alone, a one-component model's
-// median is its mean. It allocates nothing, and Mirror cannot join it.
+// x = 70 + Φ⁻¹(2/7), where the mean is 64°; an expert of weight 1 gives
+// its own median; alone, a one-component model's median is its mean. It allocates nothing, and Mirror cannot join it.
 func TestMedianAngles(t *testing.T) {
 	names := []string{Yaw, Roll, DX, DY}
 	img, box, _, _, _ := mirrorFixture()
@@ -296,6 +296,19 @@ func TestMedianAngles(t *testing.T) {
 			if a := testing.AllocsPerRun(10, func() { w.Estimate(img, box) }); a != 0 {
 				t.Errorf("model yaw %g, median %v: Estimate allocates %.0f times", yaw, med, a)
 			}
+		}
+	}
+	// An expert of weight 1 answers alone: its own component, mirrored back.
+	for _, yaw := range []float64{50, -50} {
+		e, err := New(constant(names, []float64{yaw, 1, 0, 0}, 0, 0), Settings{MaxIter: 1, Median: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err = e.WithExpert(Expert{Model: constant(names, []float64{70, 5, 0, 0}, 0, 0), Gate: 40, Weight: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.NewWorker().Estimate(img, box); math.Abs(r.Angles[0]-math.Copysign(70, yaw)) > 1e-9 {
+			t.Errorf("model yaw %g, expert of weight 1: median yaw %.9f, want %g", yaw, r.Angles[0], math.Copysign(70, yaw))
 		}
 	}
 	e, err := New(constant(names, []float64{20, 1, 0, 0}, 0, 0), Settings{MaxIter: 1, Median: true})
