@@ -3,6 +3,7 @@ package detect
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
 	"math"
 	"math/rand/v2"
@@ -189,11 +190,21 @@ func TestClassifyMatchesScan(t *testing.T) {
 	t.Logf("facefinder: %.2f trees per window", float64(evals)/float64(windows))
 }
 
-// The vector tree walk reaches the same leaf as the Go walk for every
-// window, random trees and pixels included, windows at the very start of
+// The vector tree walk and the interleaved Go walk (walkFour) reach the
+// same leaf as the Go walk for every window, random trees and pixels included, windows at the very start of
 // the pixels (walked in Go: the vector walk reads 3 bytes before a pixel)
 // and counts that are not multiples of 8.
 func TestWalkVectorMatchesGo(t *testing.T) {
+	for _, vec := range []bool{true, false} {
+		prev := UseVectorWalk(vec)
+		t.Run(fmt.Sprintf("vector-%v", vectorWalk), testWalkMatchesGo)
+		UseVectorWalk(prev)
+	}
+}
+
+// testWalkMatchesGo compares the scanner's walk, as switched (the vector
+// walk, or walkFour), with walkGo.
+func testWalkMatchesGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	const w, h = 97, 83
 	pix := make([]byte, w*h)

@@ -84,7 +84,7 @@ func (sc *scanner) walk(cand, o1, o2 []int32, low int32, pix []byte, depth int) 
 	}
 	idx := sc.idx[:len(cand)]
 	if !vectorWalk || depth != 6 || len(cand) < 8 {
-		walkGo(idx, cand, o1, o2, pix, depth)
+		walkFour(idx, cand, o1, o2, pix, depth)
 		return idx
 	}
 	// The vector walk reads 3 bytes before each pixel: the windows whose
@@ -99,7 +99,7 @@ func (sc *scanner) walk(cand, o1, o2 []int32, low int32, pix []byte, depth int) 
 	if n8 > 0 {
 		walkVector(idx[i0:i0+n8], cand[i0:i0+n8], o1[:cap(o1)], o2[:cap(o2)], pix)
 	}
-	walkGo(idx[i0+n8:], cand[i0+n8:], o1, o2, pix, depth)
+	walkFour(idx[i0+n8:], cand[i0+n8:], o1, o2, pix, depth)
 	return idx
 }
 
@@ -115,6 +115,26 @@ func walkGo(out, cand, o1, o2 []int32, pix []byte, depth int) {
 		}
 		out[i] = n
 	}
+}
+
+// walkFour is walkGo four windows at a time, their walks interleaved
+// level by level: each walk is a chain of dependent loads, and a processor
+// that runs few instructions ahead (the in-order or narrow cores of
+// Raspberry Pi class boards) would otherwise wait on every one.
+func walkFour(out, cand, o1, o2 []int32, pix []byte, depth int) {
+	i := 0
+	for ; i+4 <= len(cand); i += 4 {
+		b0, b1, b2, b3 := cand[i], cand[i+1], cand[i+2], cand[i+3]
+		n0, n1, n2, n3 := int32(1), int32(1), int32(1), int32(1)
+		for range depth {
+			n0 = 2*n0 + int32(b2i(pix[int(b0+o1[n0-1])] <= pix[int(b0+o2[n0-1])]))
+			n1 = 2*n1 + int32(b2i(pix[int(b1+o1[n1-1])] <= pix[int(b1+o2[n1-1])]))
+			n2 = 2*n2 + int32(b2i(pix[int(b2+o1[n2-1])] <= pix[int(b2+o2[n2-1])]))
+			n3 = 2*n3 + int32(b2i(pix[int(b3+o1[n3-1])] <= pix[int(b3+o2[n3-1])]))
+		}
+		out[i], out[i+1], out[i+2], out[i+3] = n0, n1, n2, n3
+	}
+	walkGo(out[i:], cand[i:], o1, o2, pix, depth)
 }
 
 // keepGo keeps, from window from on, the windows whose sum of leaves stays

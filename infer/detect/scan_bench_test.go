@@ -71,6 +71,20 @@ func BenchmarkTurned(b *testing.B) {
 			}
 		})
 	}
+	// The default turned scan with the Go walk (walkFour), as on a board
+	// without the vector walk: ARM and purego builds.
+	b.Run("both-views-go-walk", func(b *testing.B) {
+		prev := UseVectorWalk(false)
+		defer UseVectorWalk(prev)
+		var sc scanner
+		var w []Window
+		m := Turned().Mirrored()
+		sp := scanParams{p.MinSize, p.MaxSize, p.TurnedShift, p.TurnedScale}
+		for b.Loop() {
+			w = sc.scan(w[:0], Turned(), g.Pix, g.Stride, 480, 640, sp)
+			w = sc.scan(w, m, g.Pix, g.Stride, 480, 640, sp)
+		}
+	})
 	for _, s := range [][2]float64{{0.1, 1.1}, {0.1, 1.2}, {0.15, 1.1}, {0.15, 1.2}} {
 		b.Run(fmt.Sprintf("both-views-%g-%g", s[0], s[1]), func(b *testing.B) {
 			var sc scanner

@@ -2,38 +2,85 @@
 
 #include "textflag.h"
 
-// Pixel step of one level: Y4, Y5 hold the lanes' offsets o1, o2; p_k is
-// the top byte of the 4 bytes ending on base + o_k (SI is pix − 3, so no
-// byte past a pixel is read); idx = 2·idx + 1 − [p1 > p2]. A gather
-// clears its mask, so each is given a fresh all-ones one (Y15).
-#define STEP \
-	VPADDD     Y0, Y4, Y4; \
-	VPADDD     Y0, Y5, Y5; \
-	VPCMPEQD   Y15, Y15, Y15; \
-	VPGATHERDD Y15, (SI)(Y4*1), Y6; \
-	VPCMPEQD   Y15, Y15, Y15; \
-	VPGATHERDD Y15, (SI)(Y5*1), Y7; \
-	VPSRLD     $24, Y6, Y6; \
-	VPSRLD     $24, Y7, Y7; \
-	VPCMPGTD   Y7, Y6, Y8; \
-	VPADDD     Y1, Y1, Y1; \
-	VPADDD     Y14, Y1, Y1; \
-	VPADDD     Y8, Y1, Y1
+// Constants, 8 lanes each: 1, 7 and 64, the leaves' first heap index.
+DATA one<>+0(SB)/8, $0x0000000100000001
+DATA one<>+8(SB)/8, $0x0000000100000001
+DATA one<>+16(SB)/8, $0x0000000100000001
+DATA one<>+24(SB)/8, $0x0000000100000001
+GLOBL one<>(SB), RODATA|NOPTR, $32
+DATA seven<>+0(SB)/8, $0x0000000700000007
+DATA seven<>+8(SB)/8, $0x0000000700000007
+DATA seven<>+16(SB)/8, $0x0000000700000007
+DATA seven<>+24(SB)/8, $0x0000000700000007
+GLOBL seven<>(SB), RODATA|NOPTR, $32
+DATA leaf0<>+0(SB)/8, $0x0000004000000040
+DATA leaf0<>+8(SB)/8, $0x0000004000000040
+DATA leaf0<>+16(SB)/8, $0x0000004000000040
+DATA leaf0<>+24(SB)/8, $0x0000004000000040
+GLOBL leaf0<>(SB), RODATA|NOPTR, $32
 
-// Offsets of level L ≤ 3 (nodes 2^L … 2^(L+1) − 1, 8 or fewer): one
-// permute of the 8 entries from node 2^L by j = idx − 2^L (in Y3).
-#define PERM_LEVEL(first, lo) \
-	VPSUBD lo, Y1, Y3; \
-	VPERMD (first*4)(DX), Y3, Y4; \
-	VPERMD (first*4)(R10), Y3, Y5
+// One level's pixel step for a chain of 8 windows (centres at B in
+// memory, node index within the level J, offsets O1, O2 in, P1, P2
+// scratch): p_k is the top byte of the 4 bytes ending on base + o_k (SI is
+// pix − 3, so no byte past a pixel is read); j = 2·j + 1 − [p1 > p2], the
+// node's index within the next level. A gather clears its mask, so each
+// is given a fresh all-ones one (Y15); it writes a register other than its
+// index and mask.
+#define STEP(B, J, O1, O2, P1, P2) \
+	VPADDD     B, O1, O1; \
+	VPADDD     B, O2, O2; \
+	VPCMPEQD   Y15, Y15, Y15; \
+	VPGATHERDD Y15, (SI)(O1*1), P1; \
+	VPCMPEQD   Y15, Y15, Y15; \
+	VPGATHERDD Y15, (SI)(O2*1), P2; \
+	VPSRLD     $24, P1, P1; \
+	VPSRLD     $24, P2, P2; \
+	VPCMPGTD   P2, P1, P1; \
+	VPADDD     J, J, J; \
+	VPADDD     one<>(SB), J, J; \
+	VPADDD     P1, J, J
+
+// The offsets of level L ≤ 3 (nodes 2^L … 2^(L+1) − 1, heap entries
+// first = 2^L − 1 on, 8 or fewer): one permute by j of the 8 entries.
+#define PERM(first, J, O1, O2) \
+	VPERMD (first*4)(DX), J, O1; \
+	VPERMD (first*4)(R10), J, O2
+
+// Level 4 (nodes 16…31, entries 15…30): a permute takes j's low 3 bits,
+// so entries 15…22 and 23…30 are permuted and blended on j > 7 (P2).
+#define PERM4(J, O1, O2, P1, P2) \
+	VPCMPGTD  seven<>(SB), J, P2; \
+	VPERMD    60(DX), J, O1; \
+	VPERMD    92(DX), J, P1; \
+	VPBLENDVB P2, P1, O1, O1; \
+	VPERMD    60(R10), J, O2; \
+	VPERMD    92(R10), J, P1; \
+	VPBLENDVB P2, P1, O2, O2
+
+// Level 5 (nodes 32…63, entries 31…62): gathered at 31 + j.
+#define GATHER5(J, O1, O2) \
+	VPCMPEQD   Y15, Y15, Y15; \
+	VPGATHERDD Y15, 124(DX)(J*4), O1; \
+	VPCMPEQD   Y15, Y15, Y15; \
+	VPGATHERDD Y15, 124(R10)(J*4), O2
+
+// A chain's first level: j = 0 and every lane at the root.
+#define ROOT(J, O1, O2) \
+	VPXOR        J, J, J; \
+	VPBROADCASTD (DX), O1; \
+	VPBROADCASTD (R10), O2
 
 // func walk6AVX(out, base *int32, n int, o1, o2 *int32, pix *byte)
 //
-// Eight windows at a time walk down one tree of depth 6 (pico eq. 1, see
-// Cascade and walkGo, its reference): from idx = 1, six times
-// idx = 2·idx + [p1 ≤ p2], p_k = pix[base + o_k[idx − 1]]. The node
-// offsets of levels 0–3 come from one permute of a register, level 4's
-// from two and a blend, level 5's from gathers.
+// Windows walk down one tree of depth 6 (pico eq. 1, see Cascade and
+// walkGo, its reference): from the root, six times n = 2·n + [p1 ≤ p2],
+// p_k = pix[base + o_k[n − 1]]; out gets the leaf's heap index n. Eight
+// lanes carry, instead of n, its index j = n − 2^L within level L, which
+// picks the level's offsets: from one permute of a register at levels 0–3,
+// two and a blend at level 4, gathers at level 5. A level waits on the
+// last one's gathers, so three chains of 8 windows walk side by side (24
+// windows a turn) and their loads overlap; the last 16 or 8 walk as two
+// chains or one.
 TEXT ·walk6AVX(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ base+8(FP), BX
@@ -42,63 +89,109 @@ TEXT ·walk6AVX(SB), NOSPLIT, $0-48
 	MOVQ o2+32(FP), R10
 	MOVQ pix+40(FP), SI
 	SUBQ $3, SI
-	MOVL $1, AX
-	MOVQ AX, X14
-	VPBROADCASTD X14, Y14        // 1
-	MOVL $2, AX
-	MOVQ AX, X13
-	VPBROADCASTD X13, Y13        // 2
-	MOVL $4, AX
-	MOVQ AX, X12
-	VPBROADCASTD X12, Y12        // 4
-	MOVL $8, AX
-	MOVQ AX, X11
-	VPBROADCASTD X11, Y11        // 8
-	MOVL $16, AX
-	MOVQ AX, X10
-	VPBROADCASTD X10, Y10        // 16
-	MOVL $7, AX
-	MOVQ AX, X9
-	VPBROADCASTD X9, Y9          // 7
-	VPBROADCASTD (DX), Y2        // level 0: node 1's o1 for every lane
-	SHRQ $3, R8
-	JZ   done
+	SHRQ $3, R8                  // groups of 8
+	CMPQ R8, $3
+	JLT  rest
 
-loop:
-	VMOVDQU (BX), Y0             // the windows' centres
-	VMOVDQA Y14, Y1              // idx = 1
-	VMOVDQA Y2, Y4
-	VPBROADCASTD (R10), Y5
-	STEP                         // level 0
-	PERM_LEVEL(1, Y13)
-	STEP                         // level 1: nodes 2, 3
-	PERM_LEVEL(3, Y12)
-	STEP                         // level 2: nodes 4…7
-	PERM_LEVEL(7, Y11)
-	STEP                         // level 3: nodes 8…15
-	// level 4: nodes 16…31, j = idx − 16; entries 15…22 or 23…30.
-	VPSUBD     Y10, Y1, Y3
-	VPCMPGTD   Y9, Y3, Y8        // j > 7
-	VPERMD     60(DX), Y3, Y4
-	VPERMD     92(DX), Y3, Y6
-	VPBLENDVB  Y8, Y6, Y4, Y4
-	VPERMD     60(R10), Y3, Y5
-	VPERMD     92(R10), Y3, Y6
-	VPBLENDVB  Y8, Y6, Y5, Y5
-	STEP
-	// level 5: nodes 32…63, gathered at idx − 1.
-	VPSUBD     Y14, Y1, Y3
-	VPCMPEQD   Y15, Y15, Y15
-	VPGATHERDD Y15, (DX)(Y3*4), Y4
-	VPCMPEQD   Y15, Y15, Y15
-	VPGATHERDD Y15, (R10)(Y3*4), Y5
-	STEP
+three:
+	ROOT(Y0, Y1, Y2)
+	ROOT(Y5, Y6, Y7)
+	ROOT(Y10, Y11, Y12)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
+	PERM(1, Y0, Y1, Y2)
+	PERM(1, Y5, Y6, Y7)
+	PERM(1, Y10, Y11, Y12)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
+	PERM(3, Y0, Y1, Y2)
+	PERM(3, Y5, Y6, Y7)
+	PERM(3, Y10, Y11, Y12)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
+	PERM(7, Y0, Y1, Y2)
+	PERM(7, Y5, Y6, Y7)
+	PERM(7, Y10, Y11, Y12)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
+	PERM4(Y0, Y1, Y2, Y3, Y4)
+	PERM4(Y5, Y6, Y7, Y8, Y9)
+	PERM4(Y10, Y11, Y12, Y13, Y14)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
+	GATHER5(Y0, Y1, Y2)
+	GATHER5(Y5, Y6, Y7)
+	GATHER5(Y10, Y11, Y12)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
+	VPADDD  leaf0<>(SB), Y0, Y0
+	VMOVDQU Y0, 0(DI)
+	VPADDD  leaf0<>(SB), Y5, Y5
+	VMOVDQU Y5, 32(DI)
+	VPADDD  leaf0<>(SB), Y10, Y10
+	VMOVDQU Y10, 64(DI)
+	ADDQ $96, BX
+	ADDQ $96, DI
+	SUBQ $3, R8
+	CMPQ R8, $3
+	JGE  three
 
-	VMOVDQU Y1, (DI)
-	ADDQ    $32, BX
-	ADDQ    $32, DI
-	DECQ    R8
-	JNZ     loop
+rest:
+	CMPQ R8, $2
+	JLT  last
+	ROOT(Y0, Y1, Y2)
+	ROOT(Y5, Y6, Y7)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	PERM(1, Y0, Y1, Y2)
+	PERM(1, Y5, Y6, Y7)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	PERM(3, Y0, Y1, Y2)
+	PERM(3, Y5, Y6, Y7)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	PERM(7, Y0, Y1, Y2)
+	PERM(7, Y5, Y6, Y7)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	PERM4(Y0, Y1, Y2, Y3, Y4)
+	PERM4(Y5, Y6, Y7, Y8, Y9)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	GATHER5(Y0, Y1, Y2)
+	GATHER5(Y5, Y6, Y7)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
+	VPADDD  leaf0<>(SB), Y0, Y0
+	VMOVDQU Y0, 0(DI)
+	VPADDD  leaf0<>(SB), Y5, Y5
+	VMOVDQU Y5, 32(DI)
+	JMP  done
+
+last:
+	CMPQ R8, $1
+	JLT  done
+	ROOT(Y0, Y1, Y2)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	PERM(1, Y0, Y1, Y2)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	PERM(3, Y0, Y1, Y2)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	PERM(7, Y0, Y1, Y2)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	PERM4(Y0, Y1, Y2, Y3, Y4)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	GATHER5(Y0, Y1, Y2)
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
+	VPADDD  leaf0<>(SB), Y0, Y0
+	VMOVDQU Y0, 0(DI)
 
 done:
 	VZEROUPPER
