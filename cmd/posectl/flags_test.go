@@ -51,3 +51,17 @@ func TestEstimateFlag(t *testing.T) {
 		}
 	}
 }
+
+// -profile-pool reads linear (the default) and product into the expert's
+// use and refuses anything else, naming the flag.
+func TestProfilePoolFlag(t *testing.T) {
+	for pool, product := range map[string]bool{"linear": false, "product": true} {
+		xp, err := (&expertFlags{gate: 40, pool: pool}).expert()
+		if err != nil || xp.Product != product {
+			t.Errorf("-profile-pool %s: product %v, %v; want %v", pool, xp.Product, err, product)
+		}
+	}
+	if _, err := (&expertFlags{gate: 40, pool: "geometric"}).expert(); err == nil || !strings.Contains(err.Error(), "-profile-pool") {
+		t.Errorf("-profile-pool geometric: error %v, want one naming -profile-pool", err)
+	}
+}

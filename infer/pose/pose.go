@@ -85,6 +85,7 @@ type Estimator struct {
 	// Expert.ByDensity and Expert.Margin.
 	byDensity bool
 	margin    float64
+	product   bool // Expert.Product
 }
 
 // maxMargin bounds Expert.Margin: log-densities of p-HOG features are in
@@ -111,6 +112,16 @@ type Expert struct {
 	// which the gate on its yaw cannot.
 	ByDensity bool
 	Margin    float64
+	// Product pools the two answers for yaw, where the model's |yaw| is
+	// past the gate, as the weighted product of their Gaussians instead of
+	// their mixture: the expert's weight a becomes
+	// a·v₀ / (a·v₀ + (1 − a)·v), v₀ and v the model's and the expert's
+	// predictive variances of yaw (the mean of log-linear pooling,
+	// N(m₀, v₀)^(1−a)·N(m, v)^a). The surer answer counts more. The variance
+	// reported stays the mixture's at that weight, which keeps the two
+	// answers' disagreement. The other outputs, and faces handed over by
+	// density, keep a.
+	Product bool
 }
 
 // Settings a profile expert's model file carries in its training record
@@ -122,6 +133,7 @@ const (
 	ExpertWeight  = "profile_weight"  // Expert.Weight
 	ExpertOutputs = "profile_outputs" // Expert.Outputs, comma-separated ("": all)
 	ExpertDensity = "profile_density" // Expert.Margin where Expert.ByDensity ("": off)
+	ExpertPool    = "profile_pool"    // "product": Expert.Product; "" or "linear": the mixture
 )
 
 // ExpertOf reads how to use x, a profile expert's model, from its own
@@ -149,6 +161,13 @@ func ExpertOf(x *gllim.Model) (Expert, error) {
 		if xp.Margin, err = strconv.ParseFloat(m, 64); err != nil {
 			return Expert{}, fmt.Errorf("pose: profile expert: %s %q: %w", ExpertDensity, m, err)
 		}
+	}
+	switch p := s[ExpertPool]; p {
+	case "", "linear":
+	case "product":
+		xp.Product = true
+	default:
+		return Expert{}, fmt.Errorf("pose: profile expert: %s %q: want linear or product", ExpertPool, p)
 	}
 	return xp, nil
 }
@@ -210,7 +229,10 @@ func (e *Estimator) WithExpert(xp Expert) (*Estimator, error) {
 	}
 	c := *e
 	c.expert, c.gate, c.expertW = f, gate, weights
-	c.byDensity, c.margin = xp.ByDensity, xp.Margin
+	c.byDensity, c.margin, c.product = xp.ByDensity, xp.Margin, xp.Product
+	if c.product && e.settings.Median {
+		return nil, fmt.Errorf("pose: median angles and a profile expert pooled by product cannot be combined")
+	}
 	c.expertStd = make([]float64, len(x.Outputs))
 	for i, o := range x.Outputs {
 		c.expertStd[i] = o.Uncertainty() / e.model.Outputs[i].Uncertainty()
@@ -364,8 +386,9 @@ func (w *Worker) mirror() {
 func (w *Worker) askExpert() float64 {
 	e := w.e
 	yaw := w.pred.Mean[e.angle[0]]
+	gated := math.Abs(yaw) >= e.gate
 	switch {
-	case math.Abs(yaw) >= e.gate:
+	case gated:
 		y := w.y
 		if yaw < 0 {
 			w.mirror()
@@ -392,7 +415,8 @@ func (w *Worker) askExpert() float64 {
 	}
 	n := len(w.pred.Mean)
 	// The blend of the two answers, output by output: mean and variance of
-	// the mixture (1 − a)·model + a·expert; covariances across outputs of
+	// the mixture (1 − a)·model + a·expert (yaw's a as Expert.Product
+	// sets it); covariances across outputs of
 	// different weights are dropped (the angles' σ is what is reported).
 	for i, m := range w.xpred.Mean {
 		a := e.expertW[i]
@@ -405,6 +429,11 @@ func (w *Worker) askExpert() float64 {
 		f := e.expertStd[i]
 		v := w.xpred.Cov[i*n+i] * f * f
 		m0, v0 := w.pred.Mean[i], w.pred.Cov[i*n+i]
+		if e.product && gated && i == e.angle[0] {
+			if d := a*v0 + (1-a)*v; d > 0 {
+				a = a * v0 / d // Expert.Product
+			}
+		}
 		mean := (1-a)*m0 + a*m
 		w.pred.Mean[i] = mean
 		w.pred.Cov[i*n+i] = (1-a)*(v0+(m0-mean)*(m0-mean)) + a*(v+(m-mean)*(m-mean))

@@ -265,6 +265,81 @@ func TestExpertOfDensity(t *testing.T) {
 	}
 }
 
+// Expert.Product pools yaw past the gate as the weighted product of two
+// Gaussians: the model at ±50° with variance 4, the expert at ±70° with
+// variance 1, weight 0.7, give the expert 0.7·4 / (0.7·4 + 0.3·1) and the
+// yaw 50 + 20·2.8/3.1 (the mixture's 64 without it), the reported σ the
+// mixture's at that weight. Roll keeps the weight 0.7; a face handed over
+// by density (below the gate) keeps it for yaw too. The setting is read
+// from the expert's file, and median angles refuse it.
+func TestProfileExpertProduct(t *testing.T) {
+	names := []string{Yaw, Roll, DX, DY}
+	img, box, _, _, _ := mirrorFixture()
+	wide := func(yaw float64) *gllim.Model {
+		m := constant(names, []float64{yaw, 1, 0, 0}, 0, 0)
+		m.Params.GammaK(0)[0] = 4 // yaw's variance
+		return m
+	}
+	x := constant(names, []float64{70, 5, 0, 0}, 0, 0)
+	a := 0.7 * 4 / (0.7*4 + 0.3*1)
+	for _, yaw := range []float64{50, -50} {
+		for _, product := range []bool{false, true} {
+			e, err := New(wide(yaw), Settings{MaxIter: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, err = e.WithExpert(Expert{Model: x, Gate: 40, Weight: 0.7, Product: product}); err != nil {
+				t.Fatal(err)
+			}
+			r := e.NewWorker().Estimate(img, box)
+			w := 0.7
+			if product {
+				w = a
+			}
+			mean := 50 + 20*w
+			v := (1-w)*(4+(50-mean)*(50-mean)) + w*(1+(70-mean)*(70-mean))
+			want := [3]float64{math.Copysign(mean, yaw), 0, 0.3*1 + 0.7*math.Copysign(5, yaw)}
+			if math.Abs(r.Angles[0]-want[0]) > 1e-4 || math.Abs(r.Angles[2]-want[2]) > 1e-4 {
+				t.Errorf("model yaw %g, product %v: yaw %.5f, roll %.5f; want %.5f, %.5f", yaw, product, r.Angles[0], r.Angles[2], want[0], want[2])
+			}
+			if math.Abs(r.Std[0]-math.Sqrt(v)) > 1e-4 {
+				t.Errorf("model yaw %g, product %v: yaw σ %.5f, want %.5f", yaw, product, r.Std[0], math.Sqrt(v))
+			}
+		}
+	}
+	// Below the gate, handed over by density: the weight stays 0.7.
+	e, err := New(wide(10), Settings{MaxIter: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err = e.WithExpert(Expert{Model: x, Gate: 40, Weight: 0.7, Product: true, ByDensity: true, Margin: maxMargin}); err != nil {
+		t.Fatal(err)
+	}
+	// (The side is the likelier of the face and its mirror: either.)
+	if r := e.NewWorker().Estimate(img, box); math.Abs(r.Angles[0]-(0.3*10+0.7*70)) > 1e-4 && math.Abs(r.Angles[0]-(0.3*10-0.7*70)) > 1e-4 {
+		t.Errorf("by density: yaw %.5f, want %g or %g", r.Angles[0], 0.3*10+0.7*70, 0.3*10-0.7*70)
+	}
+	x.Training.Settings = map[string]string{ExpertProfile: "30", ExpertGate: "40", ExpertPool: "product"}
+	if xp, err := ExpertOf(x); err != nil || !xp.Product {
+		t.Errorf("ExpertOf with %s product: %+v, %v", ExpertPool, xp.Product, err)
+	}
+	x.Training.Settings[ExpertPool] = "geometric"
+	if _, err := ExpertOf(x); err == nil || !strings.Contains(err.Error(), ExpertPool) {
+		t.Errorf("%s geometric: error %v, want one naming %s", ExpertPool, err, ExpertPool)
+	}
+	delete(x.Training.Settings, ExpertPool)
+	if xp, err := ExpertOf(x); err != nil || xp.Product {
+		t.Errorf("without %s: product %v, %v; want the mixture", ExpertPool, xp.Product, err)
+	}
+	e, err = New(wide(50), Settings{MaxIter: 1, Median: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.WithExpert(Expert{Model: x, Gate: 40, Weight: 0.7, Product: true}); err == nil {
+		t.Error("median angles with a product-pooled expert accepted")
+	}
+}
+
 // With Settings.Median each angle is the median of the blended predictive
 // mixture: the expert's component of weight 0.7 at ±70° (σ 1°) and the
 // model's of weight 0.3 at ±50° put it where 0.3 + 0.7·Φ(x − 70) = ½,
