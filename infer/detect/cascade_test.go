@@ -237,6 +237,49 @@ func testWalkMatchesGo(t *testing.T) {
 	}
 }
 
+// The vector walk writes the leaves of the windows it is given and nothing
+// past them, whatever their count (each multiple of 8 up to 96: its last
+// turn has one, two or three chains' worth of windows left).
+func TestWalkVectorStaysInItsWindows(t *testing.T) {
+	if !vectorWalk {
+		t.Skip("no vector walk on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	const w, h = 64, 64
+	pix := make([]byte, w*h)
+	for i := range pix {
+		pix[i] = uint8(rng.IntN(256))
+	}
+	codes := make([]int8, 4*63)
+	for i := range codes {
+		codes[i] = int8(rng.IntN(255) - 127)
+	}
+	var sc scanner
+	sc.setSide(20, w)
+	o1, o2, _ := sc.offsets(codes, 6)
+	for n := 8; n <= 96; n += 8 {
+		cand := make([]int32, n, n+24)
+		for i := range cand {
+			cand[i] = int32((12+i/40)*w + 12 + i%40)
+		}
+		out := make([]int32, n+24)
+		for i := range out {
+			out[i] = -1
+		}
+		walkVector(out[:n], cand, o1[:cap(o1)], o2[:cap(o2)], pix)
+		want := make([]int32, n)
+		walkGo(want, cand, o1, o2, pix, 6)
+		if !slices.Equal(out[:n], want) {
+			t.Errorf("%d windows: leaves differ from walkGo's", n)
+		}
+		for i, v := range out[n:] {
+			if v != -1 {
+				t.Fatalf("%d windows: wrote %d past them, at %d", n, v, n+i)
+			}
+		}
+	}
+}
+
 // A node's pixel offsets from the scanner's tables are pico's, computed
 // here in float64: ⌊r·s/256⌋·stride + ⌊c·s/256⌋ for every code r, c in
 // int8's range (−128 included) at sides from 1 to 1000 and odd strides;

@@ -70,6 +70,18 @@ GLOBL leaf0<>(SB), RODATA|NOPTR, $32
 	VPBROADCASTD (DX), O1; \
 	VPBROADCASTD (R10), O2
 
+// One level for all three chains: chain 1's windows at (BX), chain 2's
+// and 3's at R11 and R12 bytes from it (see walk6AVX).
+#define STEP3 \
+	STEP(0(BX), Y0, Y1, Y2, Y3, Y4); \
+	STEP((BX)(R11*1), Y5, Y6, Y7, Y8, Y9); \
+	STEP((BX)(R12*1), Y10, Y11, Y12, Y13, Y14)
+
+#define PERM3(first) \
+	PERM(first, Y0, Y1, Y2); \
+	PERM(first, Y5, Y6, Y7); \
+	PERM(first, Y10, Y11, Y12)
+
 // func walk6AVX(out, base *int32, n int, o1, o2 *int32, pix *byte)
 //
 // Windows walk down one tree of depth 6 (pico eq. 1, see Cascade and
@@ -79,8 +91,10 @@ GLOBL leaf0<>(SB), RODATA|NOPTR, $32
 // picks the level's offsets: from one permute of a register at levels 0–3,
 // two and a blend at level 4, gathers at level 5. A level waits on the
 // last one's gathers, so three chains of 8 windows walk side by side (24
-// windows a turn) and their loads overlap; the last 16 or 8 walk as two
-// chains or one.
+// windows a turn) and their loads overlap. Where fewer than 24 windows
+// are left, the chains past the end walk the last group again (the same
+// windows, the same leaves written twice): a turn costs one chain's
+// latency however many chains are busy.
 TEXT ·walk6AVX(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ base+8(FP), BX
@@ -89,109 +103,46 @@ TEXT ·walk6AVX(SB), NOSPLIT, $0-48
 	MOVQ o2+32(FP), R10
 	MOVQ pix+40(FP), SI
 	SUBQ $3, SI
-	SHRQ $3, R8                  // groups of 8
-	CMPQ R8, $3
-	JLT  rest
+	SHRQ $3, R8                  // groups of 8 left
+	JZ   done
 
-three:
+turn:
+	// Chains 2 and 3 at the next groups, or at the last one.
+	XORQ    AX, AX
+	MOVQ    $32, R11
+	CMPQ    R8, $2
+	CMOVQLT AX, R11
+	MOVQ    $64, R12
+	CMPQ    R8, $3
+	CMOVQLT R11, R12
 	ROOT(Y0, Y1, Y2)
 	ROOT(Y5, Y6, Y7)
 	ROOT(Y10, Y11, Y12)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
-	PERM(1, Y0, Y1, Y2)
-	PERM(1, Y5, Y6, Y7)
-	PERM(1, Y10, Y11, Y12)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
-	PERM(3, Y0, Y1, Y2)
-	PERM(3, Y5, Y6, Y7)
-	PERM(3, Y10, Y11, Y12)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
-	PERM(7, Y0, Y1, Y2)
-	PERM(7, Y5, Y6, Y7)
-	PERM(7, Y10, Y11, Y12)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
+	STEP3
+	PERM3(1)
+	STEP3
+	PERM3(3)
+	STEP3
+	PERM3(7)
+	STEP3
 	PERM4(Y0, Y1, Y2, Y3, Y4)
 	PERM4(Y5, Y6, Y7, Y8, Y9)
 	PERM4(Y10, Y11, Y12, Y13, Y14)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
+	STEP3
 	GATHER5(Y0, Y1, Y2)
 	GATHER5(Y5, Y6, Y7)
 	GATHER5(Y10, Y11, Y12)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	STEP(64(BX), Y10, Y11, Y12, Y13, Y14)
+	STEP3
 	VPADDD  leaf0<>(SB), Y0, Y0
-	VMOVDQU Y0, 0(DI)
 	VPADDD  leaf0<>(SB), Y5, Y5
-	VMOVDQU Y5, 32(DI)
 	VPADDD  leaf0<>(SB), Y10, Y10
-	VMOVDQU Y10, 64(DI)
-	ADDQ $96, BX
-	ADDQ $96, DI
-	SUBQ $3, R8
-	CMPQ R8, $3
-	JGE  three
-
-rest:
-	CMPQ R8, $2
-	JLT  last
-	ROOT(Y0, Y1, Y2)
-	ROOT(Y5, Y6, Y7)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	PERM(1, Y0, Y1, Y2)
-	PERM(1, Y5, Y6, Y7)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	PERM(3, Y0, Y1, Y2)
-	PERM(3, Y5, Y6, Y7)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	PERM(7, Y0, Y1, Y2)
-	PERM(7, Y5, Y6, Y7)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	PERM4(Y0, Y1, Y2, Y3, Y4)
-	PERM4(Y5, Y6, Y7, Y8, Y9)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	GATHER5(Y0, Y1, Y2)
-	GATHER5(Y5, Y6, Y7)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	STEP(32(BX), Y5, Y6, Y7, Y8, Y9)
-	VPADDD  leaf0<>(SB), Y0, Y0
-	VMOVDQU Y0, 0(DI)
-	VPADDD  leaf0<>(SB), Y5, Y5
-	VMOVDQU Y5, 32(DI)
-	JMP  done
-
-last:
-	CMPQ R8, $1
-	JLT  done
-	ROOT(Y0, Y1, Y2)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	PERM(1, Y0, Y1, Y2)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	PERM(3, Y0, Y1, Y2)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	PERM(7, Y0, Y1, Y2)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	PERM4(Y0, Y1, Y2, Y3, Y4)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	GATHER5(Y0, Y1, Y2)
-	STEP(0(BX), Y0, Y1, Y2, Y3, Y4)
-	VPADDD  leaf0<>(SB), Y0, Y0
-	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y5, (DI)(R11*1)
+	VMOVDQU Y10, (DI)(R12*1)
+	ADDQ    $96, BX
+	ADDQ    $96, DI
+	SUBQ    $3, R8
+	JG      turn
 
 done:
 	VZEROUPPER
