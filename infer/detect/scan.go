@@ -76,8 +76,8 @@ func (sc *scanner) offsets(codes []int8, d int) (o1, o2 []int32, low int32) {
 
 // walk returns the heap index of the leaf each window reaches in the tree
 // whose pixel offsets are o1, o2: with the vector walk where the CPU has
-// one (depth 6, 8 windows a lane group), else walkFour. low is the lowest of
-// the offsets.
+// one (depth 6, in groups of 8 windows), else walkFour. low is the lowest
+// of the offsets.
 func (sc *scanner) walk(cand, o1, o2 []int32, low int32, pix []byte, depth int) []int32 {
 	if cap(sc.idx) < len(cand) {
 		sc.idx = make([]int32, len(cand))
