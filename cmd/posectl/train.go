@@ -310,13 +310,11 @@ func (x *expertFlags) expert() (pose.Expert, error) {
 		}
 		xp.ByDensity, xp.Margin = true, m
 	}
-	switch x.pool {
-	case "linear":
-	case "product":
-		xp.Product = true
-	default:
-		return pose.Expert{}, fmt.Errorf("%w: -profile-pool %q: want linear or product", errUsage, x.pool)
+	product, err := pose.ParsePool(x.pool)
+	if err != nil {
+		return pose.Expert{}, fmt.Errorf("%w: -profile-pool %v", errUsage, err)
 	}
+	xp.Product = product
 	return xp, nil
 }
 

@@ -162,14 +162,23 @@ func ExpertOf(x *gllim.Model) (Expert, error) {
 			return Expert{}, fmt.Errorf("pose: profile expert: %s %q: %w", ExpertDensity, m, err)
 		}
 	}
-	switch p := s[ExpertPool]; p {
-	case "", "linear":
-	case "product":
-		xp.Product = true
-	default:
-		return Expert{}, fmt.Errorf("pose: profile expert: %s %q: want linear or product", ExpertPool, p)
+	if xp.Product, err = ParsePool(s[ExpertPool]); err != nil {
+		return Expert{}, fmt.Errorf("pose: profile expert: %s %w", ExpertPool, err)
 	}
 	return xp, nil
+}
+
+// ParsePool reads how a profile expert's yaw joins the model's (its
+// file's ExpertPool, posectl's -profile-pool): "linear" or "" their
+// mixture, "product" Expert.Product.
+func ParsePool(name string) (product bool, err error) {
+	switch name {
+	case "", "linear":
+		return false, nil
+	case "product":
+		return true, nil
+	}
+	return false, fmt.Errorf("%q: want linear or product", name)
 }
 
 // WithExpert returns a copy of e that hands turned heads to x.Model.
