@@ -191,9 +191,10 @@ func TestClassifyMatchesScan(t *testing.T) {
 }
 
 // The vector tree walk and the interleaved Go walk (walkFour) reach the
-// same leaf as the Go walk for every window, random trees and pixels included, windows at the very start of
-// the pixels (walked in Go: the vector walk reads 3 bytes before a pixel)
-// and counts that are not multiples of 8.
+// same leaf as the Go walk for every window, random trees and pixels
+// included, windows at the very start of the pixels (walked in Go: the
+// vector walk reads 3 bytes before a pixel) and counts that are not
+// multiples of 8.
 func TestWalkVectorMatchesGo(t *testing.T) {
 	for _, vec := range []bool{true, false} {
 		prev := UseVectorWalk(vec)

@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"image"
 	"os"
 	"testing"
 
@@ -61,14 +62,7 @@ func BenchmarkTurned(b *testing.B) {
 			b.Fatalf("%s: %v", path, err)
 		}
 		b.Run("candidate-both-views", func(b *testing.B) {
-			var sc scanner
-			var w []Window
-			m := c.Mirrored()
-			sp := scanParams{p.MinSize, p.MaxSize, p.TurnedShift, p.TurnedScale}
-			for b.Loop() {
-				w = sc.scan(w[:0], c, g.Pix, g.Stride, 480, 640, sp)
-				w = sc.scan(w, m, g.Pix, g.Stride, 480, 640, sp)
-			}
+			scanBothViews(b, c, g, scanParams{p.MinSize, p.MaxSize, p.TurnedShift, p.TurnedScale})
 		})
 	}
 	// The default turned scan with the Go walk (walkFour), as on a board
@@ -76,25 +70,22 @@ func BenchmarkTurned(b *testing.B) {
 	b.Run("both-views-go-walk", func(b *testing.B) {
 		prev := UseVectorWalk(false)
 		defer UseVectorWalk(prev)
-		var sc scanner
-		var w []Window
-		m := Turned().Mirrored()
-		sp := scanParams{p.MinSize, p.MaxSize, p.TurnedShift, p.TurnedScale}
-		for b.Loop() {
-			w = sc.scan(w[:0], Turned(), g.Pix, g.Stride, 480, 640, sp)
-			w = sc.scan(w, m, g.Pix, g.Stride, 480, 640, sp)
-		}
+		scanBothViews(b, Turned(), g, scanParams{p.MinSize, p.MaxSize, p.TurnedShift, p.TurnedScale})
 	})
 	for _, s := range [][2]float64{{0.1, 1.1}, {0.1, 1.2}, {0.15, 1.1}, {0.15, 1.2}} {
 		b.Run(fmt.Sprintf("both-views-%g-%g", s[0], s[1]), func(b *testing.B) {
-			var sc scanner
-			var w []Window
-			m := Turned().Mirrored()
-			sp := scanParams{p.MinSize, p.MaxSize, s[0], s[1]}
-			for b.Loop() {
-				w = sc.scan(w[:0], Turned(), g.Pix, g.Stride, 480, 640, sp)
-				w = sc.scan(w, m, g.Pix, g.Stride, 480, 640, sp)
-			}
+			scanBothViews(b, Turned(), g, scanParams{p.MinSize, p.MaxSize, s[0], s[1]})
 		})
+	}
+}
+
+// scanBothViews times cascade c, as it is and mirrored, over frame g.
+func scanBothViews(b *testing.B, c *Cascade, g *image.Gray, sp scanParams) {
+	var sc scanner
+	var w []Window
+	m := c.Mirrored()
+	for b.Loop() {
+		w = sc.scan(w[:0], c, g.Pix, g.Stride, 480, 640, sp)
+		w = sc.scan(w, m, g.Pix, g.Stride, 480, 640, sp)
 	}
 }
