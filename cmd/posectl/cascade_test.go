@@ -5,6 +5,7 @@ import (
 	"errors"
 	"image"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,5 +178,33 @@ func TestBackdropMattes(t *testing.T) {
 	_, _, _, err = mattes(samples, imgs, cascade.View{Lo: 40, Hi: 90}, []string{"pointing04", "aflw"})
 	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), `"aflw"`) {
 		t.Errorf("a set without faces: %v, want a usage error naming it", err)
+	}
+}
+
+// A fold's entry may join cascades by +: each becomes a view of its own,
+// as trained and mirrored, beside facefinder; an empty name is refused.
+func TestCascadesJoinedByPlus(t *testing.T) {
+	turned := "../../infer/detect/cascade/turned"
+	cs, err := readCascades(turned + "," + turned + "+" + turned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || len(cs[0]) != 1 || len(cs[1]) != 2 {
+		t.Fatalf("sets of %v cascades, want [1 2]", []int{len(cs[0]), len(cs[len(cs)-1])})
+	}
+	d, err := cs[1].detector(detect.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var views []detect.View
+	for _, v := range d.Views() {
+		views = append(views, v.View)
+	}
+	want := []detect.View{detect.Frontal, detect.YawPositive, detect.YawNegative, detect.YawPositive, detect.YawNegative}
+	if !slices.Equal(views, want) {
+		t.Errorf("views %v, want %v", views, want)
+	}
+	if _, err := readCascades(turned + "+"); err == nil || !strings.Contains(err.Error(), "empty name") {
+		t.Errorf("a trailing +: error %v, want one naming the empty name", err)
 	}
 }

@@ -26,7 +26,7 @@ func runDetections(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("detections", flag.ContinueOnError)
 	var cd cascadeData
 	cd.register(fs)
-	files := fs.String("cascades", "", "turned-face cascades (comma-separated); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); with -folds N, up to N cascades, the k-th trained with -leave-out k (measured on fold k; folds without a cascade, or with - in its place, are not measured); empty: facefinder alone")
+	files := fs.String("cascades", "", "turned-face cascades (comma-separated; one entry may join several, each a view of its own yaw range, by +: a.cascade+b.cascade); with -half H the first is the one trained on half H (measured on the other half), the second on the other half (measured on half H); with -folds N, up to N cascades, the k-th trained with -leave-out k (measured on fold k; folds without a cascade, or with - in its place, are not measured); empty: facefinder alone")
 	scores := fs.String("turned-scores", "2", "smallest scores of turned faces to measure (comma-separated)")
 	def := detect.DefaultParams()
 	shift := fs.Float64("turned-shift", def.TurnedShift, "the turned cascade's window step, a fraction of its side")
@@ -53,10 +53,10 @@ func runDetections(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if cd.folds == 0 && slices.Contains(cs, nil) {
+	if cd.folds == 0 && slices.IndexFunc(cs, turnedSet.none) >= 0 {
 		return fmt.Errorf("%w: -cascades: - (a fold not measured) goes with -folds", errUsage)
 	}
-	if cd.folds > 0 && (!slices.ContainsFunc(cs, func(c *detect.Cascade) bool { return c != nil }) || len(cs) > cd.folds) {
+	if cd.folds > 0 && (!slices.ContainsFunc(cs, func(c turnedSet) bool { return !c.none() }) || len(cs) > cd.folds) {
 		return fmt.Errorf("%w: -folds %d wants up to %d cascades, the k-th trained without fold k; -cascades gives %d", errUsage, cd.folds, cd.folds, len(cs))
 	}
 	var check *startCheck
@@ -96,11 +96,14 @@ func runDetections(args []string, stdout io.Writer) error {
 	p := cd.df.p
 	ff := scanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: p.Shift, Scale: p.Scale}, detect.Facefinder())
 	fmt.Fprintf(stdout, "cost on the face-free frames, trees evaluated per window: facefinder %.2f", ff)
-	for i, c := range cs {
-		if c == nil {
-			continue
+	for i, set := range cs {
+		for j, c := range set {
+			name := fmt.Sprint(i)
+			if len(set) > 1 {
+				name += fmt.Sprintf("+%d", j)
+			}
+			fmt.Fprintf(stdout, ", turned cascade %s (both views) %.2f", name, scanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: *shift, Scale: *scale}, c, c.Mirrored()))
 		}
-		fmt.Fprintf(stdout, ", turned cascade %d (both views) %.2f", i, scanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: *shift, Scale: *scale}, c, c.Mirrored()))
 	}
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout)
@@ -220,7 +223,7 @@ func (cd cascadeData) part(s dataset.Sample) int {
 // measured reports whether the faces of a part are measured: with -folds,
 // the folds whose cascade was given (not "-"); else all but the half a
 // single cascade was trained on.
-func (cd cascadeData) measured(cs []*detect.Cascade) func(part int) bool {
+func (cd cascadeData) measured(cs []turnedSet) func(part int) bool {
 	return func(part int) bool {
 		if cd.folds > 0 {
 			return part < len(cs) && cs[part] != nil // the folds whose cascade was given
@@ -233,7 +236,7 @@ func (cd cascadeData) measured(cs []*detect.Cascade) func(part int) bool {
 // cascades at each of minScores; with two cascades (one per half of the
 // persons) the faces of each half are measured by the other half's, with
 // -folds N those of fold k by the k-th cascade (trained without it).
-func detectionSetups(cd cascadeData, cs []*detect.Cascade, minScores []float64, shift, scale float64) ([]detectionSetup, error) {
+func detectionSetups(cd cascadeData, cs []turnedSet, minScores []float64, shift, scale float64) ([]detectionSetup, error) {
 	frontal, err := detect.New(cd.df.p)
 	if err != nil {
 		return nil, err
@@ -248,8 +251,7 @@ func detectionSetups(cd cascadeData, cs []*detect.Cascade, minScores []float64, 
 			}
 			p := cd.df.p
 			p.TurnedScore, p.TurnedShift, p.TurnedScale = ms, shift, scale
-			d, err := detect.NewViews(p, append([]detect.ViewCascade{{View: detect.Frontal, Cascade: detect.Facefinder(), MinScore: p.MinScore}},
-				detect.TurnedViews(c, p)...)...)
+			d, err := c.detector(p)
 			if err != nil {
 				return nil, err
 			}
@@ -419,24 +421,49 @@ func scaleGray(g *image.Gray, w, h int) *image.Gray {
 	return out
 }
 
-// readCascades reads a comma-separated list of cascade files; "-" stands
-// for none (nil: a fold not measured).
-func readCascades(list string) ([]*detect.Cascade, error) {
-	var cs []*detect.Cascade
-	for _, f := range splitList(list) {
-		if f == "-" {
+// turnedSet is the turned-face cascades of one detector (a fold's, a
+// half's): each is scanned as trained and mirrored, beside facefinder.
+// Several (joined by + in a list) are views of different yaw ranges.
+type turnedSet []*detect.Cascade
+
+// none reports whether the set stands for "-": a fold not measured.
+func (ts turnedSet) none() bool { return ts == nil }
+
+// detector returns facefinder with the set's cascades in both views each.
+func (ts turnedSet) detector(p detect.Params) (*detect.Detector, error) {
+	views := []detect.ViewCascade{{View: detect.Frontal, Cascade: detect.Facefinder(), MinScore: p.MinScore}}
+	for _, c := range ts {
+		views = append(views, detect.TurnedViews(c, p)...)
+	}
+	return detect.NewViews(p, views...)
+}
+
+// readCascades reads a comma-separated list of turned sets, each a cascade
+// file or several joined by +; "-" stands for none (nil: a fold not
+// measured).
+func readCascades(list string) ([]turnedSet, error) {
+	var cs []turnedSet
+	for _, entry := range splitList(list) {
+		if entry == "-" {
 			cs = append(cs, nil)
 			continue
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
+		var set turnedSet
+		for _, f := range strings.Split(entry, "+") {
+			if f == "" {
+				return nil, fmt.Errorf("%w: cascades %q: an empty name beside +", errUsage, entry)
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			c, err := detect.ParseCascade(b)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			set = append(set, c)
 		}
-		c, err := detect.ParseCascade(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		cs = append(cs, c)
+		cs = append(cs, set)
 	}
 	return cs, nil
 }

@@ -45,7 +45,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	e.df.register(fs, 40)
 	fs.BoolVar(&e.df.p.Turned, "turned", false, "detected: also run the embedded cascade for turned faces, both ways, as posed does (trained on every person of ../shared/data: how many of those faces it finds is optimistic; posectl detections measures it on unseen persons)")
 	fs.Float64Var(&e.df.p.TurnedScore, "turned-score", e.df.p.TurnedScore, "detected: the smallest score of a turned face (detect.turned_score)")
-	fs.StringVar(&e.turnedFolds, "turned-folds", "", "detected: run facefinder and, on each face, the turned-face cascade that never saw its person: the k-th of these N files trained by posectl cascade -folds N -leave-out k (instead of -turned's embedded cascade, which saw every person)")
+	fs.StringVar(&e.turnedFolds, "turned-folds", "", "detected: run facefinder and, on each face, the turned-face cascade that never saw its person: the k-th of these N files trained by posectl cascade -folds N -leave-out k (several joined by +: views of different yaw ranges) (instead of -turned's embedded cascade, which saw every person)")
 	e.rf.register(fs)
 	e.xf.register(fs)
 	e.cache = cacheFlag(fs)
@@ -199,7 +199,7 @@ func (e *evalFlags) foldDetectors() (func(dataset.Sample) *detect.Detector, erro
 	if err != nil {
 		return nil, err
 	}
-	if k := slices.Index(cs, nil); k >= 0 {
+	if k := slices.IndexFunc(cs, turnedSet.none); k >= 0 {
 		return nil, fmt.Errorf("%w: -turned-folds: fold %d has no cascade (-): every fold's faces need the cascade that left them out", errUsage, k)
 	}
 	if len(cs) < 2 {
@@ -208,8 +208,7 @@ func (e *evalFlags) foldDetectors() (func(dataset.Sample) *detect.Detector, erro
 	p := e.df.p
 	dets := make([]*detect.Detector, len(cs))
 	for k, c := range cs {
-		views := append([]detect.ViewCascade{{View: detect.Frontal, Cascade: detect.Facefinder(), MinScore: p.MinScore}}, detect.TurnedViews(c, p)...)
-		if dets[k], err = detect.NewViews(p, views...); err != nil {
+		if dets[k], err = c.detector(p); err != nil {
 			return nil, err
 		}
 	}
