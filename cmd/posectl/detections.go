@@ -226,7 +226,7 @@ func (cd cascadeData) part(s dataset.Sample) int {
 func (cd cascadeData) measured(cs []turnedSet) func(part int) bool {
 	return func(part int) bool {
 		if cd.folds > 0 {
-			return part < len(cs) && cs[part] != nil // the folds whose cascade was given
+			return part < len(cs) && !cs[part].none() // the folds whose cascade was given
 		}
 		return cd.half < 0 || len(cs) != 1 || part != cd.half
 	}
