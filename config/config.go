@@ -216,7 +216,10 @@ type Detect struct {
 	// the smallest score of a turned face it reports.
 	Turned      bool    `yaml:"turned"`
 	TurnedScore float64 `yaml:"turned_score"`
-	Every       int     `yaml:"every"` // run the full-frame detector every N frames while faces are tracked
+	// TurnedStages runs the turned cascade's first stages only (0: all):
+	// more turned faces of persons it never saw, and more false ones.
+	TurnedStages int `yaml:"turned_stages"`
+	Every        int `yaml:"every"` // run the full-frame detector every N frames while faces are tracked
 }
 
 // Params are the detector's parameters of d (the rest as
@@ -225,7 +228,7 @@ func (d Detect) Params() detect.Params {
 	p := detect.DefaultParams()
 	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore
 	p.Nested = d.Nested
-	p.Turned, p.TurnedScore = d.Turned, d.TurnedScore
+	p.Turned, p.TurnedScore, p.TurnedStages = d.Turned, d.TurnedScore, d.TurnedStages
 	return p
 }
 

@@ -164,6 +164,8 @@ func TestHostileValuesRefused(t *testing.T) {
 		{"detect: {min_score: 0}\n", "detect.min_score: 0 is not above 0"},
 		{"detect: {turned: true, turned_score: -1}\n", "detect.turned_score: -1 is not above 0"},
 		{"detect: {nested: 1.5}\n", "detect.nested: 1.5 is not in [0, 1]"},
+		{"detect: {turned_stages: 40}\n", "detect.turned_stages: 40 is not in 0…22"},
+		{"detect: {turned_stages: -1}\n", "detect.turned_stages: -1 is not in 0…22"},
 	} {
 		_, err := Parse([]byte(c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -177,7 +179,7 @@ func TestHostileValuesRefused(t *testing.T) {
 			t.Errorf("%.60q: %s, want it to say %q", c.yaml, msg, c.want)
 		}
 	}
-	for _, ok := range []string{"device: kitchen-cam_2\n", "metrics: {listen: \"\"}\n", "mqtt: {listen: \"[::1]:0\"}\n", "source: {width: 320.0}\n", "detect: {turned: false, turned_score: 0}\n"} {
+	for _, ok := range []string{"device: kitchen-cam_2\n", "metrics: {listen: \"\"}\n", "mqtt: {listen: \"[::1]:0\"}\n", "source: {width: 320.0}\n", "detect: {turned: false, turned_score: 0}\n", "detect: {turned_stages: 20}\n"} {
 		if _, err := Parse([]byte(ok)); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}

@@ -170,6 +170,50 @@ func runCascade(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d trees of depth %d, %d bytes\n", *out, c.Trees(), c.Depth, len(b))
+	// The stage ends are what a cut of the cascade keeps whole stages by
+	// (detect.TurnedStageEnds lists the shipped cascade's).
+	if ends, err := cascade.StageEnds(o.Checkpoint); err != nil {
+		fmt.Fprintf(stdout, "stage ends unknown: %v\n", err)
+	} else {
+		fmt.Fprintf(stdout, "stage ends (trees in all after each stage): %s\n", strings.Trim(fmt.Sprint(ends), "[]"))
+	}
+	return nil
+}
+
+// runCut writes a cascade's first N trees: cut at a stage's end, the
+// cascade of its first stages, which finds more faces and passes more
+// windows without one (the daemon's detect.turned_stages cuts its
+// embedded cascade so; this measures a cut of any cascade).
+func runCut(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("cut", flag.ContinueOnError)
+	trees := fs.Int("trees", 0, "trees to keep, from the first (a stage's end: posectl cascade prints them when it writes a cascade)")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) != 2 {
+		return fmt.Errorf("%w: want a cascade to read and one to write, got %d arguments", errUsage, len(files))
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		return err
+	}
+	c, err := detect.ParseCascade(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", files[0], err)
+	}
+	cut, err := c.Cut(*trees)
+	if err != nil {
+		return fmt.Errorf("%w: -trees %d: %s has %d trees", errUsage, *trees, files[0], c.Trees())
+	}
+	out, err := cut.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(files[1], out, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: the first %d of %s's %d trees, %d bytes\n", files[1], cut.Trees(), files[0], c.Trees(), len(out))
 	return nil
 }
 

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -210,5 +213,53 @@ func TestCascadesJoinedByPlus(t *testing.T) {
 	}
 	if _, err := readCascades(turned + "+"); err == nil || !strings.Contains(err.Error(), "empty name") {
 		t.Errorf("a trailing +: error %v, want one naming the empty name", err)
+	}
+}
+
+// posectl cut writes a cascade's first N trees, which pigo's format
+// reads back as the whole cascade's first stages; a count outside the
+// cascade and a file that is no cascade are refused, naming what is
+// wrong, and nothing is written.
+func TestCut(t *testing.T) {
+	turned := "../../infer/detect/cascade/turned"
+	ends := detect.TurnedStageEnds()
+	n := ends[len(ends)-3]
+	out := filepath.Join(t.TempDir(), "turned-20")
+	var buf bytes.Buffer
+	if err := runCut([]string{"-trees", strconv.Itoa(n), turned, out}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := detect.ParseCascade(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := detect.Turned().Cut(n)
+	if got.Trees() != n || !slices.Equal(got.Codes, want.Codes) || !slices.Equal(got.Leaves, want.Leaves) || !slices.Equal(got.Thresholds, want.Thresholds) {
+		t.Errorf("cut after %d trees: %d trees, not the embedded cascade's first %d", n, got.Trees(), n)
+	}
+	if !strings.Contains(buf.String(), fmt.Sprintf("the first %d of", n)) {
+		t.Errorf("output %q", buf.String())
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	os.WriteFile(bad, b[:len(b)/2], 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-trees", "0", turned, out + "x"}, "-trees 0"},
+		{[]string{"-trees", "339", turned, out + "x"}, "has 338 trees"},
+		{[]string{"-trees", "5", turned}, "got 1 arguments"},
+		{[]string{"-trees", "5", bad, out + "x"}, "bad cascade"},
+	} {
+		if err := runCut(c.args, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
+		}
+	}
+	if _, err := os.Stat(out + "x"); err == nil {
+		t.Error("a refused cut wrote its output")
 	}
 }

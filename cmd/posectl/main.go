@@ -28,6 +28,7 @@ func commands() []command {
 		{"features", "features [-data DIR] [-o OUT.csv]", "export p-HOG features and labels as CSV", runFeatures},
 		{"sequence", "sequence [-o DIR] [-fallback IMAGE]", "write the demo frame sequence `make run` replays", runSequence},
 		{"cascade", "cascade -o FILE [-view LO,HI] [-half H] [flags]", "train a detection cascade for turned faces (pico, pigo's format)", runCascade},
+		{"cut", "cut -trees N IN OUT", "keep a cascade's first N trees (cut after a stage: the training prints where each ends)", runCut},
 		{"detections", "detections [-cascades A,B -half H] [flags]", "measure detectors: faces found by |yaw| on unseen persons, false detections per frame", runDetections},
 		{"decisions", "decisions -per-face EVAL.csv [flags]", "measure the attention decisions (road, camera) on an evaluation's poses, by |yaw|", runDecisions},
 		{"inspect", "inspect [-json] MODEL.gllim", "print a model file's header in words", runInspect},

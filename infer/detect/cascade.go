@@ -162,6 +162,18 @@ func (c *Cascade) Mirrored() *Cascade {
 	return m
 }
 
+// Cut returns the cascade's first n trees (1 ≤ n ≤ Trees()): cut after a
+// stage's last tree, the cascade of the stages before (a window that the
+// whole cascade passes, the cut one passes too). It shares no memory with c.
+func (c *Cascade) Cut(n int) (*Cascade, error) {
+	if n < 1 || n > c.Trees() {
+		return nil, fmt.Errorf("%w: cut after %d trees of %d", ErrCascade, n, c.Trees())
+	}
+	nodes, leaves := c.nodes(), 1<<c.Depth
+	return &Cascade{Depth: c.Depth, Box: c.Box, Codes: slices.Clone(c.Codes[:n*4*nodes]),
+		Leaves: slices.Clone(c.Leaves[:n*leaves]), Thresholds: slices.Clone(c.Thresholds[:n])}, nil
+}
+
 // Classify returns the score of the window of side s centred on (r, c) of
 // the grey pixels pix (row stride stride), or −1 if a tree rejects it:
 // pigo's classifyRegion, one window at a time. The window must lie inside

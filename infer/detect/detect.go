@@ -42,6 +42,10 @@ type Params struct {
 	// its MinScore.
 	Turned      bool
 	TurnedScore float64
+	// TurnedStages keeps the turned cascade's first stages only (0: all
+	// of TurnedStageEnds): fewer stages find more of the turned faces of
+	// persons the cascade never saw, and pass more windows without one.
+	TurnedStages int
 	// TurnedShift and TurnedScale are the turned cascade's window step
 	// and growth between scales: coarser than facefinder's, as it was
 	// trained on faces moved by more (0: Shift and Scale).
@@ -88,6 +92,9 @@ func (p Params) Problems() []Problem {
 	}
 	if p.Turned && !(p.TurnedScore > 0) {
 		bad("turned_score", "%g is not above 0", p.TurnedScore)
+	}
+	if p.TurnedStages < 0 || p.TurnedStages > len(turnedStageEnds) {
+		bad("turned_stages", "%d is not in 0…%d (0: all the turned cascade's stages)", p.TurnedStages, len(turnedStageEnds))
 	}
 	if !(p.TurnedShift >= 0 && p.TurnedShift <= 1) {
 		bad("turned_shift", "%g is not in [0, 1]", p.TurnedShift)
@@ -184,6 +191,27 @@ func Turned() *Cascade { return turnedCascade }
 
 var turnedCascade = mustParse("turned", turned)
 
+// turnedStageEnds are the trees in all after each stage of the embedded
+// turned cascade, as posectl cascade printed them when it wrote the file
+// (make cascade; a test checks that the last is the cascade's size).
+var turnedStageEnds = []int{1, 3, 6, 10, 17, 26, 36, 48, 62, 78, 95, 114, 135, 154, 173, 196, 219, 243, 267, 291, 315, 338}
+
+// TurnedStageEnds returns the trees in all after each stage of the
+// embedded turned cascade (Params.TurnedStages cuts it after one).
+func TurnedStageEnds() []int { return slices.Clone(turnedStageEnds) }
+
+// turnedCut is the embedded turned cascade with its first n stages (0:
+// all of them).
+func turnedCut(n int) (*Cascade, error) {
+	if n == 0 {
+		return turnedCascade, nil
+	}
+	if n < 0 || n > len(turnedStageEnds) {
+		return nil, fmt.Errorf("detect: turned_stages: %d is not in 0…%d", n, len(turnedStageEnds))
+	}
+	return turnedCascade.Cut(turnedStageEnds[n-1])
+}
+
 // Detector runs its cascades over frames. It is safe for concurrent use:
 // the cascades are read-only, buffers belong to callers.
 type Detector struct {
@@ -192,11 +220,19 @@ type Detector struct {
 }
 
 // New returns a detector with the embedded facefinder cascade and, if
-// p.Turned, the embedded cascade for turned faces in both its views.
+// p.Turned, the embedded cascade for turned faces (its first
+// p.TurnedStages stages) in both its views.
 func New(p Params) (*Detector, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
 	views := []ViewCascade{{View: Frontal, Cascade: facefinderCascade, MinScore: p.MinScore}}
 	if p.Turned {
-		views = append(views, TurnedViews(turnedCascade, p)...)
+		c, err := turnedCut(p.TurnedStages)
+		if err != nil {
+			return nil, err
+		}
+		views = append(views, TurnedViews(c, p)...)
 	}
 	return NewViews(p, views...)
 }

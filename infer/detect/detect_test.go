@@ -36,6 +36,118 @@ func TestEmbeddedCascade(t *testing.T) {
 	if _, err := pigo.NewPigo().Unpack(turned); err != nil {
 		t.Error(err)
 	}
+	// Its stage ends grow and end at its last tree, so that every
+	// turned_stages cuts it at a stage's end.
+	ends := TurnedStageEnds()
+	for i, e := range ends {
+		if e < 1 || i > 0 && e <= ends[i-1] || i == len(ends)-1 && e != tc.Trees() {
+			t.Errorf("turned stage ends %v for %d trees", ends, tc.Trees())
+			break
+		}
+	}
+}
+
+// A cascade cut after n trees is the first n trees: it scores a window
+// as the whole cascade's first n trees do, and keeps every window the
+// whole cascade keeps; a cut outside 1…Trees() is refused.
+func TestCut(t *testing.T) {
+	tc := Turned()
+	n := TurnedStageEnds()[len(TurnedStageEnds())-3]
+	cut, err := tc.Cut(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut.Trees() != n {
+		t.Fatalf("cut after %d trees has %d", n, cut.Trees())
+	}
+	var kept, keptCut int
+	for _, g := range realFrames(t) {
+		for _, side := range []int{48, 72, 110} {
+			for r := side/2 + 1; r+side/2+1 < g.Rect.Dy(); r += 5 {
+				for c := side/2 + 1; c+side/2+1 < g.Rect.Dx(); c += 5 {
+					whole := tc.Classify(g.Pix, g.Stride, r, c, side)
+					part, ok := tc.ClassifyUpTo(g.Pix, g.Stride, r, c, side, n)
+					got := cut.Classify(g.Pix, g.Stride, r, c, side)
+					want := float32(-1)
+					if ok {
+						want = part - tc.Thresholds[n-1]
+					}
+					if got != want {
+						t.Fatalf("window (%d, %d, side %d): cut scores %g, the first %d trees %g", r, c, side, got, n, want)
+					}
+					if whole > 0 {
+						kept++
+						if got <= 0 {
+							t.Fatalf("window (%d, %d, side %d): kept by the whole cascade, not by its cut", r, c, side)
+						}
+					}
+					if got > 0 {
+						keptCut++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("windows kept: whole %d, cut after %d of %d trees %d", kept, n, tc.Trees(), keptCut)
+	if keptCut <= kept {
+		t.Errorf("the cut keeps %d windows, the whole cascade %d: want more", keptCut, kept)
+	}
+	for _, bad := range []int{0, -1, tc.Trees() + 1} {
+		if _, err := tc.Cut(bad); err == nil {
+			t.Errorf("cut after %d trees accepted", bad)
+		}
+	}
+}
+
+// Fewer stages of the turned cascade find the profiles the whole cascade
+// finds, and more (the AFLW2000 faces turned 60–90°).
+func TestTurnedStagesFindMore(t *testing.T) {
+	samples, err := dataset.Read(filepath.Join(dataset.Root(), "aflw2000"))
+	if err != nil {
+		datatest.Missing(t, "data set not available: %v", err)
+	}
+	p := DefaultParams()
+	p.MinSize, p.Turned = 40, true
+	whole, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.TurnedStages = len(TurnedStageEnds()) - 2
+	cut, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit := func(d *Detector, g *image.Gray, s dataset.Sample) bool {
+		lx, ly := s.Box.Centre()
+		side := math.Sqrt(s.Box.W * s.Box.H)
+		for _, f := range d.Detect(g) {
+			fx, fy := f.Box.Centre()
+			if r := f.Box.W / side; math.Abs(fx-lx) <= side/2 && math.Abs(fy-ly) <= side/2 && r >= 0.5 && r <= 2.5 {
+				return true
+			}
+		}
+		return false
+	}
+	var n, byWhole, byCut int
+	for _, s := range samples {
+		if !s.HasYaw || math.Abs(s.Yaw) < 60 || math.Abs(s.Yaw) > 90 || math.Abs(s.Pitch) > 30 {
+			continue
+		}
+		g, err := dataset.LoadGray(s.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		w, c := hit(whole, g, s), hit(cut, g, s)
+		// (Not face by face: a cut may cluster a face's windows with
+		// another view's differently, and lose it in the merge.)
+		byWhole += b2i(w)
+		byCut += b2i(c)
+	}
+	t.Logf("AFLW2000 faces turned 60–90°: %d; found with all %d stages %d, with %d stages %d", n, len(TurnedStageEnds()), byWhole, p.TurnedStages, byCut)
+	if n < 50 || byCut <= byWhole {
+		t.Errorf("of %d faces the cut found %d, the whole cascade %d: want more", n, byCut, byWhole)
+	}
 }
 
 func TestParamsValidate(t *testing.T) {
@@ -47,6 +159,8 @@ func TestParamsValidate(t *testing.T) {
 		func(p *Params) { p.IoU = 1.5 },
 		func(p *Params) { p.Nested = -0.1 },
 		func(p *Params) { p.Nested = math.NaN() },
+		func(p *Params) { p.Turned, p.TurnedStages = true, -1 },
+		func(p *Params) { p.Turned, p.TurnedStages = true, len(TurnedStageEnds())+1 },
 	}
 	for i, f := range bad {
 		p := DefaultParams()

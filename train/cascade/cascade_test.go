@@ -118,12 +118,15 @@ func TestTrain(t *testing.T) {
 	imgs, faces, bg := synthetic(300, 40, 1)
 	o := testOptions()
 	var stages int
+	var ends []int
 	o.Progress = func(p Progress) {
 		if p.Done {
 			stages = p.Stage + 1
+			ends = append(ends, p.Trees)
 		}
 	}
 	two := mustTrain(t, imgs, faces, bg, o)
+	o.Progress = nil
 	if stages < 3 {
 		t.Fatalf("trained %d stages; the test wants several", stages)
 	}
@@ -137,6 +140,10 @@ func TestTrain(t *testing.T) {
 	o.MaxStages = 6
 	if resumed := mustTrain(t, imgs, faces, bg, o); !bytes.Equal(resumed, two) {
 		t.Errorf("resumed training (%d bytes after 3 stages) differs from one run", len(part))
+	}
+	// The checkpoint keeps where each stage ends, across the resumption.
+	if got, err := StageEnds(ck); err != nil || !slices.Equal(got, ends) {
+		t.Errorf("stage ends in the checkpoint: %v, %v; the stages reported ending at %v", got, err, ends)
 	}
 	other := o
 	other.Tests = 31

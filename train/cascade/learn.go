@@ -180,6 +180,12 @@ func Train(ctx context.Context, faceImgs []Image, faces []Window, bg Backgrounds
 				return nil, fmt.Errorf("cascade: checkpoint %s: %w", o.Checkpoint, err)
 			}
 			stage, negs, l.fpr = ck.Stages, ck.Negatives, ck.FPR
+			if len(ck.Ends) == ck.Stages {
+				l.ends = ck.Ends
+			} else {
+				l.ends = nil // a checkpoint from before the ends were kept
+				l.noEnds = true
+			}
 		}
 	}
 	for ; stage < o.MaxStages; stage++ {
@@ -193,6 +199,9 @@ func Train(ctx context.Context, faceImgs []Image, faces []Window, bg Backgrounds
 		}
 		if err != nil {
 			return nil, err
+		}
+		if !l.noEnds {
+			l.ends = append(l.ends, l.c.Trees())
 		}
 		if err := l.checkpoint(stage+1, negs, false); err != nil {
 			return nil, err
@@ -217,6 +226,10 @@ type learner struct {
 	fpr      float64 // the cascade's false-positive rate measured while mining the last stage
 	key      string
 	start    time.Time
+	// ends are the trees in all after each stage (StageEnds); noEnds
+	// marks a training resumed from a checkpoint that did not keep them.
+	ends   []int
+	noEnds bool
 }
 
 var errNoNegatives = errors.New("cascade: no negatives left to mine")
@@ -549,6 +562,9 @@ type checkpointFile struct {
 	Negatives []Window
 	FPR       float64
 	Finished  bool
+	// Ends are the trees in all after each stage (absent from checkpoints
+	// written before they were kept).
+	Ends []int `json:",omitempty"`
 }
 
 func (l *learner) checkpoint(stages int, negs []Window, finished bool) error {
@@ -559,7 +575,7 @@ func (l *learner) checkpoint(stages int, negs []Window, finished bool) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(checkpointFile{Key: l.key, Stages: stages, Cascade: c, Negatives: negs, FPR: l.fpr, Finished: finished})
+	b, err := json.Marshal(checkpointFile{Key: l.key, Stages: stages, Cascade: c, Negatives: negs, FPR: l.fpr, Finished: finished, Ends: l.ends})
 	if err != nil {
 		return err
 	}
@@ -571,6 +587,22 @@ func (l *learner) checkpoint(stages int, negs []Window, finished bool) error {
 		return fmt.Errorf("cascade: checkpoint: %w", err)
 	}
 	return os.Rename(tmp, l.o.Checkpoint)
+}
+
+// StageEnds returns, from a training's checkpoint, the number of trees in
+// all after each of its stages: cutting the cascade after one of them
+// (detect.Cascade.Cut) keeps whole stages, each with the share of faces
+// it was trained to keep (a cut inside a stage would end on a tree
+// threshold that no stage target chose).
+func StageEnds(checkpoint string) ([]int, error) {
+	ck, err := readCheckpoint(checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	if len(ck.Ends) != ck.Stages {
+		return nil, fmt.Errorf("cascade: checkpoint %s: %d stages but %d stage ends (written before the ends were kept, or resumed from such a checkpoint)", checkpoint, ck.Stages, len(ck.Ends))
+	}
+	return ck.Ends, nil
 }
 
 func readCheckpoint(path string) (*checkpointFile, error) {
