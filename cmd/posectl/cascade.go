@@ -73,6 +73,7 @@ func runCascade(args []string, stdout io.Writer) error {
 	def := cascade.DefaultOptions()
 	o := def
 	out := fs.String("o", "", "cascade file to write (pigo's format)")
+	calibrate := fs.Int("calibrate", 0, "set each stage's thresholds on the faces of about 1 in N persons, which grow no tree, so that stages keep their share of faces of persons the trees never saw (0: on the faces the trees fit)")
 	ckpt := fs.String("checkpoint", "", "checkpoint file, written after every stage and resumed from (default: the output + .ckpt)")
 	var jitter cascade.Jitter
 	fs.IntVar(&jitter.N, "jitter", 8, "windows per face: the box and jitter−1 seeded moves of it")
@@ -123,6 +124,9 @@ func runCascade(args []string, stdout io.Writer) error {
 	if *backdrops != "" && jitter.Rotations == 0 {
 		return fmt.Errorf("%w: -backdrops puts pictures behind the turned copies of -rotations, which is 0", errUsage)
 	}
+	if *calibrate == 1 || *calibrate < 0 {
+		return fmt.Errorf("%w: -calibrate %d: want 0 (off) or N ≥ 2 (1 in N persons)", errUsage, *calibrate)
+	}
 	view, err := cascade.ParseView(cd.view)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -152,6 +156,18 @@ func runCascade(args []string, stdout io.Writer) error {
 		}
 	}
 	faces := cascade.Faces(trainS, imgs, boxes, view, jitter, o.Seed)
+	if *calibrate > 0 {
+		o.Calibration = make([]bool, len(faces.Windows))
+		persons, n := map[string]bool{}, 0
+		for i, k := range faces.Sample {
+			o.Calibration[i] = cascade.Calibrates(trainS[k], *calibrate)
+			if o.Calibration[i] {
+				persons[trainS[k].Set+"/"+trainS[k].Subject] = true
+				n++
+			}
+		}
+		fmt.Fprintf(stdout, "calibration: %d face windows of %d persons set the thresholds and grow no tree\n", n, len(persons))
+	}
 	bg, nPics := backgrounds(pics, trainS, imgs, boxes)
 	fmt.Fprintf(stdout, "view %s, %s: %d face windows from %d faces (%d faces did not fit their image), %d backgrounds (%d pictures, mirrored and turned, and %d photographs of people)\n",
 		view, cd.split(), len(faces.Windows), len(faces.Images), faces.Skipped, len(bg.Images), nPics, len(bg.Images)-4*nPics)

@@ -37,6 +37,7 @@ func TestCascadeSplitRefused(t *testing.T) {
 		{cascadeCmd, []string{"-o", "x", "-tilt-jitter", "aflw2000"}, `-tilt-jitter "aflw2000"`},
 		{cascadeCmd, []string{"-o", "x", "-tilt-jitter", "aflw2000=72", "-tilt", "95"}, "-tilt 95"},
 		{cascadeCmd, []string{"-o", "x", "-backdrops", "pointing04"}, "-rotations, which is 0"},
+		{cascadeCmd, []string{"-o", "x", "-calibrate", "1"}, "-calibrate 1"},
 		{detectionsCmd, []string{"-folds", "2", "-cascades", turned + "," + turned + "," + turned}, "wants up to 2 cascades"},
 		{detectionsCmd, []string{"-folds", "5"}, "wants up to 5 cascades"},
 		{detectionsCmd, []string{"-folds", "5", "-cascades", "-,-"}, "wants up to 5 cascades"},

@@ -240,7 +240,7 @@ func TestTreeMatchesCascade(t *testing.T) {
 		ss = append(ss, sample{w: w, y: 1, weight: 1})
 	}
 	_ = bg
-	tr := growTree(imgs, ss, 3, 16, rng, 1)
+	tr := growTree(imgs, ss, nil, 3, 16, rng, 1)
 	c := &detect.Cascade{Depth: 3}
 	tr.appendTo(c, noThreshold)
 	for _, w := range faces {
@@ -387,6 +387,78 @@ func TestFacesWindowsBySetAndTilt(t *testing.T) {
 	for i, f := range faces {
 		if got[i] != f.want {
 			t.Errorf("face %d (%s, yaw %g, pitch %g): %d windows, want %d", i, f.s.Set, f.s.Yaw, f.s.Pitch, got[i], f.want)
+		}
+	}
+}
+
+// Calibration faces grow no tree and set the stages' thresholds: spoiling
+// their pictures leaves the trees of a first stage as they were and moves
+// its threshold; unspoilt, the cascade passes the share of them that the
+// training reports. Marks that are not one per window, or that leave no
+// face to fit or none to calibrate, are refused.
+func TestCalibration(t *testing.T) {
+	imgs, faces, bg := synthetic(300, 40, 6)
+	calib := make([]bool, len(faces))
+	for i := range calib {
+		calib[i] = i%4 == 0
+	}
+	o := testOptions()
+	o.Calibration = calib
+	var reported float64
+	o.Progress = func(p Progress) {
+		if p.Done {
+			reported = p.CascadeTPR
+		}
+	}
+	o.MaxStages = 3
+	c, err := Train(context.Background(), imgs, faces, bg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, n := 0, 0
+	for i, w := range faces {
+		if calib[i] {
+			n++
+			im := imgs[w.Img]
+			if _, ok := c.ClassifyUpTo(im.Pix, im.W, int(w.R), int(w.C), int(w.S), c.Trees()); ok {
+				passed++
+			}
+		}
+	}
+	if got := float64(passed) / float64(n); math.Abs(got-reported) > 1e-9 || got < 0.9 {
+		t.Errorf("the cascade passes %d of %d calibration faces (%.4f); the training reported %.4f", passed, n, got, reported)
+	}
+
+	// One stage, whose threshold keeps 80 % of the calibration faces
+	// (a tree's few leaf values may put 99.7 % of both at its lowest).
+	o.Progress, o.MaxStages, o.EarlyStages, o.MinTPR = nil, 1, 0, 0.8
+	first, err := Train(context.Background(), imgs, faces, bg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoilt := slices.Clone(imgs)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i, w := range faces {
+		if calib[i] {
+			spoilt[w.Img] = noiseImage(imgs[w.Img].W, imgs[w.Img].H, rng)
+		}
+	}
+	other, err := Train(context.Background(), spoilt, faces, bg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, leaves := 1<<o.Depth-1, 1<<o.Depth
+	if !slices.Equal(first.Codes[:4*nodes], other.Codes[:4*nodes]) || !slices.Equal(first.Leaves[:leaves], other.Leaves[:leaves]) {
+		t.Error("the calibration faces' pictures changed the first tree")
+	}
+	if first.Thresholds[0] == other.Thresholds[0] {
+		t.Error("the calibration faces' pictures did not change the thresholds")
+	}
+
+	for _, bad := range [][]bool{calib[:10], make([]bool, len(faces))} {
+		o.Calibration = bad
+		if _, err := Train(context.Background(), imgs, faces, bg, o); err == nil || !strings.Contains(err.Error(), "calibration") {
+			t.Errorf("%d marks, none set: %v", len(bad), err)
 		}
 	}
 }

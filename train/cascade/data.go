@@ -57,6 +57,16 @@ func Fold(s dataset.Sample, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
+// Calibrates reports whether a face's person is one of about 1 in n (n ≥
+// 2) whose faces set a cascade's stage thresholds instead of growing its
+// trees (Options.Calibration): drawn by a hash of the person apart from
+// Fold's, so that every fold gives some of its persons.
+func Calibrates(s dataset.Sample, n int) bool {
+	h := fnv.New32a()
+	h.Write([]byte("calibrate/" + s.Set + "/" + s.Subject))
+	return h.Sum32()%uint32(n) == 0
+}
+
 // FaceSet holds the face windows a cascade trains on.
 type FaceSet struct {
 	Images  []Image

@@ -47,6 +47,12 @@ type Options struct {
 	// enough negatives.
 	MaxDraws int64
 	Workers  int
+	// Calibration, if set, marks the face windows (one flag per window)
+	// that grow no tree: each stage's thresholds are set on them instead,
+	// so that a stage keeps MinTPR of the faces of persons its trees did
+	// not see, as a detector meets them, rather than of the faces it fit
+	// (mark whole persons: the windows of one face are alike).
+	Calibration []bool
 	// Checkpoint, if set, is a file written after every stage; a training
 	// started with the same options, faces and backgrounds resumes from it.
 	Checkpoint string
@@ -78,6 +84,25 @@ func (o *Options) validate() error {
 		return fmt.Errorf("cascade: target FPR %g not in (0, 1)", o.TargetFPR)
 	case o.MinNegative < 8:
 		return fmt.Errorf("cascade: smallest negative %d px: want at least 8", o.MinNegative)
+	}
+	return nil
+}
+
+// checkCalibration refuses calibration marks that are not one per face
+// window, or that leave no window to grow trees or none to set thresholds.
+func (o *Options) checkCalibration(faces int) error {
+	if o.Calibration == nil {
+		return nil
+	}
+	n := 0
+	for _, c := range o.Calibration {
+		n += b01(c)
+	}
+	switch {
+	case len(o.Calibration) != faces:
+		return fmt.Errorf("cascade: %d calibration marks for %d face windows", len(o.Calibration), faces)
+	case n == 0 || n == faces:
+		return fmt.Errorf("cascade: %d of %d face windows marked for calibration: want some to grow the trees and some to set their thresholds", n, faces)
 	}
 	return nil
 }
@@ -152,6 +177,9 @@ func Train(ctx context.Context, faceImgs []Image, faces []Window, bg Backgrounds
 	}
 	if len(faces) == 0 || len(bg.Images) == 0 {
 		return nil, fmt.Errorf("cascade: %d faces and %d background images: need both", len(faces), len(bg.Images))
+	}
+	if err := o.checkCalibration(len(faces)); err != nil {
+		return nil, err
 	}
 	for i, w := range faces {
 		if int(w.Img) >= len(faceImgs) || !w.fits(&faceImgs[w.Img]) {
@@ -239,9 +267,9 @@ var errNoNegatives = errors.New("cascade: no negatives left to mine")
 // until the stage's goals. It returns the negatives the stage passes.
 func (l *learner) stage(ctx context.Context, k int, negs []Window) ([]Window, error) {
 	var ss []sample
-	for _, w := range l.faces {
+	for i, w := range l.faces {
 		if out, ok := l.c.ClassifyUpTo(l.faceImgs[w.Img].Pix, l.faceImgs[w.Img].W, int(w.R), int(w.C), int(w.S), l.c.Trees()); ok {
-			ss = append(ss, sample{w: w, y: 1, out: out})
+			ss = append(ss, sample{w: w, y: 1, out: out, calib: l.o.Calibration != nil && l.o.Calibration[i]})
 		}
 	}
 	nPos := len(ss)
@@ -263,6 +291,15 @@ func (l *learner) stage(ctx context.Context, k int, negs []Window) ([]Window, er
 		ss = append(ss, sample{w: w, y: -1, out: out})
 	}
 	imgs := l.imgs
+	// The windows that grow the trees: all but the calibration faces.
+	var fit []int32
+	if l.o.Calibration != nil {
+		for i := range ss {
+			if !ss[i].calib {
+				fit = append(fit, int32(i))
+			}
+		}
+	}
 	rng := rand.New(rand.NewPCG(l.o.Seed, uint64(k)<<32|0x7ee))
 	minTPR, maxTrees := l.o.minTPR(k), l.o.maxTrees(k)
 	var thr float32
@@ -275,15 +312,18 @@ func (l *learner) stage(ctx context.Context, k int, negs []Window) ([]Window, er
 		}
 		// GentleBoost weights w_i ∝ exp(−y_i·F(x_i)), each class summing
 		// to one half so that the classes weigh alike.
+		// (Calibration faces grow no tree: their weights are not used.)
 		var sum [2]float64
 		for i := range ss {
 			ss[i].weight = math.Exp(-float64(ss[i].y) * float64(ss[i].out))
-			sum[b01(ss[i].y > 0)] += ss[i].weight
+			if !ss[i].calib {
+				sum[b01(ss[i].y > 0)] += ss[i].weight
+			}
 		}
 		for i := range ss {
 			ss[i].weight /= 2 * sum[b01(ss[i].y > 0)]
 		}
-		tr := growTree(imgs, ss, l.o.Depth, l.o.Tests, rng, l.o.Workers)
+		tr := growTree(imgs, ss, fit, l.o.Depth, l.o.Tests, rng, l.o.Workers)
 		parallelFor(len(ss), l.o.Workers, func(i int) {
 			ss[i].out += tr.eval(&imgs[ss[i].w.Img], ss[i].w)
 		})
@@ -293,10 +333,10 @@ func (l *learner) stage(ctx context.Context, k int, negs []Window) ([]Window, er
 			sums[i] = ss[i].out
 		}
 		partial = append(partial, sums)
-		thr, tpr, fpr = stageThreshold(ss, nPos, minTPR)
+		thr, tpr, fpr = stageThreshold(ss, nPos, minTPR, l.o.Calibration != nil)
 		done := fpr <= l.o.MaxFPR || t+1 >= maxTrees
 		l.report(Progress{Stage: k, StageTrees: t + 1, Trees: l.c.Trees(), TPR: tpr, FPR: fpr, Faces: nPos,
-			Negatives: len(ss) - nPos, CascadeTPR: float64(nPos) * tpr / float64(len(l.faces)),
+			Negatives: len(ss) - nPos, CascadeTPR: l.cascadeTPR(ss[:nPos], tpr),
 			CascadeFPR: l.fpr, Drawn: drawn, Done: done})
 		if done {
 			break
@@ -336,31 +376,59 @@ func tighten(thresholds []float32, partial [][]float32, faces []sample, thr floa
 }
 
 // stageThreshold returns the largest threshold that keeps at least minTPR
-// of the faces (the first nPos samples; a window passes when its score is
-// above the threshold), with the shares of faces and negatives it passes.
-func stageThreshold(ss []sample, nPos int, minTPR float64) (float32, float64, float64) {
-	pos := make([]float32, nPos)
-	for i := range pos {
-		pos[i] = ss[i].out
+// of the faces (the first nPos samples; with calib, the calibration faces
+// among them only; a window passes when its score is above the
+// threshold), with the shares of those faces and of the negatives it
+// passes.
+func stageThreshold(ss []sample, nPos int, minTPR float64, calib bool) (float32, float64, float64) {
+	var pos []float32
+	for i := range nPos {
+		if !calib || ss[i].calib {
+			pos = append(pos, ss[i].out)
+		}
+	}
+	if len(pos) == 0 { // no calibration face reached the stage
+		for i := range nPos {
+			pos = append(pos, ss[i].out)
+		}
 	}
 	slices.Sort(pos)
-	need := int(math.Ceil(minTPR * float64(nPos)))
-	need = max(1, min(need, nPos))
+	need := int(math.Ceil(minTPR * float64(len(pos))))
+	need = max(1, min(need, len(pos)))
 	// The need-th largest score must pass: the threshold is the next float32
 	// below it.
-	thr := math.Nextafter32(pos[nPos-need], float32(math.Inf(-1)))
-	var tp, fp int
-	for i, s := range ss {
+	thr := math.Nextafter32(pos[len(pos)-need], float32(math.Inf(-1)))
+	tp := 0
+	for _, o := range pos {
+		if o > thr {
+			tp++
+		}
+	}
+	fp := 0
+	for _, s := range ss[nPos:] {
 		if s.out > thr {
-			if i < nPos {
-				tp++
-			} else {
-				fp++
-			}
+			fp++
 		}
 	}
 	neg := len(ss) - nPos
-	return thr, float64(tp) / float64(nPos), float64(fp) / float64(max(neg, 1))
+	return thr, float64(tp) / float64(len(pos)), float64(fp) / float64(max(neg, 1))
+}
+
+// cascadeTPR is the share of the faces given (of the calibration faces,
+// if marked) that the cascade passes once the stage keeps tpr of those
+// that reach it (faces).
+func (l *learner) cascadeTPR(faces []sample, tpr float64) float64 {
+	if l.o.Calibration == nil {
+		return float64(len(faces)) * tpr / float64(len(l.faces))
+	}
+	reach, all := 0, 0
+	for _, s := range faces {
+		reach += b01(s.calib)
+	}
+	for _, c := range l.o.Calibration {
+		all += b01(c)
+	}
+	return float64(reach) * tpr / float64(all)
 }
 
 func b01(b bool) int {
@@ -532,7 +600,12 @@ func (l *learner) fingerprint() string {
 	// What only says when to stop is not part of the training: a finished
 	// training may be carried on with a lower target or more stages.
 	o.Checkpoint, o.Progress, o.Workers, o.TargetFPR, o.MaxStages, o.MaxDraws = "", nil, 0, 0, 0, 0
+	calib := o.Calibration
+	o.Calibration = nil      // hashed below, if set: a training without it keeps its old key
 	fmt.Fprintf(h, "%+v", o) // Progress is nil: prints <nil>
+	if calib != nil {
+		fmt.Fprint(h, "calibration", calib)
+	}
 	var buf [16]byte
 	for _, w := range l.faces {
 		binary.LittleEndian.PutUint32(buf[0:], uint32(w.Img))

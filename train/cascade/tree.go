@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/edgepose/posed/infer/detect"
@@ -44,6 +45,7 @@ type sample struct {
 	y      float32 // +1 face, −1 not
 	weight float64
 	out    float32
+	calib  bool // a calibration face: sets thresholds, grows no tree
 }
 
 // test is one node's comparison: pixel (r1, c1) ≤ pixel (r2, c2), offsets
@@ -89,17 +91,21 @@ func (a stats) sse() float64 {
 // squared error is kept; a leaf holds the weighted mean of its targets.
 // Random tests are drawn from rng in node order, and the nodes' candidate
 // tests are scored on up to workers goroutines, so the tree does not
-// depend on the number of cores.
-func growTree(imgs []Image, ss []sample, d, nTests int, rng *rand.Rand, workers int) tree {
+// depend on the number of cores. Only the samples ss[fit[i]] grow it (nil:
+// all of them).
+func growTree(imgs []Image, ss []sample, fit []int32, d, nTests int, rng *rand.Rand, workers int) tree {
 	nodes := 1<<d - 1
 	tr := tree{tests: make([]test, nodes), leaves: make([]float32, 1<<d)}
-	idx := make([]int32, len(ss))
-	for i := range idx {
-		idx[i] = int32(i)
+	idx := slices.Clone(fit)
+	if fit == nil {
+		idx = make([]int32, len(ss))
+		for i := range idx {
+			idx[i] = int32(i)
+		}
 	}
 	// Node n (0-based, heap order) holds the samples idx[lo[n]:hi[n]].
 	lo, hi := make([]int, 2*nodes+1), make([]int, 2*nodes+1)
-	lo[0], hi[0] = 0, len(ss)
+	lo[0], hi[0] = 0, len(idx)
 	cands := make([]test, nTests)
 	errs := make([]float64, nTests)
 	for n := range nodes {
