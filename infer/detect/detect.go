@@ -201,13 +201,10 @@ var turnedStageEnds = []int{1, 3, 6, 10, 17, 26, 36, 48, 62, 78, 95, 114, 135, 1
 func TurnedStageEnds() []int { return slices.Clone(turnedStageEnds) }
 
 // turnedCut is the embedded turned cascade with its first n stages (0:
-// all of them).
+// all of them; Params.Problems checks n's range).
 func turnedCut(n int) (*Cascade, error) {
 	if n == 0 {
 		return turnedCascade, nil
-	}
-	if n < 0 || n > len(turnedStageEnds) {
-		return nil, fmt.Errorf("detect: turned_stages: %d is not in 0…%d", n, len(turnedStageEnds))
 	}
 	return turnedCascade.Cut(turnedStageEnds[n-1])
 }

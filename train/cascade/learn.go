@@ -207,13 +207,9 @@ func Train(ctx context.Context, faceImgs []Image, faces []Window, bg Backgrounds
 			if l.c, err = detect.ParseCascade(ck.Cascade); err != nil {
 				return nil, fmt.Errorf("cascade: checkpoint %s: %w", o.Checkpoint, err)
 			}
-			stage, negs, l.fpr = ck.Stages, ck.Negatives, ck.FPR
-			if len(ck.Ends) == ck.Stages {
-				l.ends = ck.Ends
-			} else {
-				l.ends = nil // a checkpoint from before the ends were kept
-				l.noEnds = true
-			}
+			// (A checkpoint from before the ends were kept has fewer ends
+			// than stages, and StageEnds says so.)
+			stage, negs, l.fpr, l.ends = ck.Stages, ck.Negatives, ck.FPR, ck.Ends
 		}
 	}
 	for ; stage < o.MaxStages; stage++ {
@@ -228,9 +224,7 @@ func Train(ctx context.Context, faceImgs []Image, faces []Window, bg Backgrounds
 		if err != nil {
 			return nil, err
 		}
-		if !l.noEnds {
-			l.ends = append(l.ends, l.c.Trees())
-		}
+		l.ends = append(l.ends, l.c.Trees())
 		if err := l.checkpoint(stage+1, negs, false); err != nil {
 			return nil, err
 		}
@@ -254,10 +248,7 @@ type learner struct {
 	fpr      float64 // the cascade's false-positive rate measured while mining the last stage
 	key      string
 	start    time.Time
-	// ends are the trees in all after each stage (StageEnds); noEnds
-	// marks a training resumed from a checkpoint that did not keep them.
-	ends   []int
-	noEnds bool
+	ends     []int // the trees in all after each stage (StageEnds)
 }
 
 var errNoNegatives = errors.New("cascade: no negatives left to mine")
