@@ -69,9 +69,18 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	stopping := make(chan struct{})
 	go func() {
 		<-ctx.Done() // SIGTERM or SIGINT: stopping starts now
 		notify("STOPPING=1")
+		close(stopping)
+	}()
+	// A quick shutdown can return before that goroutine has run: wait for
+	// it, or systemd never hears STOPPING=1.
+	defer func() {
+		if ctx.Err() != nil {
+			<-stopping
+		}
 	}()
 	var carry carried
 	for {
