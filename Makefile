@@ -69,14 +69,16 @@ build:
 	$(BUILD) -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
 # What the tests need from Debian: mosquitto (each test starts its own
-# broker), gcc (the race detector links with cgo) and python3-jinja2 (it
+# broker), gcc (the race detector links with cgo), g++ (it builds
+# libfacedetection's C++, the reference of infer/yunet) and python3-jinja2 (it
 # renders Home Assistant's templates). Installed with apt-get as root or
 # through sudo; otherwise the command to run is printed and make stops.
-TEST_DEBS := mosquitto gcc python3-jinja2
+TEST_DEBS := mosquitto gcc g++ python3-jinja2
 test-deps:
 	@missing=""; \
 	command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
+	command -v g++ >/dev/null || missing="$$missing g++"; \
 	/usr/bin/python3 -c 'import jinja2' 2>/dev/null || missing="$$missing python3-jinja2"; \
 	[ -z "$$missing" ] && exit 0; \
 	if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \
@@ -147,6 +149,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLimitConn$$' -fuzztime 60s ./publish/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime 60s ./publish/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendFloat$$' -fuzztime 60s ./publish/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCascade$$' -fuzztime 60s ./infer/detect/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWeights$$' -fuzztime 60s ./infer/yunet/
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }

@@ -1,0 +1,100 @@
+package yunet
+
+import "math"
+
+// The convolutions in Go; kernel_amd64.go runs vector kernels in their
+// place where the CPU has them. lo is the floor of the outputs: 0 for a
+// ReLU, −∞ for none.
+
+var noReLU = float32(math.Inf(-1))
+
+func floor(relu bool) float32 {
+	if relu {
+		return 0
+	}
+	return noReLU
+}
+
+// pointwise is a 1×1 convolution: for each cell p, dst[p][o] = max(lo,
+// b[o] + Σ_c src[p][c]·wt[c][o]) (wt is the layer's weights transposed).
+func pointwise(dst, src []float32, in, out int, wt, b []float32, lo float32) {
+	n := len(src) / in
+	if n == 0 {
+		return
+	}
+	dst, wt, b = dst[:n*out], wt[:in*out], b[:out]
+	if simd && out%16 == 0 {
+		pointwiseVec(dst, src, in, out, wt, b, lo)
+		return
+	}
+	pointwiseGo(dst, src, in, out, wt, b, lo)
+}
+
+func pointwiseGo(dst, src []float32, in, out int, wt, b []float32, lo float32) {
+	n := len(src) / in
+	for p := range n {
+		o := dst[p*out : p*out+out]
+		copy(o, b)
+		for c, x := range src[p*in : p*in+in] {
+			w := wt[c*out : c*out+out]
+			for k := range o {
+				o[k] += x * w[k]
+			}
+		}
+		for k, v := range o {
+			o[k] = max(v, lo)
+		}
+	}
+}
+
+// depthwise is a 3×3 depth-wise convolution with zero padding over
+// rows×cols cells of ch channels: dst[y][x][c] = b[c] + Σ_tap
+// src[y+dy][x+dx][c]·w[tap][c], then ReLU if relu.
+func depthwise(dst, src []float32, rows, cols, ch int, w, b []float32, relu bool) {
+	dst, src, w, b = dst[:rows*cols*ch], src[:rows*cols*ch], w[:9*ch], b[:ch]
+	lo := floor(relu)
+	if !simd || ch%8 != 0 || rows < 3 || cols < 3 {
+		depthwiseCells(dst, src, rows, cols, ch, w, b, lo, 0, rows, 0, cols)
+		return
+	}
+	// The inner cells by the vector kernel, the border in Go.
+	for y := 1; y < rows-1; y++ {
+		depthwiseRowVec(dst, src, y, cols, ch, w, b, lo)
+	}
+	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, 0, 1, 0, cols)
+	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, rows-1, rows, 0, cols)
+	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, 1, rows-1, 0, 1)
+	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, 1, rows-1, cols-1, cols)
+}
+
+// depthwiseCells computes the depth-wise convolution's cells y0 ≤ y < y1,
+// x0 ≤ x < x1.
+func depthwiseCells(dst, src []float32, rows, cols, ch int, w, b []float32, lo float32, y0, y1, x0, x1 int) {
+	for y := y0; y < y1; y++ {
+		for x := x0; x < x1; x++ {
+			o := dst[(y*cols+x)*ch : (y*cols+x+1)*ch]
+			copy(o, b)
+			for dy := -1; dy <= 1; dy++ {
+				sy := y + dy
+				if sy < 0 || sy >= rows {
+					continue
+				}
+				for dx := -1; dx <= 1; dx++ {
+					sx := x + dx
+					if sx < 0 || sx >= cols {
+						continue
+					}
+					tap := (dy+1)*3 + dx + 1
+					s := src[(sy*cols+sx)*ch : (sy*cols+sx+1)*ch]
+					ww := w[tap*ch : tap*ch+ch]
+					for c := range o {
+						o[c] += s[c] * ww[c]
+					}
+				}
+			}
+			for c, v := range o {
+				o[c] = max(v, lo)
+			}
+		}
+	}
+}

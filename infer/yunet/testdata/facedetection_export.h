@@ -1,0 +1,1 @@
+#define FACEDETECTION_EXPORT
