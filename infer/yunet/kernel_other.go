@@ -7,7 +7,9 @@ const simd = false
 
 func useVectorKernels(on bool) bool { return false }
 
-func pointwiseVec(dst, src []float32, in, out int, wt, b []float32, lo float32) { panic("yunet: no vector kernels") }
+func pointwiseVec(dst, src []float32, in, out int, wt, b []float32, lo float32) {
+	panic("yunet: no vector kernels")
+}
 func depthwiseRowVec(dst, src []float32, y, cols, ch int, w, b []float32, lo float32) {
 	panic("yunet: no vector kernels")
 }

@@ -90,9 +90,9 @@ type Face struct {
 // Buffers hold one run's intermediate results; reused, a run allocates
 // nothing once they have grown to the largest picture seen.
 type Buffers struct {
-	work [2][]float32
-	lvl  [3][]float32 // levels 8, 16, 32
-	out  [3][4][]float32
+	work  [2][]float32
+	lvl   [3][]float32 // levels 8, 16, 32
+	out   [3][4][]float32
 	cand  []Face
 	keep  []Face
 	small image.Gray // DetectShrunk's picture
