@@ -193,12 +193,19 @@ func (m Model) Settings() pose.Settings {
 func (c Config) TrackConfig() track.Config {
 	t := c.Track
 	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
-		MaxStd: t.MaxStd, StartStd: t.StartStd, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn}
+		MaxStd: t.MaxStd, StartStd: t.StartStd, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
+		ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
 	if r := c.Zones.Detect; r != nil {
 		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
 	}
 	return tc
 }
+
+// rejectFor is the frames for which a face the network refused is refused
+// again without asking while the cascades find it in the same place: a
+// phantom of a fixed scene costs a verification a second or two, not one
+// per detection (track.Config.RejectFor).
+const rejectFor = 30
 
 // Detect configures the face detector.
 type Detect struct {
@@ -220,10 +227,30 @@ type Detect struct {
 	// more turned faces of persons it never saw, and more false ones.
 	TurnedStages int `yaml:"turned_stages"`
 	Every        int `yaml:"every"` // run the full-frame detector every N frames while faces are tracked
+	// Verify has the face network (infer/yunet) check each new face of the
+	// cascades on a crop around it before it starts a track: a face only
+	// where the network finds one with a confidence of at least
+	// VerifyScore (0–1).
+	Verify      bool    `yaml:"verify"`
+	VerifyScore float64 `yaml:"verify_score"`
+	// ScanEvery runs the face network over the whole frame, shrunk
+	// ScanShrink times in each direction, every N frames (0: never): the
+	// faces it finds with a confidence of at least ScanScore start tracks,
+	// those the cascades miss among them.
+	ScanEvery  int     `yaml:"scan_every"`
+	ScanScore  float64 `yaml:"scan_score"`
+	ScanShrink int     `yaml:"scan_shrink"`
 }
 
 // Params are the detector's parameters of d (the rest as
 // detect.DefaultParams).
+// NetworkParams are the face network's settings of the detect block.
+func (d Detect) NetworkParams() detect.NetworkParams {
+	p := detect.DefaultNetworkParams()
+	p.VerifyScore, p.ScanScore, p.ScanShrink = d.VerifyScore, d.ScanScore, d.ScanShrink
+	return p
+}
+
 func (d Detect) Params() detect.Params {
 	p := detect.DefaultParams()
 	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore
@@ -480,13 +507,15 @@ func RedactURL(s string) string {
 
 // Default returns the configuration used for anything a file leaves out.
 func Default() Config {
+	net := detect.DefaultNetworkParams()
 	return Config{
 		Source: Source{
 			Path: "/dev/video0", Width: 640, Height: 480, FPS: 15, Format: "auto", Buffers: 3,
 			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second, Flip: "none",
 		},
 		Model:   modelDefaults(),
-		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10},
+		Detect:  Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: true, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
+			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink},
 		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, RecheckStd: 30, RecheckTurn: 45},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
@@ -698,6 +727,14 @@ func (p *problems) detect(d Detect) {
 	}
 	if d.Every < 1 {
 		bad("detect.every", "%d: want at least 1 (every frame)", d.Every)
+	}
+	if d.ScanEvery < 0 {
+		bad("detect.scan_every", "%d: want 0 (off) or a number of frames", d.ScanEvery)
+	}
+	if d.Verify || d.ScanEvery > 0 {
+		for _, q := range d.NetworkParams().Problems() {
+			bad("detect."+q.Field, "%s", q.Why)
+		}
 	}
 }
 

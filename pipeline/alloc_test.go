@@ -13,9 +13,7 @@ import (
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/detect"
-	"github.com/edgepose/posed/infer/gllim"
-	"github.com/edgepose/posed/infer/pose"
-	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/zones"
@@ -24,29 +22,28 @@ import (
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
-// The whole frame path — the default model's tracker on a real face,
+// The whole frame path — the daemon's tracker (cascades, face network,
+// the default model and its expert) on a real face,
 // zones, a neutral pose, the messages encoded and published to a real
 // mosquitto — allocates what paho's Publish of the frame's two messages
 // allocates, and nothing of its own. The floor is a bare paho client
 // publishing the same payloads at the same QoS, in the same run.
 func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 	img := datatest.Frame640(t)
-	m, err := gllim.ReadFile(filepath.Join("..", "models", "default.gllim"))
+	// The daemon's frame path (pipeline/build) with its defaults but for
+	// the schedule: a full detection every third frame and a scan by the
+	// face network every second, so that every kind of frame is measured.
+	dc := config.Default()
+	dc.Model.Path = filepath.Join("..", "models", "default.gllim")
+	dc.Detect.Every, dc.Detect.ScanEvery = 3, 2
+	est, m, err := build.Estimator(dc.Model)
 	if err != nil {
 		t.Fatal(err)
 	}
-	est, err := pose.New(m, pose.DefaultSettings())
+	tr, err := build.Tracker(dc, est, detect.CalibrationOf(m.Calibration))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := detect.DefaultParams()
-	p.MinSize = 60
-	det, err := detect.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A full detection every third frame: both kinds of frame are measured.
-	tr := track.New(track.Config{MaxFaces: 4, Every: 3, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, det, detect.CalibrationOf(m.Calibration), est.NewWorker())
 
 	broker := mqtttest.Start(t)
 	cfg := config.Default().MQTT

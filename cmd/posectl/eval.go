@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/headpose"
@@ -37,6 +39,12 @@ type evalFlags struct {
 	testSigma, testScale           float64
 	startStd                       float64
 	asJSON, asCSV, profileCompare  bool
+	// The daemon's configuration whose frame path the published
+	// condition runs, and the face-free pictures it is measured on.
+	configPath, faceFree string
+	heldOutOnly          bool
+	conditionSet         bool
+	daemon               config.Config // -config's, or the defaults
 }
 
 func (e *evalFlags) register(fs *flag.FlagSet) {
@@ -54,7 +62,10 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&e.holdoutSeed, "holdout-seed", 1, "holdout and kfold: seed of the draw of persons")
 	fs.IntVar(&e.splits, "splits", 5, "kfold: number of folds")
 	fs.StringVar(&e.modelPath, "model", "", "evaluate this model on -data (no training)")
-	fs.StringVar(&e.condition, "condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's)")
+	fs.StringVar(&e.condition, "condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's), published (what posed publishes, each picture the first frame of a scene: the daemon's frame path with -config; the default with -model)")
+	fs.StringVar(&e.configPath, "config", "", "published: the daemon's configuration file whose frame path runs (detectors, verification, scan, tracker); default: posed's defaults. Its model keys are ignored: the model is -model's, with the expert beside it")
+	fs.StringVar(&e.faceFree, "face-free", "", "published: also count the faces published on each picture of this folder of face-free pictures (phantoms per picture)")
+	fs.BoolVar(&e.heldOutOnly, "face-free-held-out", true, "with -face-free: only the third of the pictures kept out of every training (by name, as posectl cascade keeps them)")
 	fs.IntVar(&e.folds, "folds", 0, "lopo and kfold: run only the first N folds")
 	fs.StringVar(&e.set, "set", "pointing04", "lopo, kfold, holdout: the data set whose persons are left out")
 	fs.Float64Var(&e.testSigma, "test-centre-sigma", 0.1, "shifted: σ of test box moves, in box sides")
@@ -79,6 +90,10 @@ func runEval(args []string, stdout io.Writer) error {
 	e.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	fs.Visit(func(f *flag.Flag) { e.conditionSet = e.conditionSet || f.Name == "condition" })
+	if !e.conditionSet && e.modelPath != "" {
+		e.condition = string(headpose.Published) // -model measures what posed publishes
 	}
 	if (e.protocol != "") == (e.modelPath != "") {
 		return fmt.Errorf("%w: give either -protocol lopo|kfold|holdout or -model FILE", errUsage)
@@ -112,8 +127,12 @@ func runEval(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if e.daemon, err = e.daemonConfig(); err != nil {
+		return err
+	}
 	for i := range evals {
 		evals[i].Detector = det
+		evals[i].Frames = framesOf(e.daemon)
 	}
 	if e.turnedFolds != "" {
 		pick, err := e.foldDetectors()
@@ -155,7 +174,76 @@ func runEval(args []string, stdout io.Writer) error {
 	case e.df.p.Turned:
 		title += ", detected by facefinder and the embedded turned cascade"
 	}
-	return e.report(stdout, args, reps, bank, title, time.Since(start).Round(time.Second))
+	if err := e.report(stdout, args, reps, bank, title, time.Since(start).Round(time.Second)); err != nil {
+		return err
+	}
+	if e.faceFree == "" {
+		return nil
+	}
+	return e.phantoms(stdout, e.daemon)
+}
+
+// daemonConfig is the configuration of -config (posed's defaults without
+// it), checked as posed checks it.
+func (e *evalFlags) daemonConfig() (config.Config, error) {
+	if e.configPath == "" {
+		return config.Default(), nil
+	}
+	c, err := config.Load(e.configPath)
+	if err != nil {
+		return config.Config{}, fmt.Errorf("-config: %w", err)
+	}
+	return c, nil
+}
+
+// framesOf makes the daemon's frame path of cfg around an estimator.
+func framesOf(cfg config.Config) func(*pose.Estimator, detect.Calibration) (headpose.Frames, error) {
+	return func(est *pose.Estimator, calib detect.Calibration) (headpose.Frames, error) {
+		return build.Tracker(cfg, est, calib)
+	}
+}
+
+// phantoms counts what the daemon's frame path of cfg, with -model and its
+// expert as posed loads them, publishes on each face-free picture of
+// -face-free (its held-out third with -face-free-held-out), each the first
+// frame of a scene, shrunk to at most 640 pixels on its longer side.
+func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
+	if e.modelPath == "" {
+		return fmt.Errorf("%w: -face-free measures -model", errUsage)
+	}
+	cfg.Model.Path = e.modelPath
+	est, m, err := build.Estimator(cfg.Model)
+	if err != nil {
+		return err
+	}
+	tr, err := build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
+	if err != nil {
+		return err
+	}
+	pics, err := cascade.ReadPictures(e.faceFree, 640)
+	if err != nil {
+		return err
+	}
+	n, faces, scenes := 0, 0, 0
+	for _, p := range pics {
+		if e.heldOutOnly && !cascade.HeldOut(p.Name) {
+			continue
+		}
+		tr.Reset()
+		got := len(tr.Process(p.Img.Gray()))
+		n++
+		faces += got
+		if got > 0 {
+			scenes++
+		}
+	}
+	which := "every picture"
+	if e.heldOutOnly {
+		which = "the held-out third"
+	}
+	fmt.Fprintf(stdout, "face-free pictures of %s (%s, %d): %.4f faces published per picture (%d faces on %d pictures)\n",
+		e.faceFree, which, n, float64(faces)/float64(max(n, 1)), faces, scenes)
+	return nil
 }
 
 // cases are the evaluation cases asked for: every condition × refinement
@@ -237,6 +325,13 @@ func (e *evalFlags) modelFile(samples []dataset.Sample, det *detect.Detector, ev
 	var reps []*headpose.Report
 	for _, eo := range evals {
 		est, err := pose.New(m, eo.Settings)
+		if eo.Condition == headpose.Published {
+			// The model as posed loads it: with the expert beside it and
+			// the configuration's settings.
+			mc := e.daemon.Model
+			mc.Path = e.modelPath
+			est, _, err = build.Estimator(mc)
+		}
 		if err != nil {
 			return nil, nil, "", err
 		}

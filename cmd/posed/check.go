@@ -3,50 +3,12 @@ package main
 import (
 	"fmt"
 	"net"
-	"runtime/debug"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/infer/gllim"
-	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/publish"
 )
-
-// newEstimator loads the model of cfg and, where there is one, its profile
-// expert; it returns the estimator and the model (for its calibration and
-// description). Errors name the field.
-func newEstimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
-	m, err := gllim.ReadFile(cfg.Path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("model.path: %w", err)
-	}
-	// The file's bytes are garbage now: return them before the forward
-	// model is built, so the two never share the peak.
-	debug.FreeOSMemory()
-	est, err := pose.New(m, cfg.Settings())
-	if err != nil {
-		return nil, nil, fmt.Errorf("model.path: %s: %w", cfg.Path, err)
-	}
-	// The forward model is built: keep the model's description, not its
-	// float64 weights (several times the forward model's size), and return
-	// them before the expert is read, so that the two never share the peak.
-	m = m.Description()
-	debug.FreeOSMemory()
-	if p := cfg.ExpertPath(); p != "" {
-		x, err := gllim.ReadFile(p)
-		if err != nil {
-			return nil, nil, fmt.Errorf("model.expert: %w", err)
-		}
-		debug.FreeOSMemory() // the expert file's bytes, as the model's above
-		xp, err := pose.ExpertOf(x)
-		if err == nil {
-			est, err = est.WithExpert(xp)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("model.expert: %s: %w", p, err)
-		}
-	}
-	return est, m, nil
-}
 
 // checkStart checks what starting posed with cfg needs beyond a valid
 // file: the model loads and builds, the detector's settings hold, the
@@ -56,11 +18,12 @@ func newEstimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
 // and every reload run it, so that a reload refuses what start would fail
 // on instead of stopping posed.
 func checkStart(cfg config.Config, running *config.Config) error {
-	if _, _, err := newEstimator(cfg.Model); err != nil {
+	est, m, err := build.Estimator(cfg.Model)
+	if err != nil {
 		return err
 	}
-	if _, err := newDetector(cfg.Detect); err != nil {
-		return fmt.Errorf("detect: %w", err)
+	if _, err := build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration)); err != nil {
+		return err
 	}
 	if _, err := cfg.MQTT.ReadPassword(); err != nil {
 		return err

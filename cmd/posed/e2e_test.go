@@ -27,6 +27,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/publish"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
@@ -662,7 +663,7 @@ func TestProfileExpertBesideModel(t *testing.T) {
 	if p := cfg.ExpertPath(); p != filepath.Join(dir, "cam-profile.gllim") {
 		t.Fatalf("expert beside the model not found: %q", p)
 	}
-	if _, _, err := newEstimator(cfg); err != nil {
+	if _, _, err := build.Estimator(cfg); err != nil {
 		t.Fatalf("model with its expert: %v", err)
 	}
 	cfg.Expert = "none"
@@ -672,7 +673,7 @@ func TestProfileExpertBesideModel(t *testing.T) {
 	m.Training.Settings["profile_gate"] = "ninety"
 	gllim.WriteFile(filepath.Join(dir, "cam-profile.gllim"), m)
 	cfg.Expert = ""
-	if _, _, err := newEstimator(cfg); err == nil || !strings.Contains(err.Error(), "profile_gate") {
+	if _, _, err := build.Estimator(cfg); err == nil || !strings.Contains(err.Error(), "profile_gate") {
 		t.Errorf("an expert with a bad gate: %v", err)
 	}
 }

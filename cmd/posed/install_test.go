@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/pipeline/build"
 )
 
 // make install leaves the configuration (which may hold an MQTT password)
@@ -100,12 +101,12 @@ func TestTemplateUnitMatches(t *testing.T) {
 	}
 }
 
-// What posed ships of learnt data — the model, its profile expert and the
-// cascades — fits in 6 MiB together (the budget of a small board's
+// What posed ships of learnt data — the model, its profile expert, the
+// cascades and the face network's weights — fits in 6 MiB together (the budget of a small board's
 // image), and the model and expert load as a pair.
 func TestShippedDataWithinBudget(t *testing.T) {
 	total := int64(0)
-	for _, f := range []string{"models/default.gllim", "models/default-profile.gllim", "infer/detect/cascade/facefinder", "infer/detect/cascade/turned"} {
+	for _, f := range []string{"models/default.gllim", "models/default-profile.gllim", "infer/detect/cascade/facefinder", "infer/detect/cascade/turned", "infer/yunet/weights/yunet.bin"} {
 		st, err := os.Stat(filepath.Join("..", "..", f))
 		if err != nil {
 			t.Fatal(err)
@@ -113,14 +114,14 @@ func TestShippedDataWithinBudget(t *testing.T) {
 		total += st.Size()
 	}
 	if total > 6<<20 {
-		t.Errorf("model, expert and cascades weigh %d bytes, more than 6 MiB", total)
+		t.Errorf("model, expert, cascades and network weigh %d bytes, more than 6 MiB", total)
 	}
 	cfg := config.Default().Model
 	cfg.Path = filepath.Join("..", "..", "models", "default.gllim")
 	if cfg.ExpertPath() == "" {
 		t.Fatal("the default model's expert is not found beside it")
 	}
-	if _, _, err := newEstimator(cfg); err != nil {
+	if _, _, err := build.Estimator(cfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d bytes of %d", total, 6<<20)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -20,6 +19,7 @@ import (
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline"
 	"github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
@@ -118,26 +118,22 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	return err
 }
 
-// newTracker loads the model and builds the detector and the tracker of
-// cfg. The model file's bytes and its float64 weights are handed back to
-// the system as soon as the float32 forward model is built: on a small
-// board the peak matters.
+// newTracker builds the frame path of cfg (pipeline/build) and logs what
+// it runs.
 func newTracker(cfg config.Config, log *slog.Logger) (*track.Tracker, error) {
-	est, m, err := newEstimator(cfg.Model)
+	est, m, err := build.Estimator(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	tracker, err := build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
 	if err != nil {
 		return nil, err
 	}
 	d := cfg.Detect
-	det, err := newDetector(d)
-	if err != nil {
-		return nil, err
-	}
-	tracker := track.New(cfg.TrackConfig(), det, detect.CalibrationOf(m.Calibration), est.NewWorker())
 	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
 		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "temperature", max(m.Temperature, 1),
-		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "expert", cfg.Model.ExpertPath(), "broker", config.RedactURL(cfg.MQTT.Broker))
-	m = nil
-	debug.FreeOSMemory()
+		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "expert", cfg.Model.ExpertPath(),
+		"verify", d.Verify, "scan_every", d.ScanEvery, "broker", config.RedactURL(cfg.MQTT.Broker))
 	return tracker, nil
 }
 
@@ -180,9 +176,6 @@ func serveHTTP(cfg config.Config, met *metrics.Metrics, view *web.View, log *slo
 type carried struct {
 	detect *bool // the privacy switch (nil: none yet)
 }
-
-// newDetector is the detector of the configuration's detect block.
-func newDetector(d config.Detect) (*detect.Detector, error) { return detect.New(d.Params()) }
 
 // haURL is the device's configuration_url in Home Assistant: mqtt.ha_url,
 // else posed's HTTP page where metrics.listen can be reached from another

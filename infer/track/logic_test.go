@@ -221,3 +221,95 @@ func (d *regionDetector) DetectInto(_ *detect.Buffers, _ *image.Gray, r image.Re
 	d.r = r
 	return nil
 }
+
+// scriptVerifier answers by the box's x and counts its calls.
+type scriptVerifier struct {
+	face  func(feature.Box) bool
+	calls int
+}
+
+func (v *scriptVerifier) Verify(_ *image.Gray, b feature.Box) bool {
+	v.calls++
+	return v.face(b)
+}
+
+// scriptScanner returns its faces and counts its calls.
+type scriptScanner struct {
+	faces []detect.Face
+	calls int
+}
+
+func (s *scriptScanner) Scan(*image.Gray, image.Rectangle) []detect.Face {
+	s.calls++
+	return s.faces
+}
+
+// A detection the verifier refuses starts no track and is refused again
+// without asking until Config.RejectFor frames have passed; one it accepts
+// starts a track, and a tracked face is not verified again.
+func TestTrackVerifier(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, RejectFor: 5}
+	det := &scriptDetector{faces: []detect.Face{square(100, 100, 80), square(400, 100, 80)}}
+	v := &scriptVerifier{face: func(b feature.Box) bool { return b.X > 300 }}
+	est := &scriptEstimator{yaw: func(b feature.Box) float64 { return 0 }, std: 5}
+	tr := New(cfg, det, detect.Identity, est, WithVerifier(v))
+	img := image.NewGray(image.Rect(0, 0, 640, 480))
+	for frame := 1; frame <= 8; frame++ {
+		faces := tr.Process(img)
+		if len(faces) != 1 || faces[0].Box.X != 400 {
+			t.Fatalf("frame %d: faces %+v, want the accepted one only", frame, faces)
+		}
+		if got := tr.Timing().Unverified; got != 1 {
+			t.Errorf("frame %d: %d unverified, want 1", frame, got)
+		}
+		// Asked on frame 1 about both boxes, then about the refused box
+		// again once its refusal (frames 1–6) has run out: frame 7.
+		want := 2
+		if frame >= 7 {
+			want = 3
+		}
+		if v.calls != want {
+			t.Errorf("frame %d: the verifier was asked %d times, want %d", frame, v.calls, want)
+		}
+	}
+}
+
+// The scanner runs every Config.ScanEvery frames from the first; its faces
+// start tracks without verification, and a face only the scanner sees is
+// kept by it while the detector misses it.
+func TestTrackScanner(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 2, LostAfter: 1, MinIoU: 0.3, MaxStd: 60, ScanEvery: 3}
+	det := &scriptDetector{}
+	v := &scriptVerifier{face: func(feature.Box) bool { return false }}
+	sc := &scriptScanner{faces: []detect.Face{square(200, 150, 100)}}
+	est := &scriptEstimator{yaw: func(b feature.Box) float64 { return 0 }, std: 5}
+	tr := New(cfg, det, detect.Identity, est, WithVerifier(v), WithScanner(sc))
+	img := image.NewGray(image.Rect(0, 0, 640, 480))
+	var id uint64
+	for frame := 1; frame <= 12; frame++ {
+		faces := tr.Process(img)
+		if len(faces) != 1 {
+			t.Fatalf("frame %d: %d faces, want the scanned one", frame, len(faces))
+		}
+		if id == 0 {
+			id = faces[0].ID
+		} else if faces[0].ID != id {
+			t.Fatalf("frame %d: the face changed id", frame)
+		}
+		if want := (frame + 2) / 3; sc.calls != want {
+			t.Errorf("frame %d: %d scans, want %d", frame, sc.calls, want)
+		}
+		if scanned := tr.Timing().Scanned; scanned != (frame%3 == 1) {
+			t.Errorf("frame %d: scanned %v", frame, scanned)
+		}
+	}
+	if v.calls != 0 {
+		t.Errorf("the scanner's face was verified %d times", v.calls)
+	}
+	// Reset: the next frame is a scene's first, scanned.
+	tr.Reset()
+	sc.faces = nil
+	if faces := tr.Process(img); len(faces) != 0 || !tr.Timing().Scanned {
+		t.Errorf("after Reset: %d faces, scanned %v", len(faces), tr.Timing().Scanned)
+	}
+}

@@ -46,6 +46,15 @@ type Config struct {
 	// Region, if not empty, is where the detector looks (a tracked face
 	// that moves out of it is still followed).
 	Region image.Rectangle
+	// ScanEvery: with a Scanner (WithScanner), the frames between its
+	// scans of the whole frame, from the first; 0 or 1: every frame.
+	ScanEvery int
+	// RejectFor: with a Verifier (WithVerifier), a detection it refused
+	// is refused again without asking for this many frames while a
+	// detection of the same box (IoU > 0.5) comes back: a phantom of a
+	// fixed scene costs one verification, not one per detection. 0: ask
+	// every time.
+	RejectFor int
 }
 
 // Refuses reports whether a detection whose pose, estimated from its box,
@@ -69,8 +78,14 @@ type Face struct {
 
 // Timing is the time spent in each stage of the last frame.
 type Timing struct {
-	Detect, Pose time.Duration
-	Detected     bool // a full-frame detection ran
+	// Detect is the detector's time with the verification of its new
+	// faces; Scan the scanner's.
+	Detect, Scan, Pose time.Duration
+	Detected           bool // a full-frame detection ran
+	Scanned            bool // the scanner ran
+	// Unverified: detections of this frame that started no track, the
+	// verifier finding no face there (asked, or refused again).
+	Unverified int
 	// Refused: detections of this frame that started no track, the
 	// model's yaw std from their box being above Config.StartStd.
 	Refused int
@@ -86,6 +101,10 @@ type trackState struct {
 	// one re-anchored after drifting).
 	from  feature.Box
 	fresh bool
+	// alt: the scan also found a fresh track this frame, at a box of its
+	// own: the estimate starts from both, and keeps the more certain.
+	alt    feature.Box
+	hasAlt bool
 	// jumped: this frame's yaw moved more than Config.RecheckTurn.
 	jumped bool
 }
@@ -111,6 +130,29 @@ type Estimator interface {
 	HasAngle(i int) bool // whether it predicts angle i (0 yaw, 1 pitch, 2 roll)
 }
 
+// Verifier says whether a detection's box holds a face, on evidence richer
+// than the detector's (detect.Network: a convolutional network on a crop
+// around it). It is asked about detections that would start a track.
+type Verifier interface {
+	Verify(img *image.Gray, box feature.Box) bool
+}
+
+// Scanner finds the faces of a whole frame (detect.Network at a lower
+// resolution): its faces start tracks without a verification, and
+// re-anchor the tracks they match, as detections do.
+type Scanner interface {
+	Scan(img *image.Gray, r image.Rectangle) []detect.Face
+}
+
+// Option adds a part to a tracker.
+type Option func(*Tracker)
+
+// WithVerifier has v check every detection before it starts a track.
+func WithVerifier(v Verifier) Option { return func(t *Tracker) { t.verify = v } }
+
+// WithScanner runs s over the frame every Config.ScanEvery frames.
+func WithScanner(s Scanner) Option { return func(t *Tracker) { t.scan = s } }
+
 // Tracker processes frames one after another; it is not safe for
 // concurrent use.
 type Tracker struct {
@@ -118,6 +160,11 @@ type Tracker struct {
 	det    Detector
 	calib  detect.Calibration
 	est    Estimator
+	verify Verifier
+	scan   Scanner
+	// Boxes the verifier refused, and the frame until which a detection
+	// of one of them is refused without asking (Config.RejectFor).
+	refused []refusal
 	tracks []*trackState
 	free   []*trackState
 	nextID uint64
@@ -128,16 +175,42 @@ type Tracker struct {
 	last   Timing
 }
 
+// refusal is a box the verifier refused, remembered until a frame.
+type refusal struct {
+	box   feature.Box
+	until uint64
+}
+
+// maxRefusals bounds the boxes remembered: a frame full of phantoms asks
+// again for the ones beyond.
+const maxRefusals = 16
+
 // New returns a tracker finding faces with det (their boxes mapped by
-// calib) and estimating them with est.
-func New(cfg Config, det Detector, calib detect.Calibration, est Estimator) *Tracker {
+// calib) and estimating them with est, with the parts of opts.
+func New(cfg Config, det Detector, calib detect.Calibration, est Estimator, opts ...Option) *Tracker {
 	if cfg.MaxFaces < 1 {
 		cfg.MaxFaces = 1
 	}
 	if cfg.Every < 1 {
 		cfg.Every = 1
 	}
-	return &Tracker{cfg: cfg, det: det, calib: calib, est: est}
+	if cfg.ScanEvery < 1 {
+		cfg.ScanEvery = 1
+	}
+	t := &Tracker{cfg: cfg, det: det, calib: calib, est: est}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+// Reset forgets every track, refusal and frame: the next frame is a new
+// scene's first (track ids go on).
+func (t *Tracker) Reset() {
+	for _, tr := range t.tracks {
+		t.free = append(t.free, tr)
+	}
+	t.tracks, t.refused, t.frame, t.last = t.tracks[:0], t.refused[:0], 0, Timing{}
 }
 
 // Timing returns the stage times of the last frame.
@@ -163,7 +236,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	bounds := img.Rect
 	start := time.Now()
 	for _, tr := range t.tracks {
-		tr.from, tr.fresh = tr.raw, false
+		tr.from, tr.fresh, tr.hasAlt = tr.raw, false, false
 	}
 	// 1. Detect on schedule (always while nothing is tracked) and match the
 	// detections with the tracks, which may re-anchor or start some.
@@ -174,9 +247,20 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 			r = r.Intersect(t.cfg.Region)
 		}
 		faces := t.det.DetectInto(&t.dbuf, img, r)
-		t.last.Detect = time.Since(d0)
 		t.last.Detected = true
-		t.match(faces)
+		t.match(faces, img, false)
+		t.last.Detect = time.Since(d0)
+	}
+	if t.scan != nil && (t.frame-1)%uint64(t.cfg.ScanEvery) == 0 {
+		s0 := time.Now()
+		r := img.Rect
+		if !t.cfg.Region.Empty() {
+			r = r.Intersect(t.cfg.Region)
+		}
+		faces := t.scan.Scan(img, r)
+		t.last.Scanned = true
+		t.match(faces, img, true)
+		t.last.Scan = time.Since(s0)
 	}
 	// 2. Estimate every face once, refining its box from where it was or
 	// from its detection.
@@ -224,7 +308,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		kept = append(kept, tr)
 	}
 	t.tracks = kept
-	t.last.Pose = time.Since(start) - t.last.Detect
+	t.last.Pose = time.Since(start) - t.last.Detect - t.last.Scan
 	// 4. Report, largest first (insertion sort: a handful of tracks, and
 	// sort.Slice would allocate).
 	for i := 1; i < len(t.tracks); i++ {
@@ -254,8 +338,11 @@ func before(x, y *trackState) bool {
 // match pairs detections with tracks by overlap with where the tracks
 // were (best first). A matched track is re-anchored on its detection when
 // the model does not refine boxes or the track has drifted off it; an
-// unmatched detection starts a track; an unmatched track counts a miss.
-func (t *Tracker) match(faces []detect.Face) {
+// unmatched detection starts a track if the verifier (if any) finds a face
+// there; an unmatched track counts a miss. A scan's faces (scan) need no
+// verification and count no miss: a track the scan does not see is judged
+// by the detector and the model.
+func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 	if cap(t.used) < len(faces) {
 		t.used = make([]bool, len(faces))
 	}
@@ -275,10 +362,23 @@ func (t *Tracker) match(faces []detect.Face) {
 			}
 		}
 		if best < 0 {
-			tr.missed++
+			if !scan {
+				tr.missed++
+			}
 			continue
 		}
 		used[best] = true
+		if scan && t.last.Detected && tr.missed == 0 {
+			// A detection of this frame matched the track. A fresh track
+			// (new, or re-anchored on the detection) starts from both
+			// boxes: the cascades' is in the convention the model was
+			// trained on, the network's lies better on faces the cascades
+			// only half cover; the model's certainty chooses.
+			if tr.fresh {
+				tr.alt, tr.hasAlt = t.calib.Apply(faces[best].Box), true
+			}
+			continue
+		}
 		tr.missed = 0
 		tr.face.Score, tr.face.View = faces[best].Score, faces[best].View
 		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() {
@@ -293,12 +393,41 @@ func (t *Tracker) match(faces []detect.Face) {
 		if used[i] || len(t.tracks) >= 4*t.cfg.MaxFaces || t.tracked(t.calib.Apply(f.Box)) {
 			continue
 		}
+		if !scan && t.verify != nil && !t.verified(t.verify, img, f.Box) {
+			t.last.Unverified++
+			continue
+		}
 		tr := t.newTrack()
 		tr.face.Score, tr.face.View = f.Score, f.View
 		tr.raw = t.calib.Apply(f.Box)
 		tr.from, tr.fresh = tr.raw, true
 		t.tracks = append(t.tracks, tr)
 	}
+}
+
+// verified asks v whether box holds a face, unless it refused the same
+// box within Config.RejectFor frames; a refusal is remembered.
+func (t *Tracker) verified(v Verifier, img *image.Gray, box feature.Box) bool {
+	kept := t.refused[:0]
+	known := false
+	for _, r := range t.refused {
+		if r.until < t.frame {
+			continue // expired
+		}
+		kept = append(kept, r)
+		known = known || feature.IoU(r.box, box) > sameFace
+	}
+	t.refused = kept
+	if known {
+		return false
+	}
+	if v.Verify(img, box) {
+		return true
+	}
+	if t.cfg.RejectFor > 0 && len(t.refused) < maxRefusals {
+		t.refused = append(t.refused, refusal{box, t.frame + uint64(t.cfg.RejectFor)})
+	}
+	return false
 }
 
 // continues reports whether a detection box (with overlap iou) belongs to
@@ -353,6 +482,11 @@ func (t *Tracker) newTrack() *trackState {
 // the track, smoothed unless tr.fresh.
 func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	r := t.est.Estimate(img, tr.from)
+	if tr.hasAlt && t.est.HasAngle(0) {
+		if ra := t.est.Estimate(img, tr.alt); ra.Std[0] < r.Std[0] || math.IsNaN(r.Std[0]) {
+			r = ra
+		}
+	}
 	tr.raw = r.Box
 	a := t.cfg.Smoothing
 	if tr.fresh {

@@ -1,4 +1,4 @@
-package yunet
+package yunet_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	pigo "github.com/esimov/pigo/core"
 
 	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/yunet"
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
@@ -31,11 +32,11 @@ func BenchmarkDetect(b *testing.B) {
 				ImageParams: pigo.ImageParams{Pixels: g.Pix, Rows: 480, Cols: 640, Dim: g.Stride}}, 0)
 		}
 	})
-	net := New(Default())
+	net := yunet.New(yunet.Default())
 	for _, vec := range []bool{true, false} {
 		kern := "go"
 		if vec {
-			if !useVectorKernels(true) {
+			if !yunet.UseVectorKernels(true) {
 				continue // no vector kernels on this CPU or build
 			}
 			kern = "avx2"
@@ -51,9 +52,9 @@ func BenchmarkDetect(b *testing.B) {
 			{"crop96", image.Rect(272, 192, 368, 288), 1},
 		} {
 			b.Run(fmt.Sprintf("%s-%s", c.name, kern), func(b *testing.B) {
-				prev := useVectorKernels(vec)
-				defer useVectorKernels(prev)
-				var buf Buffers
+				prev := yunet.UseVectorKernels(vec)
+				defer yunet.UseVectorKernels(prev)
+				var buf yunet.Buffers
 				net.DetectShrunk(&buf, g, c.r, c.k, 0.5)
 				b.ReportAllocs()
 				for b.Loop() {

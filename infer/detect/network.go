@@ -1,0 +1,145 @@
+package detect
+
+import (
+	"fmt"
+	"image"
+	"math"
+
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/yunet"
+)
+
+// NetworkParams configure the face network (infer/yunet) as posed runs
+// it: as the verifier of the cascades' new faces, on a crop around each,
+// and as a scan of the whole frame at a lower resolution.
+type NetworkParams struct {
+	// VerifyScore: a detection is a face where the network finds one on
+	// its crop with at least this confidence (0–1).
+	VerifyScore float64
+	// Context is the crop's side in the detection box's sides; CropSide
+	// the side a crop is shrunk toward (by a whole factor), which bounds
+	// a verification's cost whatever the face's size.
+	Context  float64
+	CropSide int
+	// ScanScore is the smallest confidence of a face the scan reports;
+	// ScanShrink the factor the frame is shrunk by for it (2: a 640×480
+	// frame is scanned at 320×240, which finds faces from about 30 pixels).
+	ScanScore  float64
+	ScanShrink int
+}
+
+// DefaultNetworkParams are the measured defaults (docs/measured.md, "The
+// face network").
+func DefaultNetworkParams() NetworkParams {
+	return NetworkParams{VerifyScore: 0.5, Context: 2, CropSide: 128, ScanScore: 0.7, ScanShrink: 2}
+}
+
+// Problems lists every unusable setting, named as the configuration's keys
+// under detect.
+func (p NetworkParams) Problems() []Problem {
+	var out []Problem
+	if !(p.VerifyScore > 0 && p.VerifyScore < 1) {
+		out = append(out, Problem{"verify_score", fmt.Sprintf("%g is not in (0, 1)", p.VerifyScore)})
+	}
+	if !(p.ScanScore > 0 && p.ScanScore < 1) {
+		out = append(out, Problem{"scan_score", fmt.Sprintf("%g is not in (0, 1)", p.ScanScore)})
+	}
+	if p.ScanShrink < 1 || p.ScanShrink > 8 {
+		out = append(out, Problem{"scan_shrink", fmt.Sprintf("%d is not 1 to 8", p.ScanShrink)})
+	}
+	if !(p.Context >= 1 && p.Context <= 4) {
+		out = append(out, Problem{"verify_context", fmt.Sprintf("%g is not in [1, 4]", p.Context)})
+	}
+	if p.CropSide < 32 || p.CropSide > 640 {
+		out = append(out, Problem{"verify_side", fmt.Sprintf("%d is not 32 to 640 pixels", p.CropSide)})
+	}
+	return out
+}
+
+// Network is the face network as a verifier and a scanner
+// (track.Verifier, track.Scanner). It is not safe for concurrent use: one
+// per tracker.
+type Network struct {
+	net *yunet.Net
+	p   NetworkParams
+	buf yunet.Buffers
+	out []Face
+}
+
+// NewNetwork returns the network with the embedded weights, or the
+// problems of p.
+func NewNetwork(net *yunet.Net, p NetworkParams) (*Network, error) {
+	if pr := p.Problems(); len(pr) > 0 {
+		return nil, fmt.Errorf("detect: %s: %s", pr[0].Field, pr[0].Why)
+	}
+	return &Network{net: net, p: p}, nil
+}
+
+// Verify reports whether the network finds, on a crop around box, a face
+// that is the box's: its centre within half the box's side of the box's
+// and its side 0.4–2.5 times the box's.
+func (n *Network) Verify(img *image.Gray, box feature.Box) bool {
+	cx, cy := box.Centre()
+	s := math.Sqrt(box.W * box.H)
+	half := n.p.Context * s / 2
+	crop := image.Rect(int(cx-half), int(cy-half), int(math.Ceil(cx+half)), int(math.Ceil(cy+half))).Intersect(img.Rect)
+	if crop.Empty() {
+		return false
+	}
+	k := max(1, int(n.p.Context*s)/n.p.CropSide)
+	for _, f := range n.net.DetectShrunk(&n.buf, img, crop, k, n.p.VerifyScore) {
+		fs := math.Sqrt(f.W * f.H)
+		if math.Abs(f.X+f.W/2-cx) <= s/2 && math.Abs(f.Y+f.H/2-cy) <= s/2 && fs >= 0.4*s && fs <= 2.5*s {
+			return true
+		}
+	}
+	return false
+}
+
+// Scan returns the faces the network finds in the part r of img, shrunk
+// by ScanShrink, as detections: boxes where facefinder and the turned
+// cascade put theirs (so that the pose model's calibration applies), the
+// view from the landmarks, the network's confidence as the score. The
+// slice is reused by the next call.
+func (n *Network) Scan(img *image.Gray, r image.Rectangle) []Face {
+	n.out = n.out[:0]
+	for _, f := range n.net.DetectShrunk(&n.buf, img, r, n.p.ScanShrink, n.p.ScanScore) {
+		n.out = append(n.out, AsDetection(f))
+	}
+	return n.out
+}
+
+// The network's box against the cascades' (facefinder's and the turned
+// cascade's, on the 4016 faces of AFLW2000 and Pointing'04 both found,
+// docs/measured.md "The face network"), by the nose's offset n from
+// between the eyes in box sides (0.02 on frontal faces, 0.17 at 75–90°):
+// the cascades' centre lies min(1.05 n, 0.12) sides toward the nose and
+// 0.05 + 0.2 n sides above, their side is max(1.10 − 1.3 n, 0.95) times
+// the network's.
+const (
+	// turnedNose: the nose's offset past which a face is turned (the
+	// turned cascade finds most faces from |yaw| 30°, whose median offset
+	// is 0.10).
+	turnedNose = 0.09
+)
+
+// AsDetection is a face of the network as a cascade's detection: a square
+// box where the cascades put theirs, and the view its landmarks show (the
+// nose left of the eyes' middle: YawPositive).
+func AsDetection(f yunet.Face) Face {
+	s := math.Sqrt(f.W * f.H)
+	mid := (f.Landmarks[0] + f.Landmarks[2]) / 2
+	nose := (f.Landmarks[4] - mid) / s
+	view := Frontal
+	switch {
+	case nose < -turnedNose:
+		view = YawPositive
+	case nose > turnedNose:
+		view = YawNegative
+	}
+	n := min(math.Abs(nose), 0.3)
+	dx := math.Copysign(min(1.05*n, 0.12), nose)
+	dy := -0.05 - 0.2*n
+	side := s * max(1.10-1.3*n, 0.95)
+	return Face{Box: feature.SquareAt(f.X+f.W/2+dx*s, f.Y+f.H/2+dy*s, side), Score: f.Score, View: view}
+}

@@ -1,0 +1,4 @@
+package yunet
+
+// UseVectorKernels is useVectorKernels for the external tests.
+var UseVectorKernels = useVectorKernels

@@ -1,0 +1,103 @@
+// Package build makes posed's frame path from its configuration: the pose
+// model with its profile expert, the cascades, the face network and the
+// tracker that runs them on each frame. The daemon (its start,
+// -check-config and every reload) and posectl's measurements build it
+// here, so that what posectl measures is what posed publishes.
+package build
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/infer/yunet"
+)
+
+// Estimator loads the model of cfg and, where there is one, its profile
+// expert; it returns the estimator and the model's description (its
+// calibration, outputs and training, without its weights). Errors name
+// the field.
+//
+// The model file's bytes and its float64 weights are handed back to the
+// system as soon as the float32 forward model is built, and before the
+// expert is read: on a small board the peak matters.
+func Estimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
+	m, err := gllim.ReadFile(cfg.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model.path: %w", err)
+	}
+	debug.FreeOSMemory()
+	est, err := pose.New(m, cfg.Settings())
+	if err != nil {
+		return nil, nil, fmt.Errorf("model.path: %s: %w", cfg.Path, err)
+	}
+	m = m.Description()
+	debug.FreeOSMemory()
+	if p := cfg.ExpertPath(); p != "" {
+		x, err := gllim.ReadFile(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model.expert: %w", err)
+		}
+		debug.FreeOSMemory()
+		xp, err := pose.ExpertOf(x)
+		if err == nil {
+			est, err = est.WithExpert(xp)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("model.expert: %s: %w", p, err)
+		}
+	}
+	return est, m, nil
+}
+
+// Detector is the cascades of the detect block.
+func Detector(d config.Detect) (*detect.Detector, error) {
+	det, err := detect.New(d.Params())
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	return det, nil
+}
+
+var (
+	netOnce sync.Once
+	net     *yunet.Net
+)
+
+// Net is the face network with its embedded weights, built once and
+// shared (read-only) by every tracker of the process.
+func Net() *yunet.Net {
+	netOnce.Do(func() { net = yunet.New(yunet.Default()) })
+	return net
+}
+
+// Tracker is the frame path of cfg around an estimator and the
+// calibration of its model's boxes (detect.CalibrationOf the model's
+// description's): the cascades, the face network where detect.verify or
+// detect.scan_every ask for it, the tracker's settings. Each call makes a
+// tracker of its own (a tracker is not safe for concurrent use).
+func Tracker(cfg config.Config, est *pose.Estimator, calib detect.Calibration) (*track.Tracker, error) {
+	det, err := Detector(cfg.Detect)
+	if err != nil {
+		return nil, err
+	}
+	var opts []track.Option
+	if d := cfg.Detect; d.Verify || d.ScanEvery > 0 {
+		n, err := detect.NewNetwork(Net(), d.NetworkParams())
+		if err != nil {
+			return nil, fmt.Errorf("detect: %w", err)
+		}
+		if d.Verify {
+			opts = append(opts, track.WithVerifier(n))
+		}
+		if d.ScanEvery > 0 {
+			opts = append(opts, track.WithScanner(n))
+		}
+	}
+	return track.New(cfg.TrackConfig(), det, calib, est.NewWorker(), opts...), nil
+}
