@@ -165,14 +165,14 @@ type Tracker struct {
 	// Boxes the verifier refused, and the frame until which a detection
 	// of one of them is refused without asking (Config.RejectFor).
 	refused []refusal
-	tracks []*trackState
-	free   []*trackState
-	nextID uint64
-	frame  uint64
-	out    []Face
-	used   []bool
-	dbuf   detect.Buffers
-	last   Timing
+	tracks  []*trackState
+	free    []*trackState
+	nextID  uint64
+	frame   uint64
+	out     []Face
+	used    []bool
+	dbuf    detect.Buffers
+	last    Timing
 }
 
 // refusal is a box the verifier refused, remembered until a frame.
