@@ -15,6 +15,7 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/yunet"
 )
 
 func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
@@ -147,6 +148,53 @@ func BenchmarkFrame(b *testing.B) {
 			b.ReportMetric(float64(a[n/2])/float64(r[n/2]), "x-pigo")
 		}
 	})
+	// The face network (detect.Network) as the daemon runs it by default:
+	//   - scan: its scan of the whole frame (at half size);
+	//   - new-face-frame-ratio: a frame whose face is new (the tracker
+	//     reset before each): detection, the verification of the face on a
+	//     crop and its pose, against the same frame with pigo's facefinder
+	//     alone and no verification, alternately, as above;
+	//   - replay-ratio: 150 frames of a scene with one face, with the
+	//     daemon's schedule (a detection every 10 frames, a scan every 15,
+	//     from the first), against the same with the cascades alone (the
+	//     daemon before the network): the average frame, the other
+	//     figure (x-pigo is here x-cascades).
+	net, err := detect.NewNetwork(yunet.New(yunet.Default()), detect.DefaultNetworkParams())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("scan", func(b *testing.B) {
+		net.Scan(img, img.Rect)
+		b.ReportAllocs()
+		loopMedian(b, func() {
+			if len(net.Scan(img, img.Rect)) == 0 {
+				b.Fatal("no face")
+			}
+		})
+	})
+	b.Run("new-face-frame-ratio", func(b *testing.B) {
+		ours, est := defaultTracker(b, 1)
+		ours.det, ours.verify = all, net
+		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
+		ratioLoop(b, func() int { ours.Reset(); return len(ours.Process(img)) }, func() int { ref.Reset(); return len(ref.Process(img)) })
+	})
+	b.Run("replay-ratio", func(b *testing.B) {
+		cfg := Config{MaxFaces: 4, Every: 10, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, StartStd: 30, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: 30}
+		ours, est := trackerWith(b, cfg, 60)
+		ours.det, ours.verify, ours.scan = all, net, net
+		ref := New(cfg, all, ours.calib, est.NewWorker())
+		scene := func(tr *Tracker) func() int {
+			return func() int {
+				tr.Reset()
+				n := 0
+				for range 150 {
+					n += len(tr.Process(img))
+				}
+				return n
+			}
+		}
+		ratioLoop(b, scene(ours), scene(ref))
+	})
 	b.Run("tracked-frame", func(b *testing.B) {
 		tr, _ := defaultTracker(b, 1<<30)
 		tr.Process(img) // the first frame detects
@@ -191,6 +239,35 @@ func BenchmarkFrame(b *testing.B) {
 		loopMedian(b, func() { w.Estimate(img, box) })
 		b.ReportMetric(float64(len(m.Members)+1), "members")
 	})
+}
+
+// ratioLoop runs ours and ref alternately under b.Loop (both see the same
+// machine) and reports the median of each and their ratio; each must
+// return a face count above 0.
+func ratioLoop(b *testing.B, ours, ref func() int) {
+	ours()
+	ref()
+	a := make([]time.Duration, 0, 1<<13)
+	r := make([]time.Duration, 0, 1<<13)
+	for b.Loop() {
+		t0 := time.Now()
+		n := ours()
+		t1 := time.Now()
+		n *= ref()
+		if len(a) < cap(a) {
+			a, r = append(a, t1.Sub(t0)), append(r, time.Since(t1))
+		}
+		if n == 0 {
+			b.Fatal("no face")
+		}
+	}
+	slices.Sort(a)
+	slices.Sort(r)
+	if n := len(a); n > 0 {
+		b.ReportMetric(float64(a[n/2].Nanoseconds()), "median-ns")
+		b.ReportMetric(float64(r[n/2].Nanoseconds()), "pigo-median-ns")
+		b.ReportMetric(float64(a[n/2])/float64(r[n/2]), "x-pigo")
+	}
 }
 
 // pigoDetector is facefinder run by pigo itself: RunCascade and

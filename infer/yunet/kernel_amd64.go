@@ -40,3 +40,16 @@ func depthwiseRowVec(dst, src []float32, y, cols, ch int, w, b []float32, lo flo
 	at := y*row + ch
 	dwRowAVX(&dst[at], &src[at-row], &src[at], &src[at+row], &w[0], &b[0], cols-2, ch, lo)
 }
+
+// poolAVX: n output cells of ch channels (a multiple of 8) from the two
+// source rows top and bottom (2n cells each).
+//
+//go:noescape
+func poolAVX(dst, top, bottom *float32, n, ch int)
+
+// poolRowVec is a row of the 2×2 max pool (net.go, maxPool).
+func poolRowVec(dst, top, bottom []float32, n, ch int) {
+	_, _ = top[2*n*ch-1], bottom[2*n*ch-1]
+	_ = dst[n*ch-1]
+	poolAVX(&dst[0], &top[0], &bottom[0], n, ch)
+}

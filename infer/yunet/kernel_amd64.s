@@ -213,3 +213,41 @@ cell:
 
 	VZEROUPPER
 	RET
+
+// func poolAVX(dst, top, bottom *float32, n, ch int)
+//
+// A row of the 2×2 stride-2 max pool (net.go, maxPool): dst[x][c] = the
+// largest of top[2x][c], top[2x+1][c], bottom[2x][c], bottom[2x+1][c],
+// for n cells of ch channels (a multiple of 8).
+TEXT ·poolAVX(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ top+8(FP), SI
+	MOVQ bottom+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVQ ch+32(FP), R8
+	SHLQ $2, R8 // a cell's bytes
+
+poolcell:
+	XORQ BX, BX
+
+poolblock:
+	VMOVUPS (SI)(BX*1), Y0
+	VMOVUPS (DX)(BX*1), Y1
+	LEAQ    (SI)(R8*1), R9
+	LEAQ    (DX)(R8*1), R10
+	VMAXPS  (R9)(BX*1), Y0, Y0
+	VMAXPS  (R10)(BX*1), Y1, Y1
+	VMAXPS  Y1, Y0, Y0
+	VMOVUPS Y0, (DI)(BX*1)
+	ADDQ    $32, BX
+	CMPQ    BX, R8
+	JLT     poolblock
+
+	ADDQ R8, DI
+	LEAQ (SI)(R8*2), SI
+	LEAQ (DX)(R8*2), DX
+	DECQ CX
+	JNZ  poolcell
+
+	VZEROUPPER
+	RET

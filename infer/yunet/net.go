@@ -43,7 +43,23 @@ type Net struct {
 	// depth-wise ones as in the file ([tap][channel]).
 	w [NumLayers][]float32
 	b [NumLayers][]float32
+	// The four heads of each level as one DP unit of 16 channels (class,
+	// box 4, objectness, landmarks 10: headChannels), point-wise
+	// transposed [64][16] and depth-wise [tap][16]: the convolutions are
+	// per output channel, so the heads side by side are the heads.
+	headPW, headDW [3][]float32
+	headPB, headDB [3][]float32
 }
+
+// The heads' channels in a level's output: class, box (dx, dy, dw, dh),
+// objectness, landmarks (x, y of five points).
+const (
+	headCls      = 0
+	headBox      = 1
+	headObj      = 5
+	headKps      = 6
+	headChannels = 16
+)
 
 // New prepares weights (Weights.Check must pass) to run.
 func New(ws *Weights) *Net {
@@ -74,6 +90,25 @@ func New(ws *Weights) *Net {
 		}
 		n.w[i] = t
 	}
+	for l := range 3 {
+		pw, dw := make([]float32, 64*headChannels), make([]float32, 9*headChannels)
+		pb, db := make([]float32, headChannels), make([]float32, headChannels)
+		at := 0
+		for _, first := range [4]int{clsLayer, boxLayer, objLayer, kpsLayer} {
+			i := first + 2*l
+			k := Arch[i].Out
+			for c := range 64 {
+				copy(pw[c*headChannels+at:c*headChannels+at+k], n.w[i][c*k:c*k+k])
+			}
+			for tap := range 9 {
+				copy(dw[tap*headChannels+at:tap*headChannels+at+k], n.w[i+1][tap*k:tap*k+k])
+			}
+			copy(pb[at:at+k], n.b[i])
+			copy(db[at:at+k], n.b[i+1])
+			at += k
+		}
+		n.headPW[l], n.headDW[l], n.headPB[l], n.headDB[l] = pw, dw, pb, db
+	}
 	return n
 }
 
@@ -92,7 +127,7 @@ type Face struct {
 type Buffers struct {
 	work  [2][]float32
 	lvl   [3][]float32 // levels 8, 16, 32
-	out   [3][4][]float32
+	out   [3][]float32 // each level's heads (headChannels per cell)
 	cand  []Face
 	keep  []Face
 	small image.Gray // DetectShrunk's picture
@@ -162,17 +197,28 @@ func (n *Net) DetectShrunk(buf *Buffers, img *image.Gray, r image.Rectangle, k i
 	return faces
 }
 
-// shrink fills dst with the means of the k×k blocks of src from at.
+// shrink fills dst with the means of the k×k blocks of src from at
+// (rounded half up).
 func shrink(dst, src *image.Gray, at image.Point, k int) {
 	w, h := dst.Rect.Dx(), dst.Rect.Dy()
 	kk := uint32(k * k)
+	base := (at.Y-src.Rect.Min.Y)*src.Stride + at.X - src.Rect.Min.X
 	for y := range h {
 		out := dst.Pix[y*dst.Stride : y*dst.Stride+w]
+		if k == 2 { // the scan's: two rows at a time
+			r0 := src.Pix[base+2*y*src.Stride:][:2*w]
+			r1 := src.Pix[base+(2*y+1)*src.Stride:][:2*w]
+			for x := range out {
+				s := uint32(r0[2*x]) + uint32(r0[2*x+1]) + uint32(r1[2*x]) + uint32(r1[2*x+1])
+				out[x] = uint8((s + 2) / 4)
+			}
+			continue
+		}
 		for x := range out {
 			var s uint32
 			for dy := range k {
-				row := src.Pix[(at.Y-src.Rect.Min.Y+y*k+dy)*src.Stride+at.X-src.Rect.Min.X+x*k:]
-				for _, v := range row[:k] {
+				row := src.Pix[base+(y*k+dy)*src.Stride+x*k:][:k]
+				for _, v := range row {
 					s += uint32(v)
 				}
 			}
@@ -182,7 +228,7 @@ func shrink(dst, src *image.Gray, at image.Point, k int) {
 }
 
 // Forward runs the network on the part r of img (within img) and leaves
-// each level's four head outputs in buf.out.
+// each level's heads in buf.out.
 func (n *Net) Forward(buf *Buffers, img *image.Gray, r image.Rectangle) {
 	w, h := r.Dx(), r.Dy()
 	// The picture padded to a multiple of 32; level sizes.
@@ -220,11 +266,10 @@ func (n *Net) Forward(buf *Buffers, img *image.Gray, r image.Rectangle) {
 			upAdd(lv, buf.lvl[l+1], rows, cols, 64)
 		}
 		n.dp(a, lv, lv, neckLayer+2*l, rows, cols, true)
-		for k, first := range [4]int{clsLayer, boxLayer, objLayer, kpsLayer} {
-			layer := first + 2*l
-			buf.out[l][k] = grow(buf.out[l][k], rows*cols*Arch[layer].Out)
-			n.dp(a, buf.out[l][k], lv, layer, rows, cols, false)
-		}
+		buf.out[l] = grow(buf.out[l], rows*cols*headChannels)
+		m := rows * cols
+		pointwise(a[:m*headChannels], lv[:m*64], 64, headChannels, n.headPW[l], n.headPB[l], noReLU)
+		depthwise(buf.out[l], a[:m*headChannels], rows, cols, headChannels, n.headDW[l], n.headDB[l], false)
 	}
 }
 
@@ -243,16 +288,29 @@ func (n *Net) dp(scratch, dst, src []float32, i, rows, cols int, relu bool) {
 func headConv(out, scratch []float32, img *image.Gray, r image.Rectangle, rows, cols int, wt *[9 * 16]float32, b *[16]float32) {
 	win := scratch[:rows*cols*9]
 	w, h := r.Dx(), r.Dy()
+	base := (r.Min.Y-img.Rect.Min.Y)*img.Stride + r.Min.X - img.Rect.Min.X
 	for y := range rows {
+		cells := win[y*cols*9 : (y+1)*cols*9]
+		// Cells whose window lies within r: x from 1 while 2x+1 < w.
+		inner := y >= 1 && 2*y+1 < h
 		for x := range cols {
-			px := win[(y*cols+x)*9 : (y*cols+x)*9+9]
+			px := cells[x*9 : x*9+9]
+			if inner && x >= 1 && 2*x+1 < w {
+				p := img.Pix[base+(2*y-1)*img.Stride+2*x-1:]
+				q := img.Pix[base+(2*y)*img.Stride+2*x-1:]
+				u := img.Pix[base+(2*y+1)*img.Stride+2*x-1:]
+				px[0], px[1], px[2] = float32(p[0]), float32(p[1]), float32(p[2])
+				px[3], px[4], px[5] = float32(q[0]), float32(q[1]), float32(q[2])
+				px[6], px[7], px[8] = float32(u[0]), float32(u[1]), float32(u[2])
+				continue
+			}
 			for tap := range px {
 				sy, sx := 2*y+tap/3-1, 2*x+tap%3-1
 				if sy < 0 || sx < 0 || sy >= h || sx >= w {
 					px[tap] = 0
 					continue
 				}
-				px[tap] = float32(img.Pix[(r.Min.Y-img.Rect.Min.Y+sy)*img.Stride+r.Min.X-img.Rect.Min.X+sx])
+				px[tap] = float32(img.Pix[base+sy*img.Stride+sx])
 			}
 		}
 	}
@@ -263,6 +321,12 @@ func headConv(out, scratch []float32, img *image.Gray, r image.Rectangle, rows, 
 // channels; rows and cols even) into dst.
 func maxPool(dst, src []float32, rows, cols, ch int) {
 	oc := cols / 2
+	if simd && ch%8 == 0 {
+		for y := range rows / 2 {
+			poolRowVec(dst[y*oc*ch:(y+1)*oc*ch], src[2*y*cols*ch:(2*y+1)*cols*ch], src[(2*y+1)*cols*ch:(2*y+2)*cols*ch], oc, ch)
+		}
+		return
+	}
 	for y := range rows / 2 {
 		for x := range oc {
 			o := dst[(y*oc+x)*ch : (y*oc+x+1)*ch]
@@ -303,21 +367,22 @@ func (n *Net) decode(buf *Buffers, r image.Rectangle, minScore float64) []Face {
 	cand := buf.cand[:0]
 	for l, s := range strides {
 		rows, cols := ph/s, pw/s
-		cls, box, obj, kps := buf.out[l][0], buf.out[l][1], buf.out[l][2], buf.out[l][3]
+		out := buf.out[l]
 		fs := float64(s)
 		for i := range rows * cols {
-			conf := math.Sqrt(sigmoid(cls[i]) * sigmoid(obj[i]))
+			h := out[i*headChannels : (i+1)*headChannels]
+			conf := math.Sqrt(sigmoid(h[headCls]) * sigmoid(h[headObj]))
 			if !(conf >= minScore) {
 				continue
 			}
 			ax, ay := float64(i%cols)*fs, float64(i/cols)*fs
-			bx := box[4*i : 4*i+4]
+			bx, kps := h[headBox:headBox+4], h[headKps:headKps+10]
 			cx, cy := float64(bx[0])*fs+ax, float64(bx[1])*fs+ay
 			bw, bh := math.Exp(float64(bx[2]))*fs, math.Exp(float64(bx[3]))*fs
 			f := Face{X: cx - bw/2 + float64(r.Min.X), Y: cy - bh/2 + float64(r.Min.Y), W: bw, H: bh, Score: conf}
 			for k := range 5 {
-				f.Landmarks[2*k] = float64(kps[10*i+2*k])*fs + ax + float64(r.Min.X)
-				f.Landmarks[2*k+1] = float64(kps[10*i+2*k+1])*fs + ay + float64(r.Min.Y)
+				f.Landmarks[2*k] = float64(kps[2*k])*fs + ax + float64(r.Min.X)
+				f.Landmarks[2*k+1] = float64(kps[2*k+1])*fs + ay + float64(r.Min.Y)
 			}
 			cand = append(cand, f)
 		}

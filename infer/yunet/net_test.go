@@ -137,20 +137,24 @@ func TestForward64(t *testing.T) {
 		New(Default()).Forward(&buf, crop, crop.Rect)
 		useVectorKernels(prev)
 		for l := range 3 {
+			at := 0
 			for k := range 4 {
-				got, w := buf.out[l][k], want[l][k]
-				if len(got) != len(w.v) {
-					t.Fatalf("level %d head %d: %d values, want %d", l, k, len(got), len(w.v))
+				w := want[l][k]
+				if len(buf.out[l]) != w.rows*w.cols*headChannels {
+					t.Fatalf("level %d: %d values, want %d cells of %d", l, len(buf.out[l]), w.rows*w.cols, headChannels)
 				}
 				var scale float64
 				for _, v := range w.v {
 					scale = math.Max(scale, math.Abs(v))
 				}
 				for i, v := range w.v {
-					if d := math.Abs(float64(got[i]) - v); d > 1e-4*scale+1e-5 {
-						t.Fatalf("vector kernels %v, level %d head %d value %d: %g, float64 %g (scale %g)", vec, l, k, i, got[i], v, scale)
+					cell, ch := i/w.ch, i%w.ch
+					got := buf.out[l][cell*headChannels+at+ch]
+					if d := math.Abs(float64(got) - v); d > 1e-4*scale+1e-5 {
+						t.Fatalf("vector kernels %v, level %d head %d value %d: %g, float64 %g (scale %g)", vec, l, k, i, got, v, scale)
 					}
 				}
+				at += w.ch
 			}
 		}
 	}
@@ -212,6 +216,25 @@ func TestKernels(t *testing.T) {
 							if d := math.Abs(float64(dst[(y*cols+x)*ch+c]) - want); d > 1e-4*(1+math.Abs(want)) {
 								t.Fatalf("vector %v, depthwise %d channels relu %v at (%d,%d,%d): %g, float64 %g", vec, ch, relu, y, x, c, dst[(y*cols+x)*ch+c], want)
 							}
+						}
+					}
+				}
+			}
+		}
+		for _, ch := range []int{8, 16, 64, 4} {
+			rows, cols := 6, 10
+			src := fill(rows * cols * ch)
+			dst := make([]float32, rows/2*cols/2*ch)
+			maxPool(dst, src, rows, cols, ch)
+			for y := range rows / 2 {
+				for x := range cols / 2 {
+					for c := range ch {
+						want := math.Inf(-1)
+						for _, d := range [][2]int{{0, 0}, {0, 1}, {1, 0}, {1, 1}} {
+							want = math.Max(want, float64(src[((2*y+d[0])*cols+2*x+d[1])*ch+c]))
+						}
+						if got := float64(dst[(y*cols/2+x)*ch+c]); got != want {
+							t.Fatalf("vector %v, max pool %d channels at (%d,%d,%d): %g, want %g", vec, ch, y, x, c, got, want)
 						}
 					}
 				}
