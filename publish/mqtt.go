@@ -36,6 +36,7 @@ type Publisher struct {
 	print                   io.Writer
 
 	queue    chan outMsg
+	lastQoS0 mqtt.Token    // the last QoS 0 message sent (the sending goroutine's)
 	bufs     chan []byte   // message buffers paho is done with (Pose)
 	lossless bool          // Pose waits for room in the queue (WithLossless)
 	tried    chan struct{} // closed once the first connection attempt has ended, either way (firstTryEnded)
@@ -376,6 +377,14 @@ func (p *Publisher) loop() {
 			default:
 			}
 			if m.flush != nil {
+				// QoS 0 messages are not awaited as they go (send); paho
+				// writes them in order, so the last one written means
+				// every one before it is: wait for it, or a disconnect
+				// (which paho sends ahead of them) drops what is left.
+				if p.lastQoS0 != nil {
+					p.lastQoS0.WaitTimeout(tokenWait)
+					p.lastQoS0 = nil
+				}
 				close(m.flush)
 				continue
 			}
@@ -421,7 +430,11 @@ func (p *Publisher) send(m outMsg) {
 	}
 	t := p.client.Publish(m.topic, m.qos, m.retained, m.payload)
 	// QoS 0 is not waited for unless its buffer is to be reused: paho
-	// reads the payload until the packet is written.
+	// reads the payload until the packet is written. A flush waits for
+	// the last one.
+	if m.qos == 0 {
+		p.lastQoS0 = t
+	}
 	if m.qos > 0 || m.pooled {
 		if !p.await(t, m) {
 			return

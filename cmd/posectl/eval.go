@@ -44,6 +44,7 @@ type evalFlags struct {
 	configPath, faceFree string
 	heldOutOnly          bool
 	conditionSet         bool
+	frames               int
 	daemon               config.Config // -config's, or the defaults
 }
 
@@ -65,6 +66,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.condition, "condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's), published (what posed publishes, each picture the first frame of a scene: the daemon's frame path with -config; the default with -model)")
 	fs.StringVar(&e.configPath, "config", "", "published: the daemon's configuration file whose frame path runs (detectors, verification, scan, tracker); default: posed's defaults. Its model keys are ignored: the model is -model's, with the expert beside it")
 	fs.StringVar(&e.faceFree, "face-free", "", "published: also count the faces published on each picture of this folder of face-free pictures (phantoms per picture)")
+	fs.IntVar(&e.frames, "frames", 1, "published: show each picture this many frames (a still scene) and count what the last frame publishes: 1 is a scene's first frame, found by the network's scan; 2 adds the cascades' detection with its verification")
 	fs.BoolVar(&e.heldOutOnly, "face-free-held-out", true, "with -face-free: only the third of the pictures kept out of every training (by name, as posectl cascade keeps them)")
 	fs.IntVar(&e.folds, "folds", 0, "lopo and kfold: run only the first N folds")
 	fs.StringVar(&e.set, "set", "pointing04", "lopo, kfold, holdout: the data set whose persons are left out")
@@ -132,7 +134,7 @@ func runEval(args []string, stdout io.Writer) error {
 	}
 	for i := range evals {
 		evals[i].Detector = det
-		evals[i].Frames = framesOf(e.daemon)
+		evals[i].Frames, evals[i].FramesPerPicture = framesOf(e.daemon), e.frames
 	}
 	if e.turnedFolds != "" {
 		pick, err := e.foldDetectors()
@@ -179,6 +181,9 @@ func runEval(args []string, stdout io.Writer) error {
 	}
 	if e.faceFree == "" {
 		return nil
+	}
+	if e.frames < 1 {
+		return fmt.Errorf("%w: -frames %d: want 1 or more", errUsage, e.frames)
 	}
 	return e.phantoms(stdout, e.daemon)
 }
@@ -230,7 +235,11 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 			continue
 		}
 		tr.Reset()
-		got := len(tr.Process(p.Img.Gray()))
+		g := p.Img.Gray()
+		for range e.frames - 1 {
+			tr.Process(g)
+		}
+		got := len(tr.Process(g))
 		n++
 		faces += got
 		if got > 0 {

@@ -11,14 +11,18 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/annotate"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/train/dataset"
 )
 
@@ -26,9 +30,10 @@ import (
 type faceJSON struct {
 	Image      string     `json:"image"`
 	Face       int        `json:"face"`
-	Detected   []float64  `json:"detected_box,omitempty"` // [x1,y1,x2,y2] of the detector, before calibration
-	Box        [4]float64 `json:"box"`                    // refined [x1,y1,x2,y2]
+	Detected   []float64  `json:"detected_box,omitempty"` // -box: the box given
+	Box        [4]float64 `json:"box"`                    // refined [x1,y1,x2,y2], as posed publishes it
 	Score      float64    `json:"score,omitempty"`
+	View       string     `json:"view,omitempty"` // the detection's view, as posed publishes it
 	Yaw        *float64   `json:"yaw,omitempty"`
 	Pitch      *float64   `json:"pitch,omitempty"`
 	Roll       *float64   `json:"roll,omitempty"`
@@ -46,8 +51,9 @@ func runPredict(args []string, stdout io.Writer) error {
 	rf.register(fs)
 	modelPath := fs.String("model", "models/default.gllim", "model file")
 	expertPath := fs.String("expert", "", "the model's profile expert (default: MODEL-profile.gllim beside the model if there is one; none: without)")
-	boxFlag := fs.String("box", "", "x,y,w,h: estimate from this box instead of detecting")
-	drawPath := fs.String("draw", "", "write a PNG with detected (red) and refined (green) boxes and the pose as 3-D axes (one image only)")
+	configPath := fs.String("config", "", "the daemon's configuration whose frame path finds and estimates the faces (its model keys give way to -model and -expert; -min-size, -det-score, -iterations and -eps, where given, override it); default: posed's defaults")
+	boxFlag := fs.String("box", "", "x,y,w,h: estimate from this box instead of running the daemon's frame path")
+	drawPath := fs.String("draw", "", "write a PNG with the faces' boxes and their pose as 3-D axes (with -box, the box given in red) (one image only)")
 	images, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -58,41 +64,67 @@ func runPredict(args []string, stdout io.Writer) error {
 	if *drawPath != "" && len(images) != 1 {
 		return fmt.Errorf("%w: -draw takes one image, got %d", errUsage, len(images))
 	}
-	var fixed *feature.Box
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	p := predictor{enc: json.NewEncoder(stdout)}
 	if *boxFlag != "" {
 		b, err := parseBox(*boxFlag)
 		if err != nil {
 			return err
 		}
-		fixed = &b
+		p.fixed = &b
+		if p.est, _, err = loadEstimator(*modelPath, *expertPath, rf.s); err != nil {
+			return err
+		}
+		p.wk, p.iters = p.est.NewWorker(), rf.s.MaxIter
+	} else {
+		cfg := config.Default()
+		if *configPath != "" {
+			if cfg, err = config.Load(*configPath); err != nil {
+				return fmt.Errorf("-config: %w", err)
+			}
+		}
+		cfg.Model.Path, cfg.Model.Expert = *modelPath, *expertPath
+		if set["min-size"] {
+			cfg.Detect.MinSize = df.p.MinSize
+		}
+		if set["det-score"] {
+			cfg.Detect.MinScore = df.p.MinScore
+		}
+		if set["iterations"] {
+			cfg.Model.Iterations = rf.s.MaxIter
+		}
+		if set["eps"] {
+			cfg.Model.Eps = rf.s.Eps
+		}
+		est, m, err := build.Estimator(cfg.Model)
+		if err != nil {
+			return fmt.Errorf("-model: %w", err)
+		}
+		if p.frames, err = build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration)); err != nil {
+			return err
+		}
+		p.est, p.iters = est, cfg.Model.Iterations
+		df.p.MinSize = cfg.Detect.MinSize
 	}
-	est, m, err := loadEstimator(*modelPath, *expertPath, rf.s)
-	if err != nil {
-		return err
-	}
-	det, err := detect.New(df.p)
-	if err != nil {
-		return err
-	}
-	p := predictor{est: est, wk: est.NewWorker(), det: det, calib: detect.CalibrationOf(m.Calibration), fixed: fixed, enc: json.NewEncoder(stdout)}
 	var faceless []string
 	for _, path := range images {
 		img, starts, results, err := p.image(path)
 		if err != nil {
 			return err
 		}
-		if len(starts) == 0 {
+		if len(results) == 0 {
 			faceless = append(faceless, path)
 		}
 		if *drawPath != "" {
-			if err := drawResults(*drawPath, img, starts, results, fixed == nil); err != nil {
+			if err := drawResults(*drawPath, img, starts, results); err != nil {
 				return err
 			}
 		}
 	}
 	if len(faceless) > 0 {
-		return fmt.Errorf("%w in %s (of %d images): give the face's box with -box x,y,w,h, or try a smaller -min-size (now %d px) or -det-score (now %g)",
-			errNoFace, strings.Join(faceless, ", "), len(images), df.p.MinSize, df.p.MinScore)
+		return fmt.Errorf("%w in %s (of %d images): give the face's box with -box x,y,w,h, or try a smaller -min-size (now %d px)",
+			errNoFace, strings.Join(faceless, ", "), len(images), df.p.MinSize)
 	}
 	return nil
 }
@@ -138,45 +170,50 @@ func withExpert(est *pose.Estimator, model, path string) (*pose.Estimator, error
 	return est.WithExpert(xp)
 }
 
-// predictor estimates the faces of images and prints them as JSON lines.
+// predictor estimates the faces of images and prints them as JSON lines:
+// by the daemon's frame path (frames), each image the first frame of a
+// scene, or from a given box (fixed).
 type predictor struct {
-	est   *pose.Estimator
-	wk    *pose.Worker
-	det   *detect.Detector
-	calib detect.Calibration
-	fixed *feature.Box // the face's box, instead of detecting
-	enc   *json.Encoder
+	est    *pose.Estimator
+	frames *track.Tracker
+	wk     *pose.Worker
+	fixed  *feature.Box
+	iters  int // the predictions per face
+	enc    *json.Encoder
 }
 
 // image prints the faces of the image at path and returns the image, the
-// boxes the estimates started from and the estimates.
-func (p *predictor) image(path string) (*image.Gray, []detect.Face, []pose.Result, error) {
+// boxes given (-box) and the faces.
+func (p *predictor) image(path string) (*image.Gray, []feature.Box, []track.Face, error) {
 	img, err := dataset.LoadGray(path)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var starts []detect.Face
+	var given []feature.Box
+	var faces []track.Face
 	if p.fixed != nil {
-		starts = []detect.Face{{Box: *p.fixed}}
-	} else {
-		starts = p.det.Detect(img)
-	}
-	var results []pose.Result
-	for i, f := range starts {
-		box := f.Box
-		if p.fixed == nil {
-			box = p.calib.Apply(f.Box)
+		given = []feature.Box{*p.fixed}
+		r := p.wk.Estimate(img, *p.fixed)
+		f := track.Face{Box: r.Box, Angles: r.Angles, Std: r.Std}
+		for a := range f.Has {
+			f.Has[a] = p.est.HasAngle(a)
 		}
-		r := p.wk.Estimate(img, box)
-		results = append(results, r)
-		out := faceJSON{Image: path, Face: i, Box: corners(r.Box), Score: f.Score, Iterations: r.Iterations}
-		if p.fixed == nil {
-			c := corners(f.Box)
+		faces = []track.Face{f}
+	} else {
+		p.frames.Reset()
+		faces = slices.Clone(p.frames.Process(img))
+	}
+	for i, f := range faces {
+		out := faceJSON{Image: path, Face: i, Box: corners(f.Box), Score: round2(f.Score), Iterations: p.iters}
+		if p.fixed != nil {
+			c := corners(*p.fixed)
 			out.Detected = c[:]
+		} else {
+			out.View = f.View.String()
 		}
 		for a, dst := range [][2]**float64{{&out.Yaw, &out.YawStd}, {&out.Pitch, &out.PitchStd}, {&out.Roll, &out.RollStd}} {
-			if p.est.HasAngle(a) {
-				v, s := round2(r.Angles[a]), round2(r.Std[a])
+			if f.Has[a] {
+				v, s := round2(f.Angles[a]), round2(f.Std[a])
 				*dst[0], *dst[1] = &v, &s
 			}
 		}
@@ -184,7 +221,7 @@ func (p *predictor) image(path string) (*image.Gray, []detect.Face, []pose.Resul
 			return nil, nil, nil, err
 		}
 	}
-	return img, starts, results, nil
+	return img, given, faces, nil
 }
 
 // errNoFace: the detector found no face in an image (exit status 3, so that
@@ -217,18 +254,18 @@ func parseBox(s string) (feature.Box, error) {
 	return b, nil
 }
 
-// drawResults writes img with the detected boxes (red), the refined boxes
-// (green) and each pose as 3-D axes from the box centre (infer/annotate).
-func drawResults(path string, img *image.Gray, starts []detect.Face, results []pose.Result, detected bool) error {
+// drawResults writes img with the boxes given (red), the faces' boxes and
+// each pose as 3-D axes from the box centre (infer/annotate).
+func drawResults(path string, img *image.Gray, given []feature.Box, faces []track.Face) error {
 	out := annotate.Grey(nil, img)
-	faces := make([]annotate.Face, len(results))
-	for i, r := range results {
-		if detected {
-			annotate.Rect(out, starts[i].Box, color.RGBA{220, 30, 30, 255})
-		}
-		faces[i] = annotate.Face{Box: r.Box, Angles: r.Angles, Has: [3]bool{true, true, true}}
+	af := make([]annotate.Face, len(faces))
+	for _, b := range given {
+		annotate.Rect(out, b, color.RGBA{220, 30, 30, 255})
 	}
-	annotate.Faces(out, faces)
+	for i, f := range faces {
+		af[i] = annotate.Face{Box: f.Box, Angles: f.Angles, Has: f.Has}
+	}
+	annotate.Faces(out, af)
 	f, err := os.Create(path)
 	if err != nil {
 		return err

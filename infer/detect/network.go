@@ -31,7 +31,7 @@ type NetworkParams struct {
 // DefaultNetworkParams are the measured defaults (docs/measured.md, "The
 // face network").
 func DefaultNetworkParams() NetworkParams {
-	return NetworkParams{VerifyScore: 0.5, Context: 2, CropSide: 128, ScanScore: 0.7, ScanShrink: 2}
+	return NetworkParams{VerifyScore: 0.5, Context: 2, CropSide: 128, ScanScore: 0.5, ScanShrink: 2}
 }
 
 // Problems lists every unusable setting, named as the configuration's keys

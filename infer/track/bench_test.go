@@ -148,17 +148,18 @@ func BenchmarkFrame(b *testing.B) {
 			b.ReportMetric(float64(a[n/2])/float64(r[n/2]), "x-pigo")
 		}
 	})
-	// The face network (detect.Network) as the daemon runs it by default:
+	// The face network (detect.Network) as the daemon runs it by default,
+	// beside facefinder (detect.turned is off by default):
 	//   - scan: its scan of the whole frame (at half size);
-	//   - new-face-frame-ratio: a frame whose face is new (the tracker
-	//     reset before each): detection, the verification of the face on a
-	//     crop and its pose, against the same frame with pigo's facefinder
-	//     alone and no verification, alternately, as above;
+	//   - new-face-frame-ratio: the costliest frame, a scene's first
+	//     (the tracker reset before each): facefinder, the verification
+	//     of the face on a crop, the scan and the pose, against the same
+	//     frame with pigo's facefinder alone, alternately, as above;
 	//   - replay-ratio: 150 frames of a scene with one face, with the
 	//     daemon's schedule (a detection every 10 frames, a scan every 15,
-	//     from the first), against the same with the cascades alone (the
-	//     daemon before the network): the average frame, the other
-	//     figure (x-pigo is here x-cascades).
+	//     from the first), against the same with the daemon before the
+	//     network (facefinder and the turned cascade, no network): the
+	//     average frame, the other figure (x-pigo is here x-before).
 	net, err := detect.NewNetwork(yunet.New(yunet.Default()), detect.DefaultNetworkParams())
 	if err != nil {
 		b.Fatal(err)
@@ -174,14 +175,14 @@ func BenchmarkFrame(b *testing.B) {
 	})
 	b.Run("new-face-frame-ratio", func(b *testing.B) {
 		ours, est := defaultTracker(b, 1)
-		ours.det, ours.verify = all, net
+		ours.det, ours.verify, ours.scan = det, net, net
 		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
 		ratioLoop(b, func() int { ours.Reset(); return len(ours.Process(img)) }, func() int { ref.Reset(); return len(ref.Process(img)) })
 	})
 	b.Run("replay-ratio", func(b *testing.B) {
 		cfg := Config{MaxFaces: 4, Every: 10, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, StartStd: 30, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: 30}
 		ours, est := trackerWith(b, cfg, 60)
-		ours.det, ours.verify, ours.scan = all, net, net
+		ours.det, ours.verify, ours.scan = det, net, net
 		ref := New(cfg, all, ours.calib, est.NewWorker())
 		scene := func(tr *Tracker) func() int {
 			return func() int {

@@ -46,8 +46,9 @@ type Config struct {
 	// Region, if not empty, is where the detector looks (a tracked face
 	// that moves out of it is still followed).
 	Region image.Rectangle
-	// ScanEvery: with a Scanner (WithScanner), the frames between its
-	// scans of the whole frame, from the first; 0 or 1: every frame.
+	// ScanEvery: with a Scanner (WithScanner), it detects on every
+	// ScanEvery-th frame from the first, in place of the detector; 0 or 1:
+	// on every frame.
 	ScanEvery int
 	// RejectFor: with a Verifier (WithVerifier), a detection it refused
 	// is refused again without asking for this many frames while a
@@ -78,11 +79,11 @@ type Face struct {
 
 // Timing is the time spent in each stage of the last frame.
 type Timing struct {
-	// Detect is the detector's time with the verification of its new
-	// faces; Scan the scanner's.
-	Detect, Scan, Pose time.Duration
-	Detected           bool // a full-frame detection ran
-	Scanned            bool // the scanner ran
+	// Detect is the detection's time: the detector's with the
+	// verification of its new faces, or the scanner's.
+	Detect, Pose time.Duration
+	Detected     bool // a full-frame detection ran (the detector or the scanner)
+	Scanned      bool // …and it was the scanner
 	// Unverified: detections of this frame that started no track, the
 	// verifier finding no face there (asked, or refused again).
 	Unverified int
@@ -101,10 +102,6 @@ type trackState struct {
 	// one re-anchored after drifting).
 	from  feature.Box
 	fresh bool
-	// alt: the scan also found a fresh track this frame, at a box of its
-	// own: the estimate starts from both, and keeps the more certain.
-	alt    feature.Box
-	hasAlt bool
 	// jumped: this frame's yaw moved more than Config.RecheckTurn.
 	jumped bool
 }
@@ -138,8 +135,7 @@ type Verifier interface {
 }
 
 // Scanner finds the faces of a whole frame (detect.Network at a lower
-// resolution): its faces start tracks without a verification, and
-// re-anchor the tracks they match, as detections do.
+// resolution), as a detector whose faces need no verification.
 type Scanner interface {
 	Scan(img *image.Gray, r image.Rectangle) []detect.Face
 }
@@ -150,7 +146,8 @@ type Option func(*Tracker)
 // WithVerifier has v check every detection before it starts a track.
 func WithVerifier(v Verifier) Option { return func(t *Tracker) { t.verify = v } }
 
-// WithScanner runs s over the frame every Config.ScanEvery frames.
+// WithScanner has s detect every Config.ScanEvery-th frame, from the
+// first, in place of the detector.
 func WithScanner(s Scanner) Option { return func(t *Tracker) { t.scan = s } }
 
 // Tracker processes frames one after another; it is not safe for
@@ -236,31 +233,28 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	bounds := img.Rect
 	start := time.Now()
 	for _, tr := range t.tracks {
-		tr.from, tr.fresh, tr.hasAlt = tr.raw, false, false
+		tr.from, tr.fresh = tr.raw, false
 	}
 	// 1. Detect on schedule (always while nothing is tracked) and match the
-	// detections with the tracks, which may re-anchor or start some.
-	if len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 || t.doubtful() {
+	// detections with the tracks, which may re-anchor or start some. The
+	// scanner, where there is one, is the detector of every ScanEvery-th
+	// frame from the first (in place of the detector, whose verified
+	// faces it finds too, at about the cost of one detection).
+	scanDue := t.scan != nil && (t.frame-1)%uint64(t.cfg.ScanEvery) == 0
+	if scanDue || len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 || t.doubtful() {
 		d0 := time.Now()
 		r := img.Rect
 		if !t.cfg.Region.Empty() {
 			r = r.Intersect(t.cfg.Region)
 		}
-		faces := t.det.DetectInto(&t.dbuf, img, r)
 		t.last.Detected = true
-		t.match(faces, img, false)
-		t.last.Detect = time.Since(d0)
-	}
-	if t.scan != nil && (t.frame-1)%uint64(t.cfg.ScanEvery) == 0 {
-		s0 := time.Now()
-		r := img.Rect
-		if !t.cfg.Region.Empty() {
-			r = r.Intersect(t.cfg.Region)
+		if scanDue {
+			t.last.Scanned = true
+			t.match(t.scan.Scan(img, r), img, true)
+		} else {
+			t.match(t.det.DetectInto(&t.dbuf, img, r), img, false)
 		}
-		faces := t.scan.Scan(img, r)
-		t.last.Scanned = true
-		t.match(faces, img, true)
-		t.last.Scan = time.Since(s0)
+		t.last.Detect = time.Since(d0)
 	}
 	// 2. Estimate every face once, refining its box from where it was or
 	// from its detection.
@@ -308,7 +302,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		kept = append(kept, tr)
 	}
 	t.tracks = kept
-	t.last.Pose = time.Since(start) - t.last.Detect - t.last.Scan
+	t.last.Pose = time.Since(start) - t.last.Detect
 	// 4. Report, largest first (insertion sort: a handful of tracks, and
 	// sort.Slice would allocate).
 	for i := 1; i < len(t.tracks); i++ {
@@ -339,9 +333,7 @@ func before(x, y *trackState) bool {
 // were (best first). A matched track is re-anchored on its detection when
 // the model does not refine boxes or the track has drifted off it; an
 // unmatched detection starts a track if the verifier (if any) finds a face
-// there; an unmatched track counts a miss. A scan's faces (scan) need no
-// verification and count no miss: a track the scan does not see is judged
-// by the detector and the model.
+// there (a scan's faces need none); an unmatched track counts a miss.
 func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 	if cap(t.used) < len(faces) {
 		t.used = make([]bool, len(faces))
@@ -362,23 +354,10 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 			}
 		}
 		if best < 0 {
-			if !scan {
-				tr.missed++
-			}
+			tr.missed++
 			continue
 		}
 		used[best] = true
-		if scan && t.last.Detected && tr.missed == 0 {
-			// A detection of this frame matched the track. A fresh track
-			// (new, or re-anchored on the detection) starts from both
-			// boxes: the cascades' is in the convention the model was
-			// trained on, the network's lies better on faces the cascades
-			// only half cover; the model's certainty chooses.
-			if tr.fresh {
-				tr.alt, tr.hasAlt = t.calib.Apply(faces[best].Box), true
-			}
-			continue
-		}
 		tr.missed = 0
 		tr.face.Score, tr.face.View = faces[best].Score, faces[best].View
 		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() {
@@ -482,11 +461,6 @@ func (t *Tracker) newTrack() *trackState {
 // the track, smoothed unless tr.fresh.
 func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	r := t.est.Estimate(img, tr.from)
-	if tr.hasAlt && t.est.HasAngle(0) {
-		if ra := t.est.Estimate(img, tr.alt); ra.Std[0] < r.Std[0] || math.IsNaN(r.Std[0]) {
-			r = ra
-		}
-	}
 	tr.raw = r.Box
 	a := t.cfg.Smoothing
 	if tr.fresh {

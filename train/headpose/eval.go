@@ -68,6 +68,10 @@ type EvalOptions struct {
 	// Frames makes, for a worker, the daemon's frame path around an
 	// estimator and the calibration of its model's boxes: published.
 	Frames func(est *pose.Estimator, calib detect.Calibration) (Frames, error)
+	// FramesPerPicture: published: the picture is shown this many frames
+	// (a still scene) and the last frame's faces count; 0 or 1: the first
+	// frame alone.
+	FramesPerPicture int
 	// StartStd, if above 0, checks detections as posed's tracker does
 	// (track.Config.Refuses): a face whose yaw std from its detection
 	// exceeds it is not found.
@@ -117,6 +121,9 @@ func (o EvalOptions) Name() string {
 	}
 	if o.Condition == Detected && o.StartStd > 0 {
 		name += fmt.Sprintf(", started at yaw σ ≤ %g°", o.StartStd)
+	}
+	if o.Condition == Published && o.FramesPerPicture > 1 {
+		name += fmt.Sprintf(", frame %d of a still scene", o.FramesPerPicture)
 	}
 	return name
 }
@@ -545,6 +552,9 @@ func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report,
 				}
 			}
 			fr.Reset()
+			for range o.FramesPerPicture - 1 {
+				fr.Process(b.Images[i])
+			}
 			label := b.Samples[i].Box
 			best := -1
 			for k, f := range fr.Process(b.Images[i]) {

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/dataset/datatest"
+	"github.com/edgepose/posed/train/headpose"
+)
+
+// posedFaces runs the posed binary with its defaults on a replay of one
+// picture (the embedded broker, every message printed) and returns the
+// faces of its first pose message: box and yaw.
+func posedFaces(t *testing.T, posed, picture string) [][5]float64 {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile(picture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "frame.jpg"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	model, _ := filepath.Abs(filepath.Join("..", "..", "models", "default.gllim"))
+	cfg := filepath.Join(dir, "posed.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("device: eq\nsource:\n  path: %s\n  fps: 0\nmodel:\n  path: %s\nmqtt:\n  broker: embedded\n  listen: %s\n  print: true\n  max_rate: 0\nmetrics:\n  listen: \"\"\n",
+		dir, model, addr)), 0o644)
+	out, err := exec.Command(posed, "-config", cfg).Output()
+	if err != nil {
+		t.Fatalf("posed on %s: %v", picture, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		topic, payload, _ := strings.Cut(sc.Text(), " ")
+		if topic != "posed/eq/pose" {
+			continue
+		}
+		var m struct {
+			Faces []struct {
+				Box [4]float64
+				Yaw *float64
+			}
+		}
+		if err := json.Unmarshal([]byte(payload), &m); err != nil {
+			t.Fatalf("pose message %s: %v", payload, err)
+		}
+		var faces [][5]float64
+		for _, f := range m.Faces {
+			y := math.NaN()
+			if f.Yaw != nil {
+				y = *f.Yaw
+			}
+			faces = append(faces, [5]float64{f.Box[0], f.Box[1], f.Box[2] - f.Box[0], f.Box[3] - f.Box[1], y})
+		}
+		return faces
+	}
+	return nil // no pose message: no face on the first frame
+}
+
+// posectl eval -model measures what posed publishes: on pictures where the
+// cascades, the network's verification and its scan each decide (a
+// profile, faces the network scan finds, a face-free scene where the
+// cascades put a phantom), the face eval counts as found is the face the
+// daemon publishes there, with the same yaw, and the faces eval counts
+// beside it are the daemon's others.
+func TestEvalIsWhatPosedPublishes(t *testing.T) {
+	root := datatest.Root(t)
+	posed := filepath.Join(t.TempDir(), "posed")
+	if out, err := exec.Command("go", "build", "-o", posed, "../posed").CombinedOutput(); err != nil {
+		t.Fatalf("building posed: %v\n%s", err, out)
+	}
+	// A data set of 40 AFLW2000 pictures in its own labels.csv (eval
+	// learns how the detector frames its faces from 20 or more): the
+	// daemon runs on the six named, the others pad the set.
+	src := filepath.Join(root, "aflw2000")
+	compared := []string{"image00002", "image00004", "image01662", "image02532", "image00610", "image03862"}
+	names := slices.Clone(compared)
+	data := filepath.Join(t.TempDir(), "aflw2000")
+	os.MkdirAll(filepath.Join(data, "images"), 0o755)
+	labels, err := os.ReadFile(filepath.Join(src, "labels.csv"))
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	lines := strings.Split(string(labels), "\n")
+	for _, l := range lines[1:] {
+		if n, _, ok := strings.Cut(strings.TrimPrefix(l, "images/"), ".jpg,"); ok && len(names) < 40 && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	kept := []string{lines[0]}
+	for _, l := range lines[1:] {
+		for _, n := range names {
+			if strings.HasPrefix(l, "images/"+n+".jpg,") {
+				kept = append(kept, l)
+				b, err := os.ReadFile(filepath.Join(src, "images", n+".jpg"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(data, "images", n+".jpg"), b, 0o644)
+			}
+		}
+	}
+	if len(kept) != len(names)+1 {
+		t.Fatalf("%d of %d pictures in AFLW2000's labels", len(kept)-1, len(names))
+	}
+	os.WriteFile(filepath.Join(data, "labels.csv"), []byte(strings.Join(kept, "\n")+"\n"), 0o644)
+	perFace := filepath.Join(t.TempDir(), "faces.csv")
+	var stdout bytes.Buffer
+	if err := runEval([]string{"-model", filepath.Join("..", "..", "models", "default.gllim"), "-data", data, "-per-face", perFace, "-cache", ""}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "published, 3 iterations") {
+		t.Fatalf("eval -model did not measure the published condition:\n%s", stdout.String())
+	}
+	f, err := os.Open(perFace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil || len(rows) < 21 {
+		t.Fatalf("per-face rows %d, err %v", len(rows), err)
+	}
+	col := map[string]int{}
+	for i, c := range rows[0] {
+		col[c] = i
+	}
+	samples, err := dataset.Read(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := map[string]feature.Box{}
+	for _, s := range samples {
+		label[s.Subject] = s.Box
+	}
+	found, seen := 0, 0
+	for _, r := range rows[1:] {
+		name := r[col["subject"]]
+		if !slices.Contains(compared, name) {
+			continue
+		}
+		seen++
+		faces := posedFaces(t, posed, filepath.Join(data, "images", name+".jpg"))
+		evalFound := r[col["found"]] == "true"
+		match := -1
+		for k, pf := range faces {
+			if headpose.Matches(feature.Box{X: pf[0], Y: pf[1], W: pf[2], H: pf[3]}, label[name]) {
+				match = k
+				break
+			}
+		}
+		if evalFound != (match >= 0) {
+			t.Errorf("%s: eval found %v, posed published %v", name, evalFound, faces)
+			continue
+		}
+		if !evalFound {
+			continue
+		}
+		found++
+		yaw, _ := strconv.ParseFloat(r[col["yaw"]], 64)
+		t.Logf("%s: found, yaw %.3f by eval, %.2f by posed; %d faces published", name, yaw, faces[match][4], len(faces))
+		if d := math.Abs(yaw - faces[match][4]); d > 0.006 {
+			t.Errorf("%s: eval's yaw %.3f, posed's %.2f", name, yaw, faces[match][4])
+		}
+	}
+	if seen != len(compared) {
+		t.Errorf("eval measured %d of the %d pictures compared", seen, len(compared))
+	}
+	if found < 4 {
+		t.Errorf("%d of %d faces found: the comparison needs faces", found, len(compared))
+	}
+	// A face-free scene where the cascades put a phantom: eval counts what
+	// posed publishes there.
+	scene := filepath.Join(root, "scenes", "images", "UMD_066.jpg")
+	sceneDir := t.TempDir()
+	b, err := os.ReadFile(scene)
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	os.WriteFile(filepath.Join(sceneDir, "UMD_066.jpg"), b, 0o644)
+	stdout.Reset()
+	if err := runEval([]string{"-model", filepath.Join("..", "..", "models", "default.gllim"), "-data", data, "-face-free", sceneDir, "-face-free-held-out=false", "-cache", ""}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("(every picture, 1): %.4f faces published per picture", float64(len(posedFaces(t, posed, scene))))
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("eval -face-free says\n%s\nposed publishes %d faces on the scene", stdout.String(), len(posedFaces(t, posed, scene)))
+	}
+}
