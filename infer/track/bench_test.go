@@ -151,10 +151,13 @@ func BenchmarkFrame(b *testing.B) {
 	// The face network (detect.Network) as the daemon runs it by default,
 	// beside facefinder (detect.turned is off by default):
 	//   - scan: its scan of the whole frame (at half size);
-	//   - new-face-frame-ratio: the costliest frame, a scene's first
-	//     (the tracker reset before each): facefinder, the verification
-	//     of the face on a crop, the scan and the pose, against the same
-	//     frame with pigo's facefinder alone, alternately, as above;
+	//   - verified-frame-ratio: a cascade frame with a new face (the
+	//     tracker reset before each, no scan): facefinder, the
+	//     verification of the face on a crop and its pose, against the
+	//     same frame with pigo's facefinder alone, alternately, as above;
+	//   - scan-frame-ratio: a scene's first frame, the scan's (the
+	//     tracker reset before each): the scan and the pose, against the
+	//     same pigo frame;
 	//   - replay-ratio: 150 frames of a scene with one face, with the
 	//     daemon's schedule (a detection every 10 frames, a scan every 15,
 	//     from the first), against the same with the daemon before the
@@ -173,11 +176,24 @@ func BenchmarkFrame(b *testing.B) {
 			}
 		})
 	})
-	b.Run("new-face-frame-ratio", func(b *testing.B) {
+	b.Run("verified-frame-ratio", func(b *testing.B) {
+		ours, est := defaultTracker(b, 1)
+		ours.det, ours.verify = det, net
+		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
+		ratioLoop(b, func() int { ours.Reset(); return len(ours.Process(img)) }, func() int { ref.Reset(); return len(ref.Process(img)) })
+	})
+	b.Run("scan-frame-ratio", func(b *testing.B) {
 		ours, est := defaultTracker(b, 1)
 		ours.det, ours.verify, ours.scan = det, net, net
 		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
-		ratioLoop(b, func() int { ours.Reset(); return len(ours.Process(img)) }, func() int { ref.Reset(); return len(ref.Process(img)) })
+		ratioLoop(b, func() int {
+			ours.Reset()
+			n := len(ours.Process(img))
+			if !ours.Timing().Scanned {
+				b.Fatal("the first frame was not scanned")
+			}
+			return n
+		}, func() int { ref.Reset(); return len(ref.Process(img)) })
 	})
 	b.Run("replay-ratio", func(b *testing.B) {
 		cfg := Config{MaxFaces: 4, Every: 10, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, StartStd: 30, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: 30}
