@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// func pwAVX(dst, src, wt, b *float32, n, in, out int, lo float32)
+// func pwKernel(dst, src, wt, b *float32, n, in, out int, lo float32)
 //
 // The point-wise convolution (kernel.go, pointwise): dst[p][o] = max(lo,
 // b[o] + Σ_c src[p][c]·wt[c][o]) for n cells, out a multiple of 16. Four
@@ -13,7 +13,7 @@
 // R10 in·4 (a src cell), R11 out·4 (a dst cell, a wt row), BX the output
 // channels' byte offset, R12 src walk, R13 wt walk, CX inputs left, AX
 // 3·in·4, Y15 lo.
-TEXT ·pwAVX(SB), NOSPLIT, $0-60
+TEXT ·pwKernel(SB), NOSPLIT, $0-60
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ wt+16(FP), DX
@@ -129,7 +129,7 @@ done:
 	VZEROUPPER
 	RET
 
-// func dwRowAVX(dst, up, mid, down, w, b *float32, n, ch int, lo float32)
+// func dwRowKernel(dst, up, mid, down, w, b *float32, n, ch int, lo float32)
 //
 // The depth-wise 3×3 convolution (kernel.go, depthwise) on n consecutive
 // cells of a row that have all their neighbours: dst[x][c] = max(lo, b[c]
@@ -141,7 +141,7 @@ done:
 // Registers: R11 ch·4 (a cell), BX the channels' byte offset, DI dst,
 // SI, DX, R8 the cell above, at and below, R12 a left neighbour, CX
 // cells left, AX the weights' walk, Y15 lo.
-TEXT ·dwRowAVX(SB), NOSPLIT, $0-68
+TEXT ·dwRowKernel(SB), NOSPLIT, $0-68
 	MOVQ         ch+56(FP), R11
 	SHLQ         $2, R11
 	VBROADCASTSS lo+64(FP), Y15
@@ -214,12 +214,12 @@ cell:
 	VZEROUPPER
 	RET
 
-// func poolAVX(dst, top, bottom *float32, n, ch int)
+// func poolKernel(dst, top, bottom *float32, n, ch int)
 //
 // A row of the 2×2 stride-2 max pool (net.go, maxPool): dst[x][c] = the
 // largest of top[2x][c], top[2x+1][c], bottom[2x][c], bottom[2x+1][c],
 // for n cells of ch channels (a multiple of 8).
-TEXT ·poolAVX(SB), NOSPLIT, $0-40
+TEXT ·poolKernel(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ top+8(FP), SI
 	MOVQ bottom+16(FP), DX

@@ -1,4 +1,4 @@
-//go:build purego || !amd64
+//go:build purego || !(amd64 || arm64)
 
 package yunet
 
@@ -13,5 +13,4 @@ func pointwiseVec(dst, src []float32, in, out int, wt, b []float32, lo float32) 
 func depthwiseRowVec(dst, src []float32, y, cols, ch int, w, b []float32, lo float32) {
 	panic("yunet: no vector kernels")
 }
-
 func poolRowVec(dst, top, bottom []float32, n, ch int) { panic("yunet: no vector kernels") }

@@ -1,0 +1,38 @@
+//go:build !purego && (amd64 || arm64)
+
+package yunet
+
+// The vector kernels' Go side: each checks its slices' lengths, then hands
+// the assembly (kernel_amd64.s, kernel_arm64.s) their first elements.
+//
+//   - pwKernel: the point-wise convolution (kernel.go, pointwise) of n
+//     cells, out a multiple of 16;
+//   - dwRowKernel: the depth-wise convolution (kernel.go, depthwise) of n
+//     consecutive cells of a row that have all their neighbours, up, mid
+//     and down pointing at the cell above, at and below the first, ch a
+//     multiple of 8;
+//   - poolKernel: a row of the 2×2 max pool (net.go, maxPool), n output
+//     cells of ch channels (a multiple of 8) from the source rows top and
+//     bottom (2n cells each).
+
+func pointwiseVec(dst, src []float32, in, out int, wt, b []float32, lo float32) {
+	n := len(src) / in
+	_, _, _ = dst[n*out-1], wt[in*out-1], b[out-1]
+	pwKernel(&dst[0], &src[0], &wt[0], &b[0], n, in, out, lo)
+}
+
+// depthwiseRowVec computes the cells 1 … cols−2 of row y (1 ≤ y ≤ rows−2).
+func depthwiseRowVec(dst, src []float32, y, cols, ch int, w, b []float32, lo float32) {
+	row := cols * ch
+	_, _ = src[(y+2)*row-1], dst[(y+1)*row-1] // the row below is there
+	_, _ = w[9*ch-1], b[ch-1]
+	at := y*row + ch
+	dwRowKernel(&dst[at], &src[at-row], &src[at], &src[at+row], &w[0], &b[0], cols-2, ch, lo)
+}
+
+// poolRowVec is a row of the 2×2 max pool.
+func poolRowVec(dst, top, bottom []float32, n, ch int) {
+	_, _ = top[2*n*ch-1], bottom[2*n*ch-1]
+	_ = dst[n*ch-1]
+	poolKernel(&dst[0], &top[0], &bottom[0], n, ch)
+}
