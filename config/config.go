@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -534,9 +535,9 @@ func Default() Config {
 const MaxFileSize = 1 << 20
 
 // ReadFileLimited reads the file at path, refusing one larger than
-// MaxFileSize.
+// MaxFileSize and anything but a regular file (OpenRegular).
 func ReadFileLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -551,18 +552,66 @@ func ReadFileLimited(path string) ([]byte, error) {
 	return data, nil
 }
 
+// OpenRegular opens the file at path for reading, refusing what is not a
+// regular file (a FIFO, a device, a socket, a directory) with an error
+// naming it. It opens without blocking, then checks: opening a FIFO
+// plainly waits for a writer, and posed with it (a state file or a model
+// planted as a FIFO hung the start and every reload).
+func OpenRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// fileKind names what a file that is not a regular one is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
+}
+
 // WriteStateFile replaces the file at path with data (mode 0640) through
 // a temporary file renamed over it, so that a crash leaves the old
 // content or the new, never a part: the small files posed keeps in its
-// state directory.
+// state directory. The temporary file gets a name of its own, created
+// anew (never a file or link already there), so that nothing planted in
+// the directory is written through.
 func WriteStateFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o640); err != nil {
-		os.Remove(tmp) // a full disk leaves no empty temporary file behind
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o640)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp) // a full disk leaves no temporary file behind
 		return err
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -203,14 +204,20 @@ func TestHostileValuesRefused(t *testing.T) {
 	}
 }
 
-// A configuration file is read up to 1 MiB: /dev/zero is an error, not a
-// hang or an out-of-memory.
+// A configuration file is read up to 1 MiB, and only from a regular
+// file: /dev/zero is an error, not a hang or an out-of-memory.
 func TestConfigFileSizeLimited(t *testing.T) {
-	if _, err := os.Stat("/dev/zero"); err != nil {
-		t.Skip("no /dev/zero")
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err := Load("/dev/zero")
-	if err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+	f.Truncate(MaxFileSize + 1)
+	f.Close()
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+		t.Errorf("Load of %d bytes: %v", MaxFileSize+1, err)
+	}
+	if _, err := Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "not a regular file (a device)") {
 		t.Errorf("Load(/dev/zero): %v", err)
 	}
 }
@@ -286,22 +293,67 @@ func TestWriteStateFile(t *testing.T) {
 	}
 }
 
-// WriteStateFile leaves no temporary file when writing fails.
-func TestStateFileNoLeftover(t *testing.T) {
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Skip("no /dev/full")
-	}
+// WriteStateFile leaves no temporary file when it fails (here the rename:
+// a folder holds the state file's name), and writes through nothing
+// planted in the state directory: a link at the old temporary name to a
+// file outside is left alone, and so is that file.
+func TestStateFileNoLeftoverNoFollow(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x")
-	if err := os.Symlink("/dev/full", path+".tmp"); err != nil {
+	if err := os.MkdirAll(filepath.Join(path, "full"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err := WriteStateFile(path, []byte("ON\n"))
-	if err == nil || !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no space") {
-		t.Fatalf("writing to a full device: %v", err)
+	if err := WriteStateFile(path, []byte("ON\n")); err == nil {
+		t.Fatal("replacing a folder with a state file succeeded")
 	}
-	if _, err := os.Lstat(path + ".tmp"); !os.IsNotExist(err) {
-		t.Errorf("temporary file left: %v", err)
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("state directory holds %d entries after a failed write, want the folder alone", len(entries))
+	}
+
+	outside := filepath.Join(t.TempDir(), "passwd")
+	os.WriteFile(outside, []byte("root:x:0:0\n"), 0o644)
+	zero := filepath.Join(dir, "zero.json")
+	if err := os.Symlink(outside, zero+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteStateFile(zero, []byte(`{"yaw":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "root:x:0:0\n" {
+		t.Errorf("the file outside the state directory was written: %q", b)
+	}
+	if b, _ := os.ReadFile(zero); string(b) != `{"yaw":1}` {
+		t.Errorf("the state file holds %q", b)
+	}
+	if st, err := os.Stat(zero); err != nil || st.Mode().Perm() != 0o640 {
+		t.Errorf("the state file's mode: %v, %v", st, err)
+	}
+}
+
+// What posed reads must be a regular file: a FIFO (or a device, a folder)
+// in its place is refused at once, with an error that says what it is,
+// instead of waiting for a writer.
+func TestReadRefusesFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "zero.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadFileLimited(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file (a FIFO)") {
+			t.Errorf("reading a FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO hangs")
+	}
+	if _, err := ReadFileLimited(dir); err == nil || !strings.Contains(err.Error(), "a directory") {
+		t.Errorf("reading a folder: %v", err)
+	}
+	if _, err := ReadFileLimited("/dev/null"); err == nil || !strings.Contains(err.Error(), "a device") {
+		t.Errorf("reading /dev/null: %v", err)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // so a long recording costs no heap. release unmaps it. An empty file is
 // returned as nil data.
 func mapFile(path string) (data []byte, release func() error, err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,4 +34,22 @@ func mapFile(path string) (data []byte, release func() error, err error) {
 		return nil, nil, fmt.Errorf("%s: mapping: %w", path, err)
 	}
 	return data, func() error { return syscall.Munmap(data) }, nil
+}
+
+// openRegular opens path for reading, refusing what is not a regular file
+// (a FIFO, a device, a directory). It opens without blocking, then checks:
+// a FIFO opened plainly waits for a writer.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+		}
+		return nil, err
+	}
+	return f, nil
 }

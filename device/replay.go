@@ -160,9 +160,13 @@ func (r *Replay) readDir() error {
 	sort.Strings(names)
 	for _, n := range names {
 		f := frameData{name: n, file: filepath.Join(r.path, n)}
-		fh, err := os.Open(f.file)
+		fh, err := openRegular(f.file)
 		if err != nil {
-			return err
+			// Not a picture one can read (gone, a FIFO, a folder): a bad
+			// frame, dropped and logged when its turn comes.
+			f.hdr = err
+			r.frames = append(r.frames, f)
+			continue
 		}
 		cfg, _, err := image.DecodeConfig(bufio.NewReader(io.LimitReader(fh, headerBytes)))
 		fh.Close()
@@ -185,7 +189,7 @@ func (r *Replay) readFrameFile(f frameData, want image.Point) ([]byte, error) {
 	if err := checkHeaderSize(f.w, f.h, want); err != nil {
 		return nil, err
 	}
-	fh, err := os.Open(f.file)
+	fh, err := openRegular(f.file)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadFrame, err)
 	}

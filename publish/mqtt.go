@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,7 +213,7 @@ func TLSConfig(cfg config.MQTT) (*tls.Config, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CA != "" {
-		pem, err := os.ReadFile(cfg.CA)
+		pem, err := config.ReadFileLimited(cfg.CA)
 		if err != nil {
 			return nil, fmt.Errorf("publish: mqtt.ca: %w", err)
 		}
@@ -225,13 +224,27 @@ func TLSConfig(cfg config.MQTT) (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	if cfg.Cert != "" {
-		c, err := tls.LoadX509KeyPair(cfg.Cert, cfg.Key)
+		c, err := loadKeyPair(cfg.Cert, cfg.Key)
 		if err != nil {
 			return nil, fmt.Errorf("publish: mqtt.cert/key: %w", err)
 		}
 		tc.Certificates = []tls.Certificate{c}
 	}
 	return tc, nil
+}
+
+// loadKeyPair reads a client certificate and its key (regular files of at
+// most config.MaxFileSize each) into a key pair.
+func loadKeyPair(cert, key string) (tls.Certificate, error) {
+	c, err := config.ReadFileLimited(cert)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	k, err := config.ReadFileLimited(key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(c, k)
 }
 
 // connectLoop makes the first connection, retrying with exponential

@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -610,6 +611,12 @@ func TestCheckConfigChecksStart(t *testing.T) {
 	}
 	short := filepath.Join(dir, "short.gllim")
 	os.WriteFile(short, good[:len(good)/2], 0o644)
+	// A FIFO in an expert's place: refused at once (it used to wait for a
+	// writer, and -check-config and every reload with it).
+	fifo := filepath.Join(dir, "fifo-profile.gllim")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -621,6 +628,7 @@ func TestCheckConfigChecksStart(t *testing.T) {
 		{fmt.Sprintf("model: {path: %s}\nmetrics: {listen: \"\"}\n", short), "model.path"},
 		{fmt.Sprintf("model: {path: %s, expert: %s}\nmetrics: {listen: \"\"}\n", def, short), "model.expert"},
 		{fmt.Sprintf("model: {path: %s, expert: %s}\nmetrics: {listen: \"\"}\n", def, def), "not a profile expert"},
+		{fmt.Sprintf("model: {path: %s, expert: %s}\nmetrics: {listen: \"\"}\n", def, fifo), "not a regular file"},
 		{fmt.Sprintf("metrics: {listen: %q}\n", held.Addr().String()), "metrics.listen"},
 		{fmt.Sprintf("metrics: {listen: \"\"}\nmqtt: {broker: embedded, listen: %q}\n", held.Addr().String()), "mqtt.listen"},
 	} {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,4 +135,33 @@ func TestZero(t *testing.T) {
 	})
 	cancel()
 	<-done
+}
+
+// A state file planted as a FIFO (zero.json in state_dir) is refused with
+// a warning, and posed starts, runs the replay and stops as without it:
+// it used to wait for a writer before its first frame, deaf to SIGTERM.
+func TestStateFileFIFO(t *testing.T) {
+	broker := mqtttest.Start(t)
+	seq, _ := yawSequence(t)
+	cfg := testConfig(t, seq, "tcp://"+broker.Addr())
+	cfg.Source.FPS = 0
+	cfg.StateDir = t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(cfg.StateDir, "zero.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	done := make(chan error, 1)
+	go func() { done <- run(context.Background(), cfg, log, io.Discard) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("posed did not get through a replay with a FIFO for zero.json")
+	}
+	if !strings.Contains(logs.String(), "not a regular file (a FIFO)") {
+		t.Errorf("no warning names the FIFO:\n%s", logs.String())
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 )
 
 // The *.gllim file, versions 1 to 3. All integers and floats are
@@ -353,7 +354,9 @@ func WriteFileWith(path string, m *Model, o MarshalOptions) error {
 // ReadFile loads the model file at path. Errors name the file and wrap one of
 // the sentinel errors.
 func ReadFile(path string) (*Model, error) {
-	f, err := os.Open(path)
+	// Opened without blocking, then checked: a FIFO in a model's place
+	// would otherwise wait for a writer, and posed with it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("gllim: %w", err)
 	}
@@ -364,6 +367,9 @@ func ReadFile(path string) (*Model, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("gllim: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("gllim: %s is not a regular file (%s)", path, st.Mode().Type())
 	}
 	if st.Size() > maxFileLen {
 		return nil, fmt.Errorf("gllim: %s: %w: %d bytes, more than a model file can hold", path, ErrCorrupt, st.Size())

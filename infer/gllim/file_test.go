@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/train"
@@ -597,5 +599,28 @@ func TestDescriptionDropsWeights(t *testing.T) {
 	}
 	if err := m.Validate(); err != nil || len(m.Params.A) != 5*40*5 {
 		t.Errorf("the model was changed: %v, %d values of A", err, len(m.Params.A))
+	}
+}
+
+// ReadFile refuses what is not a regular file at once: a FIFO in a
+// model's place, a folder.
+func TestReadFileNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "model.gllim")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := gllim.ReadFile(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("a FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO hangs")
+	}
+	if _, err := gllim.ReadFile(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a folder: %v", err)
 	}
 }

@@ -347,7 +347,7 @@ func roundTrip(m *gllim.Model, enc gllim.Encoding) (*gllim.Model, error) {
 func testModel(b *Bank, m, xm *gllim.Model, x *Expert, trainIdx, testIdx []int, evals []EvalOptions) ([]*Report, error) {
 	var reps []*Report
 	for _, eo := range evals {
-		if eo.Condition == Detected {
+		if eo.Condition == Detected || eo.Condition == Published {
 			eo.Calibration = b.Calibration(trainIdx, eo.Detector)
 		}
 		settings := eo.Settings
