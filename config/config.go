@@ -686,6 +686,7 @@ func (c Config) Validate() error {
 	p.track(c.Track)
 	p.mqtt(c.MQTT)
 	p.zones(c.Zones, c.Primary)
+	p.zonesInFrame(c.Zones, c.Source)
 	p.zero(c.Zero)
 	p.attention(c.Attention)
 	p.logAndListen(c)
@@ -862,6 +863,23 @@ func (p *problems) mqtt(m MQTT) {
 	}
 	if m.Password != "" && m.PasswordFile != "" {
 		bad("mqtt.password_file", "give password or password_file, not both")
+	}
+}
+
+// zonesInFrame refuses a detection zone that misses a camera's frame
+// (source.width × height, turned by source.rotate): nothing would ever be
+// detected, and nothing said. A replay's frames have the size of its
+// pictures, which the configuration does not know.
+func (p *problems) zonesInFrame(z Zones, s Source) {
+	if z.Detect == nil || len(z.Detect) != 4 || !strings.HasPrefix(s.Path, "/dev/") || s.Width <= 0 || s.Height <= 0 {
+		return
+	}
+	w, h := float64(s.Width), float64(s.Height)
+	if s.Rotate == 90 || s.Rotate == 270 {
+		w, h = h, w
+	}
+	if r := z.Detect; r[0] >= w || r[1] >= h {
+		p.bad("zones.detect", "%v lies outside the %g×%g frame (source.width, height, rotate): no face would be detected", r, w, h)
 	}
 }
 

@@ -165,8 +165,9 @@ func TestHostileValuesRefused(t *testing.T) {
 		{"detect: {min_score: 0}\n", "detect.min_score: 0 is not above 0"},
 		{"detect: {turned: true, turned_score: -1}\n", "detect.turned_score: -1 is not above 0"},
 		{"detect: {nested: 1.5}\n", "detect.nested: 1.5 is not in [0, 1]"},
-		{"detect: {turned_stages: 40}\n", "detect.turned_stages: 40 is not in 0…22"},
-		{"detect: {turned_stages: -1}\n", "detect.turned_stages: -1 is not in 0…22"},
+		{"detect: {turned_stages: 40}\n", "detect.turned_stages: 40 is not 0 (all) or 20…22"},
+		{"detect: {turned_stages: -1}\n", "detect.turned_stages: -1 is not 0 (all) or 20…22"},
+		{"detect: {turned_stages: 5}\n", "detect.turned_stages: 5 is not 0 (all) or 20…22: fewer stages were never measured"},
 	} {
 		_, err := Parse([]byte(c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -420,5 +421,25 @@ func TestExampleConfigurations(t *testing.T) {
 	c, _ := Load(filepath.Join("examples", "car.yaml"))
 	if !c.Zero.Learn || c.Attention.Driver.MinSpeed != 20 || len(c.Attention.Driver.Attending) != 5 {
 		t.Errorf("car: %+v %+v", c.Zero, c.Attention.Driver)
+	}
+}
+
+// A detection zone that misses the camera's frame (as turned) is refused,
+// naming the frame; one that overlaps it is taken.
+func TestZoneOutsideFrame(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"zones: {detect: [700, 0, 900, 200]}\n", false},
+		{"zones: {detect: [0, 500, 100, 600]}\n", false},
+		{"zones: {detect: [600, 400, 900, 700]}\n", true},
+		{"source: {rotate: 90}\nzones: {detect: [0, 500, 100, 600]}\n", true},
+		{"source: {path: replay/}\nzones: {detect: [700, 0, 900, 200]}\n", true},
+	} {
+		_, err := Parse([]byte(c.yaml))
+		if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "zones.detect") {
+			t.Errorf("%q: %v", c.yaml, err)
+		}
 	}
 }

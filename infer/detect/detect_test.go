@@ -160,6 +160,7 @@ func TestParamsValidate(t *testing.T) {
 		func(p *Params) { p.Nested = -0.1 },
 		func(p *Params) { p.Nested = math.NaN() },
 		func(p *Params) { p.Turned, p.TurnedStages = true, -1 },
+		func(p *Params) { p.Turned, p.TurnedStages = true, 10 },
 		func(p *Params) { p.Turned, p.TurnedStages = true, len(TurnedStageEnds())+1 },
 	}
 	for i, f := range bad {

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -178,9 +179,9 @@ func (c *Control) Handle(name string, payload []byte) (publish.Reply, error) {
 		if c.Speed == nil {
 			return publish.Reply{}, errors.New("speed is taken by the driver profile only (attention.profile: driver)")
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(string(payload)), 64)
+		v, err := parseSpeed(payload)
 		if err != nil {
-			return publish.Reply{}, fmt.Errorf("speed %.40q: want a number of km/h", payload)
+			return publish.Reply{}, err
 		}
 		return publish.Reply{}, c.Speed(v)
 	case publish.CommandReload:
@@ -191,4 +192,18 @@ func (c *Control) Handle(name string, payload []byte) (publish.Reply, error) {
 	}
 	known := []string{publish.CommandDetect, publish.CommandSnapshot, publish.CommandZero, publish.CommandReload, publish.CommandSpeed}
 	return publish.Reply{}, fmt.Errorf("unknown command %q (known: %s)", name, strings.Join(known, ", "))
+}
+
+// speedText is a speed as people write one: digits, and maybe a decimal
+// point and more digits (not 1_0, 0x1p4, 1e2, -0 or +5, which
+// strconv.ParseFloat takes).
+var speedText = regexp.MustCompile(`^[0-9]{1,6}(\.[0-9]{1,6})?$`)
+
+// parseSpeed reads the payload of set/speed: km/h, as speedText.
+func parseSpeed(payload []byte) (float64, error) {
+	s := strings.TrimSpace(string(payload))
+	if !speedText.MatchString(s) {
+		return 0, fmt.Errorf("speed %.40q: want a number of km/h, such as 50 or 12.5", payload)
+	}
+	return strconv.ParseFloat(s, 64)
 }

@@ -100,7 +100,7 @@ func TestHandleReplies(t *testing.T) {
 		got = append(got, v)
 		return nil
 	}
-	for _, p := range []string{"50", " 12.5\n", "fast", "", "900"} {
+	for _, p := range []string{"50", " 12.5\n", "fast", "", "900", "1_0", "0x1p4", "-0", "1e2", "+5", "Inf", "NaN", ".5"} {
 		_, err := c.Handle("speed", []byte(p))
 		if ok := p == "50" || p == " 12.5\n"; (err == nil) != ok {
 			t.Errorf("speed %q: %v", p, err)
