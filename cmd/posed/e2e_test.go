@@ -953,3 +953,34 @@ func TestLongDistractionEndToEnd(t *testing.T) {
 		t.Errorf("it ended %v after the turn, want about 4 s", d)
 	}
 }
+
+// -check-config warns of a password others can read, in the configuration
+// file or the password file, as ssh does of a key, and still says ok; a
+// file only its group may read draws no warning.
+func TestCheckConfigWarnsOfReadableSecrets(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "mqtt-password")
+	os.WriteFile(pw, []byte("s3cret\n"), 0o644)
+	model := filepath.Join("..", "..", "models", "default.gllim")
+	for _, c := range []struct {
+		yaml string
+		mode os.FileMode
+		want string
+	}{
+		{"mqtt: {password: s3cret}\nmetrics: {listen: \"\"}\n", 0o644, "mqtt.password: "},
+		{"mqtt: {password: s3cret}\nmetrics: {listen: \"\"}\n", 0o640, ""},
+		{fmt.Sprintf("mqtt: {password_file: %s}\nmetrics: {listen: \"\"}\n", pw), 0o640, "mqtt.password_file: " + pw + " is readable by every user (mode 0644)"},
+	} {
+		cfgFile := filepath.Join(dir, "posed.yaml")
+		os.WriteFile(cfgFile, []byte(c.yaml), c.mode)
+		os.Chmod(cfgFile, c.mode)
+		var stdout, stderr bytes.Buffer
+		code := realMain([]string{"-check-config", "-config", cfgFile, "-model", model}, &stdout, &stderr)
+		if code != 0 || !strings.Contains(stdout.String(), "configuration ok") {
+			t.Errorf("%q mode %o: exit %d, %s%s", c.yaml, c.mode, code, stdout.String(), stderr.String())
+		}
+		if c.want == "" && strings.Contains(stderr.String(), "warning") || c.want != "" && !strings.Contains(stderr.String(), "warning: "+c.want) {
+			t.Errorf("%q mode %o: stderr %q, want the warning %q", c.yaml, c.mode, stderr.String(), c.want)
+		}
+	}
+}

@@ -61,6 +61,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "posed: config:", err)
 			return 2
 		}
+		for _, w := range secretWarnings(cfg, *cfgPath) {
+			fmt.Fprintln(stderr, "posed: warning:", w)
+		}
 		fmt.Fprintln(stdout, "posed: configuration ok")
 		return 0
 	}
@@ -85,6 +88,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	var carry carried
 	for {
 		log := newLogger(cfg.Log, stderr)
+		for _, w := range secretWarnings(cfg, *cfgPath) {
+			log.Warn(w)
+		}
 		next, err := runUntilReload(ctx, cfg, log, stdout, hup, load, &carry)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("posed stopped", "err", err)

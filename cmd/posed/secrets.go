@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/edgepose/posed/config"
+)
+
+// secretWarnings names the files holding a secret of cfg — the
+// configuration file itself where it holds mqtt.password, the password
+// file, the TLS key, the embedded broker's users — that users other than
+// their owner and group may read, as ssh refuses a private key others can
+// read. posed runs with them all the same (the operator may have reasons);
+// -check-config prints the warnings and a start logs them.
+func secretWarnings(cfg config.Config, cfgPath string) []string {
+	var out []string
+	check := func(field, path string) {
+		if path == "" {
+			return
+		}
+		st, err := os.Stat(path)
+		if err != nil || st.Mode().Perm()&0o004 == 0 {
+			return
+		}
+		out = append(out, fmt.Sprintf("%s: %s is readable by every user (mode %04o): chmod o-r %s (posed's group is enough)",
+			field, path, st.Mode().Perm(), path))
+	}
+	if cfg.MQTT.Password != "" {
+		check("mqtt.password", cfgPath)
+	}
+	check("mqtt.password_file", cfg.MQTT.PasswordFile)
+	check("mqtt.key", cfg.MQTT.Key)
+	check("mqtt.embedded_users", cfg.MQTT.EmbeddedUsers)
+	return out
+}
