@@ -85,10 +85,18 @@ func (c *Neutral) manual() bool {
 
 // Observe gives learning the frame's primary face (nil: none) at now.
 func (c *Neutral) Observe(f *track.Face, now time.Time) {
-	if c == nil || !c.learn.on || c.manual() {
+	if c == nil || !c.learn.on {
 		return
 	}
 	l := &c.learn
+	if c.relearn.Swap(false) {
+		l.n, l.next, l.hasEst, l.progress, l.learnt = 0, 0, false, 0, false
+		l.lastSample, l.lastEst = time.Time{}, time.Time{}
+		c.setStatus(Calibrating)
+	}
+	if c.manual() {
+		return
+	}
 	if f == nil {
 		if l.n > 0 && !l.lastFace.IsZero() && now.Sub(l.lastFace) >= l.forget {
 			c.Log.Info("neutral pose: no face for a while, learning again", "after", l.forget)

@@ -2,6 +2,7 @@ package neutral
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -109,5 +110,38 @@ func TestLearntNeutralPose(t *testing.T) {
 	n3.Observe(&f, now)
 	if n3.Learning() != nil || n3.State().Source != "config" {
 		t.Errorf("with a configured zero: learning %+v, pose %+v", n3.Learning(), n3.State())
+	}
+}
+
+// set/zero clear while learning starts learning afresh: the poses held
+// before are dropped, so the pose just cleared is not learnt again from
+// them (it was, within 1.5 s), and the next person's is learnt from
+// theirs.
+func TestClearRelearns(t *testing.T) {
+	n := New(t.TempDir(), config.Zero{Seconds: 3, Learn: true, Forget: 30 * time.Second}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rng := rand.New(rand.NewPCG(3, 4))
+	now := time.Unix(1000, 0)
+	run := func(next func() track.Face, frames int) {
+		for range frames {
+			f := next()
+			n.Observe(&f, now)
+			now = now.Add(100 * time.Millisecond)
+		}
+	}
+	run(gazes(rng, 25, -8), 600)
+	if z := n.State(); z == nil || z.Source != "learnt" {
+		t.Fatalf("not learnt in 60 s: %+v", n.Learning())
+	}
+	if err := n.Command([]byte("clear"), true); err != nil {
+		t.Fatal(err)
+	}
+	other := gazes(rng, -20, 5)
+	run(other, 15) // 1.5 s of another person
+	if z, l := n.State(), n.Learning(); z != nil || l == nil || l.Status != Calibrating || l.Progress > 0.1 {
+		t.Fatalf("1.5 s after clear: neutral %+v, learning %+v; want calibrating afresh", z, l)
+	}
+	run(other, 585)
+	if z := n.State(); z == nil || math.Abs(z.Yaw+20) > 1.5 || math.Abs(z.Pitch-5) > 1.5 {
+		t.Errorf("after clear, learnt %+v; want the new person's -20, 5", z)
 	}
 }

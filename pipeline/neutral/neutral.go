@@ -63,6 +63,7 @@ type Neutral struct {
 	mu        sync.Mutex        // guards samples and timer
 	samples   []rotation.Matrix // while measuring: the primary face's poses so far
 	learn     learner           // zero.learn (the frame loop's)
+	relearn   atomic.Bool       // set/zero clear: learning drops its poses at the next frame
 }
 
 // Head is the rotation of a face's pose, if its yaw and pitch are known
@@ -181,6 +182,9 @@ func (c *Neutral) Command(payload []byte, detecting bool) error {
 			}
 		}
 		c.load(c.cfg)
+		// Learning starts afresh: from the old samples it would learn the
+		// pose just cleared again (the frame loop drops them: Observe).
+		c.relearn.Store(true)
 		c.Log.Info("neutral pose cleared", "now", c.State())
 		c.changed()
 		return nil
