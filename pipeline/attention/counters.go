@@ -95,7 +95,16 @@ func (s *Stage) EventCounts() []metrics.Figure {
 type speedGate struct {
 	bits atomic.Uint64 // math.Float64bits(km/h)
 	at   atomic.Int64  // unix ns of the wall clock when it came; 0: never
+	// The frame loop's: the warnings are off since the speed fell below
+	// MinSpeed − SpeedMargin, and stay off until it reaches MinSpeed (the
+	// hysteresis: a speed hovering at MinSpeed makes one event, not one
+	// per crossing); known: there is a state to keep.
+	off, known bool
 }
+
+// SpeedMargin is the hysteresis of the speed gate (km/h): the warnings
+// come on at min_speed and go off again only below min_speed less this.
+const SpeedMargin = 5
 
 // SetSpeed takes the vehicle's speed in km/h (set/speed).
 func (s *Stage) SetSpeed(kmh float64) error {
@@ -111,13 +120,24 @@ func (s *Stage) SetSpeed(kmh float64) error {
 }
 
 // gated reports whether the driver's warnings are off at wall time now:
-// a fresh speed below MinSpeed.
+// a fresh speed below MinSpeed, or below it since it fell under MinSpeed −
+// SpeedMargin (the frame loop calls it).
 func (g *speedGate) gated(r DriverRules, now time.Time) bool {
 	at := g.at.Load()
 	if r.MinSpeed <= 0 || at == 0 || now.Sub(time.Unix(0, at)) > r.SpeedTimeout {
+		g.known = false // no speed: the warnings are on
 		return false
 	}
-	return math.Float64frombits(g.bits.Load()) < r.MinSpeed
+	v := math.Float64frombits(g.bits.Load())
+	switch {
+	case !g.known:
+		g.off, g.known = v < r.MinSpeed, true
+	case v >= r.MinSpeed:
+		g.off = false
+	case v < r.MinSpeed-SpeedMargin:
+		g.off = true
+	}
+	return g.off
 }
 
 // errSpeed: set/speed got something that is not a speed.

@@ -448,3 +448,49 @@ func TestOutOfDoubt(t *testing.T) {
 		t.Errorf("events %q, want %q (away since the doubt began, at 1 s)", got, want)
 	}
 }
+
+// A speed hovering at min_speed (19.9 and 20.1 km/h every 0.3 s) during one
+// distraction makes one event of each kind, not one per crossing (it made
+// 19 starts and 20 ends): the warnings come on at min_speed and go off
+// only below min_speed − SpeedMargin.
+func TestSpeedHysteresis(t *testing.T) {
+	wall := time.Unix(9000, 0)
+	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 })
+	s.o.Clock = func() time.Time { return wall }
+	var tl timeline
+	play(t, s, segment{d: time.Second})
+	for i := range 40 { // 12 s away
+		v := 20.1
+		if i%2 == 1 {
+			v = 19.9
+		}
+		if err := s.SetSpeed(v); err != nil {
+			t.Fatal(err)
+		}
+		wall = wall.Add(300 * time.Millisecond)
+		tl.events = append(tl.events, play(t, s, segment{d: 300 * time.Millisecond, yaw: 75}).events...)
+	}
+	tl.start = t0.Add(time.Second)
+	starts, ends := 0, 0
+	for _, e := range tl.events {
+		if e.Phase == "start" {
+			starts++
+		} else {
+			ends++
+		}
+	}
+	if want := "long_distraction/start@3.0 unresponsive/start@6.0 time_sharing/start@10.0"; starts != 3 || ends != 0 || tl.kinds() != want {
+		t.Errorf("hovering at min_speed while away for 12 s: %d starts and %d ends (%q), want each kind once: %q", starts, ends, tl.kinds(), want)
+	}
+	// Under min_speed − margin the warnings go off: what is in progress ends.
+	_ = s.SetSpeed(14.9)
+	got := play(t, s, segment{d: 200 * time.Millisecond, yaw: 75}).kinds()
+	if !strings.Contains(got, "long_distraction/end") || !strings.Contains(got, "unresponsive/end") {
+		t.Errorf("at 14.9 km/h: %q, want the events ended", got)
+	}
+	// And they stay off up to min_speed.
+	_ = s.SetSpeed(19.9)
+	if got := play(t, s, segment{d: 8 * time.Second, yaw: 75}).kinds(); got != "" {
+		t.Errorf("back at 19.9 km/h: %q, want none", got)
+	}
+}
