@@ -10,6 +10,7 @@ import (
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // Broker is the embedded MQTT broker (mochi-mqtt), for a board with no
@@ -26,12 +27,23 @@ type Broker struct {
 // clients, when Anonymous is set, may read but write nothing (a stranger
 // could otherwise fill posed's memory with retained messages). A client
 // that gives a known user name with a wrong password is refused.
+//
+// The same rules hold for a client's will (its last message, which the
+// broker publishes when the client drops): a client may set a will only on
+// a topic it may write, or it is refused at CONNECT; anonymous clients do
+// not read the command topics (what others send posed); and a client id
+// that is posed's (PosedClientID, or one starting with PosedClientPrefix)
+// is refused from any other user, which would otherwise take the id over
+// and disconnect posed.
 type BrokerAuth struct {
 	PosedUser, PosedPassword string
 	Readers                  map[string]string
 	Anonymous                bool
 	Topics                   []string // topics only posed writes (OwnTopics)
 	Commands                 []string // filters of the command topics (CommandTopics)
+	// posed's client id (mqtt.client_id), or the prefix of the ids it
+	// draws when none is set ("posed-<device>-").
+	PosedClientID, PosedClientPrefix string
 }
 
 // ReadUsers reads a readers file: one "user:password" per line, blank
@@ -87,8 +99,54 @@ func (a BrokerAuth) ledger() *auth.Ledger {
 	for u := range a.Readers {
 		l.ACL = append(l.ACL, auth.ACLRule{Username: auth.RString(u)})
 	}
+	// The commands others send posed are not anonymous clients' to read
+	// (a rule of Deny filters alone refuses what they match and passes the
+	// rest to the next rule).
+	deny := auth.Filters{}
+	for _, t := range a.Commands {
+		deny[auth.RString(t)] = auth.Deny
+	}
+	l.ACL = append(l.ACL, auth.ACLRule{Filters: deny})
 	l.ACL = append(l.ACL, auth.ACLRule{Filters: auth.Filters{"#": auth.ReadOnly}})
 	return l
+}
+
+// guard refuses at CONNECT what the access rules cannot see later: a will
+// on a topic the client may not write (the broker publishes wills past
+// the rules: an anonymous will on set/detect "ON" turned the privacy
+// switch back on), and posed's client id from another user.
+type guard struct {
+	mochi.HookBase
+	srv    *mochi.Server
+	ledger *auth.Ledger
+	a      BrokerAuth
+}
+
+func (g *guard) ID() string { return "posed-guard" }
+
+func (g *guard) Provides(b byte) bool { return b == mochi.OnConnect }
+
+func (g *guard) OnConnect(cl *mochi.Client, pk packets.Packet) error {
+	refuse := func(code packets.Code) error {
+		g.srv.SendConnack(cl, code, false, nil)
+		return code
+	}
+	user := string(cl.Properties.Username)
+	if user != g.a.PosedUser && (g.a.PosedClientID != "" && cl.ID == g.a.PosedClientID ||
+		g.a.PosedClientPrefix != "" && strings.HasPrefix(cl.ID, g.a.PosedClientPrefix)) {
+		return refuse(packets.ErrClientIdentifierNotValid)
+	}
+	if pk.Connect.WillFlag {
+		if _, ok := g.ledger.ACLOk(cl, pk.Connect.WillTopic, true); !ok {
+			if cl.Properties.ProtocolVersion < 5 {
+				// mochi passes 0x87 to a 3.1.1 client as it is, which
+				// paho takes for an acceptance: the 3.1.1 code.
+				return refuse(packets.Err3NotAuthorized)
+			}
+			return refuse(packets.ErrNotAuthorized)
+		}
+	}
+	return nil
 }
 
 // The embedded broker's bounds: a packet (posed's own largest are its
@@ -121,7 +179,11 @@ func StartBroker(addr string, a BrokerAuth, log *slog.Logger) (*Broker, error) {
 	caps.MaximumPacketSize = BrokerMaxPacket // refused before it is read
 	caps.MaximumClients = BrokerMaxClients
 	srv := mochi.New(&mochi.Options{InlineClient: false, Logger: blog, Capabilities: caps})
-	if err := srv.AddHook(new(auth.Hook), &auth.Options{Ledger: a.ledger()}); err != nil {
+	ledger := a.ledger()
+	if err := srv.AddHook(&guard{srv: srv, ledger: ledger, a: a}, nil); err != nil {
+		return nil, fmt.Errorf("publish: embedded broker: %w", err)
+	}
+	if err := srv.AddHook(new(auth.Hook), &auth.Options{Ledger: ledger}); err != nil {
 		return nil, fmt.Errorf("publish: embedded broker: %w", err)
 	}
 	if err := srv.AddListener(listeners.NewTCP(listeners.Config{ID: "tcp", Address: addr})); err != nil {

@@ -176,3 +176,85 @@ func FuzzReadUsers(f *testing.F) {
 		}
 	})
 }
+
+// withWill connects a paho client as user (anonymous if "") with id and a
+// will (retained) on topic, and reports whether the broker admitted it.
+func withWill(t *testing.T, addr, user, pw, id, topic, payload string) (mqtt.Client, bool) {
+	t.Helper()
+	o := mqtt.NewClientOptions().AddBroker("tcp://" + addr).SetClientID(id).
+		SetConnectTimeout(2 * time.Second).SetAutoReconnect(false)
+	if user != "" {
+		o.SetUsername(user).SetPassword(pw)
+	}
+	if topic != "" {
+		o.SetWill(topic, payload, 1, true)
+	}
+	c := mqtt.NewClient(o)
+	tok := c.Connect()
+	return c, tok.WaitTimeout(3*time.Second) && tok.Error() == nil
+}
+
+// The rules hold for wills and client ids too: an anonymous client may
+// set no will (its will on set/detect turned the privacy switch back on
+// when it dropped; retained wills spoofed posed's own topics), a reader
+// may set one where it may write, not on posed's topics; posed's client id
+// is refused from anyone else (the broker handed it over and disconnected
+// posed); and anonymous clients do not read the commands others send.
+func TestEmbeddedBrokerWillsAndIDs(t *testing.T) {
+	addr := mqtttest.FreeAddr(t)
+	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true,
+		Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"}, PosedClientPrefix: ClientIDPrefix("cam")}
+	b, err := StartBroker(addr, a, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cfg := testMQTT(addr)
+	cfg.Username, cfg.Password, cfg.ClientID = "posed", "posed-pw", "posed-cam-feedbeef"
+	p, err := New(cfg, "cam", quiet(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(p, time.Second)
+	waitConnected(t, p, 5*time.Second)
+	for _, c := range []struct {
+		user, pw, id, will string
+		ok                 bool
+	}{
+		{"", "", "anon-1", "posed/cam/set/detect", false},
+		{"", "", "anon-2", "posed/cam/available", false},
+		{"", "", "anon-3", "elsewhere/x", false}, // anonymous clients write nothing
+		{"", "", "anon-4", "", true},
+		{"ha", "ha-pw", "ha-1", "posed/cam/set/detect", true}, // readers send commands
+		{"ha", "ha-pw", "ha-2", "posed/cam/available", false},
+		{"ha", "ha-pw", "ha-3", "ha/status", true},
+		{"", "", "posed-cam-0a1b2c3d", "", false},
+		{"ha", "ha-pw", "posed-cam-0a1b2c3d", "", false},
+		{"", "", "posed-cam-feedbeef", "", false}, // posed's own, while it is connected
+	} {
+		cl, ok := withWill(t, addr, c.user, c.pw, c.id, c.will, "ON")
+		if ok != c.ok {
+			t.Errorf("user %q, id %q, will on %q: admitted %v, want %v", c.user, c.id, c.will, ok, c.ok)
+		}
+		if ok {
+			cl.Disconnect(50)
+		}
+	}
+	// Anonymous readers of everything do not see commands; readers do.
+	anon := mqtttest.Collect(t, addr, "#")
+	ha := mqtttest.CollectFrom(t, mqtt.NewClientOptions().AddBroker("tcp://"+addr).SetUsername("ha").SetPassword("ha-pw"), "posed/cam/set/#")
+	sender, ok := client(t, addr, "ha", "ha-pw")
+	if !ok {
+		t.Fatal("the reader cannot connect")
+	}
+	time.Sleep(200 * time.Millisecond) // the collectors' subscriptions
+	sender.Publish("posed/cam/set/speed", 1, false, "50").WaitTimeout(2 * time.Second)
+	ha.WaitFor(t, "the reader sees the command", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 0 })
+	if got := anon.On("posed/cam/set/speed"); len(got) != 0 {
+		t.Errorf("an anonymous client read a command: %q", got[0].Payload)
+	}
+	// posed kept its id: the stranger's attempt did not disconnect it.
+	if !p.connected.Load() || p.reconnects.Load() != 0 {
+		t.Errorf("posed connected %v after %d reconnections", p.connected.Load(), p.reconnects.Load())
+	}
+}

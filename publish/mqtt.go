@@ -152,7 +152,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	if id == "" {
 		var b [4]byte
 		rand.Read(b[:])
-		id = "posed-" + device + "-" + hex.EncodeToString(b[:])
+		id = ClientIDPrefix(device) + hex.EncodeToString(b[:])
 	}
 	p.broker = config.RedactURL(broker)
 	o := mqtt.NewClientOptions().
@@ -232,6 +232,10 @@ func TLSConfig(cfg config.MQTT) (*tls.Config, error) {
 	}
 	return tc, nil
 }
+
+// ClientIDPrefix starts the client id posed draws where mqtt.client_id is
+// not set: posed-<device>- and 8 random hex digits.
+func ClientIDPrefix(device string) string { return "posed-" + device + "-" }
 
 // loadKeyPair reads a client certificate and its key (regular files of at
 // most config.MaxFileSize each) into a key pair.

@@ -208,7 +208,11 @@ func haURL(cfg config.Config) string {
 // the publisher logs in with it); the readers of mqtt.embedded_users; and
 // anonymous readers if mqtt.embedded_anonymous.
 func embeddedAuth(m *config.MQTT, device string) (publish.BrokerAuth, error) {
-	a := publish.BrokerAuth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)}}
+	a := publish.BrokerAuth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)},
+		PosedClientID: m.ClientID}
+	if m.ClientID == "" {
+		a.PosedClientPrefix = publish.ClientIDPrefix(device)
+	}
 	pw, err := m.ReadPassword()
 	if err != nil {
 		return a, err
