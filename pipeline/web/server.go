@@ -8,7 +8,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,8 +42,9 @@ type HTTPServer struct {
 // StartHTTP serves h on ln within l, in the background, until Shutdown.
 func StartHTTP(ln net.Listener, h http.Handler, view *View, l HTTPLimits) *HTTPServer {
 	s := &HTTPServer{
-		srv: &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, WriteTimeout: l.Write,
-			IdleTimeout: l.Idle, MaxHeaderBytes: 16 << 10},
+		srv: &http.Server{Handler: markServed(h), ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, WriteTimeout: l.Write,
+			IdleTimeout: l.Idle, MaxHeaderBytes: 16 << 10,
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }},
 		view: view, done: make(chan struct{}),
 	}
 	go func() {
@@ -63,48 +66,89 @@ func (s *HTTPServer) Shutdown(ctx context.Context) {
 	<-s.done
 }
 
-// limitListener accepts at most n connections at once.
+// limitListener holds at most n connections at once. A connection beyond
+// the cap takes the place of the oldest one not being served (a request
+// not yet read whole, or a keep-alive between requests): a slowloris of
+// 300 connections held every slot and /healthz went unanswered for
+// seconds. With every connection being served, the new one is closed.
 func limitListener(ln net.Listener, n int) net.Listener {
 	if n <= 0 {
 		return ln
 	}
-	return &limited{Listener: ln, sem: make(chan struct{}, n), closed: make(chan struct{})}
+	return &limited{Listener: ln, n: n}
 }
 
 type limited struct {
 	net.Listener
-	sem    chan struct{}
-	once   sync.Once
-	closed chan struct{}
+	n     int
+	mu    sync.Mutex
+	conns []*limitedConn // open, oldest first
 }
 
 func (l *limited) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.closed:
-		return nil, net.ErrClosed
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		lc := &limitedConn{Conn: c, l: l}
+		l.mu.Lock()
+		var victim *limitedConn
+		if len(l.conns) >= l.n {
+			for i, o := range l.conns {
+				if o.busy.Load() == 0 {
+					victim = o
+					l.conns = slices.Delete(l.conns, i, i+1)
+					break
+				}
+			}
+			if victim == nil {
+				l.mu.Unlock()
+				c.Close() // every connection is being served
+				continue
+			}
+		}
+		l.conns = append(l.conns, lc)
+		l.mu.Unlock()
+		if victim != nil {
+			victim.Conn.Close()
+		}
+		return lc, nil
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
 }
 
-func (l *limited) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return l.Listener.Close()
-}
-
+// limitedConn is a connection of a limited listener; busy counts the
+// requests being served on it (markServed).
 type limitedConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l    *limited
+	busy atomic.Int32
+	once sync.Once
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		if i := slices.Index(c.l.conns, c); i >= 0 {
+			c.l.conns = slices.Delete(c.l.conns, i, i+1)
+		}
+		c.l.mu.Unlock()
+	})
 	return err
+}
+
+// connKey holds a request's connection in its context (ConnContext).
+type connKey struct{}
+
+// markServed counts each request on its connection while it is served, so
+// that the listener does not take a connection that serves one.
+func markServed(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
+			c.busy.Add(1)
+			defer c.busy.Add(-1)
+		}
+		h.ServeHTTP(w, r)
+	})
 }

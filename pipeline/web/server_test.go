@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -38,10 +39,11 @@ func serveFlow(t *testing.T, l HTTPLimits) (string, *View, *HTTPServer) {
 	return "http://" + ln.Addr().String(), view, srv
 }
 
-// Idle connections are closed after the idle and header timeouts;
-// connections beyond the cap wait unserved (holding no descriptor of
-// posed's) and are served once others close. (Before: 3000 idle
-// keep-alives stayed open for good, 3013 descriptors.)
+// Idle connections are closed after the idle and header timeouts; a
+// connection beyond the cap takes the place of the oldest one that is not
+// being served, which the server closes. (Before: 3000 idle keep-alives
+// stayed open for good, 3013 descriptors; then a fifth client waited for
+// a slot while four silent ones held them.)
 func TestHTTPIdleAndConnectionCap(t *testing.T) {
 	l := HTTPLimits{Conns: 4, Idle: 200 * time.Millisecond, Header: 200 * time.Millisecond, Request: time.Second, Write: time.Second}
 	url, _, _ := serveFlow(t, l)
@@ -54,22 +56,57 @@ func TestHTTPIdleAndConnectionCap(t *testing.T) {
 		}
 		idle = append(idle, c)
 	}
-	// A fifth client waits while the four hold every slot.
+	time.Sleep(50 * time.Millisecond) // all four accepted
+	// A fifth client is served at once: the oldest silent one gives way.
 	start := time.Now()
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if waited := time.Since(start); waited < 150*time.Millisecond {
-		t.Errorf("served in %v with all %d connections held: no cap", waited, l.Conns)
+	if waited := time.Since(start); waited > 150*time.Millisecond {
+		t.Errorf("served in %v with all %d connections held by silent clients", waited, l.Conns)
 	}
 	for i, c := range idle {
 		c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
 			t.Errorf("idle connection %d: %v, want closed by the server", i, err)
 		}
 		c.Close()
+	}
+}
+
+// A slowloris of 300 connections that send their request a byte at a
+// time leaves /healthz answered at once (it went unanswered for 3 s), with
+// the default limits.
+func TestHealthUnderSlowloris(t *testing.T) {
+	url, _, _ := serveFlow(t, DefaultHTTPLimits())
+	addr := strings.TrimPrefix(url, "http://")
+	var slow []net.Conn
+	defer func() {
+		for _, c := range slow {
+			c.Close()
+		}
+	}()
+	for range 300 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprint(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n") // never ends its headers
+		slow = append(slow, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for i := range 5 {
+		start := time.Now()
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url + "/healthz")
+		if err != nil {
+			t.Fatalf("/healthz %d under a slowloris: %v", i, err)
+		}
+		resp.Body.Close()
+		if took := time.Since(start); took > time.Second || resp.StatusCode != 200 {
+			t.Errorf("/healthz %d under a slowloris: %d in %v", i, resp.StatusCode, took)
+		}
 	}
 }
 
@@ -137,5 +174,75 @@ func TestLiveStreamsBounded(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatalf("%d of %d streams still open after the shutdown", view.MaxStreams-int32(i), view.MaxStreams)
 		}
+	}
+}
+
+// Viewers that stop reading hold every stream slot for at most
+// stallAfter: a viewer who comes next takes the slot of the oldest
+// stalled one and gets frames at once (with 300 slow readers, a viewer
+// got none for the whole write timeout).
+func TestStalledViewersGiveWay(t *testing.T) {
+	url, view, _ := serveFlow(t, DefaultHTTPLimits())
+	view.WriteTimeout = 10 * time.Second // without giving way, a slot frees after this
+	addr := strings.TrimPrefix(url, "http://")
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
+	}}
+	for range view.MaxStreams {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n") // and never reads
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for view.streams.Load() < view.MaxStreams && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if view.streams.Load() != view.MaxStreams {
+		t.Fatalf("%d of %d slow viewers streaming", view.streams.Load(), view.MaxStreams)
+	}
+	// Their writes block once the socket buffers are full: wait for a
+	// stall as long as the write timeout lets one last.
+	stalled := func() bool {
+		view.liveMu.Lock()
+		defer view.liveMu.Unlock()
+		for _, st := range view.live {
+			if w := st.writing.Load(); w != 0 && time.Since(time.Unix(0, w)) > stallAfter {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(8 * time.Second); !stalled(); {
+		if time.Now().After(deadline) {
+			t.Fatal("no viewer stalled: the test's slow readers read")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url + "/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a viewer after %d stalled ones: status %d", view.MaxStreams, resp.StatusCode)
+	}
+	buf := make([]byte, 64<<10)
+	got := 0
+	for got < 1000 && time.Since(start) < 3*time.Second {
+		n, err := resp.Body.Read(buf)
+		got += n
+		if err != nil {
+			break
+		}
+	}
+	if got < 1000 {
+		t.Errorf("the new viewer got %d bytes in %v", got, time.Since(start))
+	}
+	if n := view.streams.Load(); n > view.MaxStreams {
+		t.Errorf("%d streams, more than %d", n, view.MaxStreams)
 	}
 }

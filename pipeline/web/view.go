@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/jpeg"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,9 @@ type View struct {
 	watchers atomic.Int32 // live streams and snapshot requests waiting
 	streams  atomic.Int32 // live streams
 	work     chan struct{}
+
+	liveMu sync.Mutex
+	live   []*stream // the live streams, oldest first
 
 	mu      sync.Mutex
 	busy    bool // the encoder has a frame
@@ -184,20 +188,71 @@ func (v *View) Snapshot(ctx context.Context) ([]byte, error) {
 // liveBoundary separates the parts of the MJPEG stream.
 const liveBoundary = "posedframe"
 
+// stream is a live viewer: its response, and since when (unix ns) its
+// frame being written has waited (0: not writing).
+type stream struct {
+	rc      *http.ResponseController
+	writing atomic.Int64
+	evicted atomic.Bool // its slot was given to a new viewer: it ends
+}
+
+// stallAfter is how long a frame may wait to leave before its viewer
+// counts as stalled: it gives its slot to a new viewer (a healthy one
+// takes a frame in milliseconds).
+const stallAfter = time.Second
+
+// admit gives st a stream slot: a free one, or that of the oldest stalled
+// viewer, whose write is cut short (slow readers held every slot, and a
+// viewer who came next got nothing). It reports whether st got one.
+func (v *View) admit(st *stream) bool {
+	v.liveMu.Lock()
+	defer v.liveMu.Unlock()
+	if int32(len(v.live)) >= v.MaxStreams {
+		victim := -1
+		now := time.Now().UnixNano()
+		for i, o := range v.live {
+			if w := o.writing.Load(); w != 0 && now-w > int64(stallAfter) {
+				victim = i
+				break
+			}
+		}
+		if victim < 0 {
+			return false
+		}
+		v.live[victim].evicted.Store(true)
+		v.live[victim].rc.SetWriteDeadline(time.Now()) // its blocked write fails now
+		v.live = slices.Delete(v.live, victim, victim+1)
+		v.streams.Add(-1)
+	}
+	v.live = append(v.live, st)
+	v.streams.Add(1)
+	return true
+}
+
+// leave frees st's slot (if it was not given away).
+func (v *View) leave(st *stream) {
+	v.liveMu.Lock()
+	defer v.liveMu.Unlock()
+	if i := slices.Index(v.live, st); i >= 0 {
+		v.live = slices.Delete(v.live, i, i+1)
+		v.streams.Add(-1)
+	}
+}
+
 // ServeLive streams the annotated frames as multipart/x-mixed-replace
 // JPEGs (an MJPEG stream browsers show in an <img>), until the client goes.
 func (v *View) ServeLive(w http.ResponseWriter, r *http.Request) {
-	if n := v.streams.Add(1); n > v.MaxStreams {
-		v.streams.Add(-1)
+	rc := http.NewResponseController(w)
+	st := &stream{rc: rc}
+	if !v.admit(st) {
 		http.Error(w, fmt.Sprintf("%d live viewers already: try later", v.MaxStreams), http.StatusServiceUnavailable)
 		return
 	}
-	defer v.streams.Add(-1)
+	defer v.leave(st)
 	v.watchers.Add(1)
 	defer v.watchers.Add(-1)
 	w.Header().Set("Content-Type", "multipart/x-mixed-replace; boundary="+liveBoundary)
 	w.Header().Set("Cache-Control", "no-store")
-	rc := http.NewResponseController(w)
 	var sent uint64
 	for {
 		j, seq, ch, off := v.latest()
@@ -211,7 +266,8 @@ func (v *View) ServeLive(w http.ResponseWriter, r *http.Request) {
 			sent = seq
 			// Each frame has WriteTimeout to leave (the server's own
 			// write timeout would end the stream after a while).
-			if rc.SetWriteDeadline(time.Now().Add(v.WriteTimeout)) != nil {
+			st.writing.Store(time.Now().UnixNano())
+			if st.evicted.Load() || rc.SetWriteDeadline(time.Now().Add(v.WriteTimeout)) != nil {
 				return
 			}
 			if _, err := fmt.Fprintf(w, "--%s\r\nContent-Type: image/jpeg\r\nContent-Length: %s\r\n\r\n", liveBoundary, strconv.Itoa(len(j))); err != nil {
@@ -223,9 +279,10 @@ func (v *View) ServeLive(w http.ResponseWriter, r *http.Request) {
 			if _, err := w.Write([]byte("\r\n")); err != nil {
 				return
 			}
-			if rc.Flush() != nil {
+			if rc.Flush() != nil || st.evicted.Load() {
 				return
 			}
+			st.writing.Store(0)
 		}
 		select {
 		case <-ch:
