@@ -299,9 +299,9 @@ cascade-folds: build negatives
 # fold measured under every condition, with 1 and 3 refinement steps.
 eval: build
 	bin/posectl eval -protocol lopo -set pointing04 $(MODEL_FLAGS) $(PROFILE_FLAGS) -profile-compare -learn-temperature $(TEMPERATURES) -encoding $(ENCODING) \
-		-condition annotated,shifted,detected -iterations 1,3 -per-face build/eval-pointing04-lopo.csv -card models/default.md
+		-condition published,annotated,shifted,detected -iterations 1,3 -per-face build/eval-pointing04-lopo.csv -card models/default.md
 	bin/posectl eval -protocol kfold -splits 5 -set aflw2000 $(MODEL_FLAGS) $(PROFILE_FLAGS) -profile-compare -learn-temperature $(TEMPERATURES) -encoding $(ENCODING) \
-		-condition annotated,detected -iterations 1,3 -per-face build/eval-aflw2000-kfold.csv -card models/default.md
+		-condition published,annotated,detected -iterations 1,3 -per-face build/eval-aflw2000-kfold.csv -card models/default.md
 	# The attention decisions (road, camera) on the same faces, by |yaw|.
 	bin/posectl decisions -per-face build/eval-pointing04-lopo.csv -case "annotated, 3 iterations, averaged, T learnt"
 	bin/posectl decisions -per-face build/eval-aflw2000-kfold.csv -case "annotated, 3 iterations, averaged, T learnt"
