@@ -204,9 +204,7 @@ func New(cfg Config, det Detector, calib detect.Calibration, est Estimator, opts
 // Reset forgets every track, refusal and frame: the next frame is a new
 // scene's first (track ids go on).
 func (t *Tracker) Reset() {
-	for _, tr := range t.tracks {
-		t.free = append(t.free, tr)
-	}
+	t.free = append(t.free, t.tracks...)
 	t.tracks, t.refused, t.frame, t.last = t.tracks[:0], t.refused[:0], 0, Timing{}
 }
 
