@@ -108,11 +108,16 @@ func TestFieldHostileReplayRSS(t *testing.T) {
 		time.Sleep(30 * time.Second)
 		r := procStatus(p.Process.Pid, "VmRSS")
 		t.Logf("%s: VmRSS %d kB, VmHWM %d kB after 30 s", name, r, procStatus(p.Process.Pid, "VmHWM"))
+		// A posed that crashed is a zombie without VmRSS (-1): that is a
+		// failure, not a small memory.
+		if r <= 0 {
+			t.Errorf("%s: posed is not running after 30 s (VmRSS %d)", name, r)
+		}
 		p.Process.Kill()
 		return r
 	}
 	normal, bad := rss("normal", seq), rss("hostile", hostile)
-	if bad > 2*normal {
+	if normal <= 0 || bad <= 0 || bad > 2*normal {
 		t.Errorf("RSS %d kB with hostile frames, %d kB without: over 2×", bad, normal)
 	}
 }
