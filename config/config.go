@@ -76,8 +76,9 @@ type Attention struct {
 	Engagement EngagementRules `yaml:"engagement"`
 }
 
-// DriverRules are the driver profile's (../shared/docs/ATTENTION.md: Euro
-// NCAP's driver engagement protocol, the EU ADDW regulation, openpilot).
+// DriverRules are the driver profile's (docs/internals.md, "Attention": Euro
+// NCAP's driver engagement assessment protocol, the EU's driver distraction
+// warning regulation (ADDW, Delegated Regulation (EU) 2023/2590), openpilot).
 type DriverRules struct {
 	// Attending are the targets that count as attending to driving (the
 	// road, the mirrors, the instrument cluster).

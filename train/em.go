@@ -1,6 +1,6 @@
 // Package train fits hybrid GLLiM models by expectation-maximisation, in
 // float64 (Deleforge, Forbes, Horaud 2015; Drouard et al. 2017, Appendix;
-// ../shared/docs/METHOD.md §3). It is the offline half of posed: the daemon
+// docs/method.md §3). It is the offline half of posed: the daemon
 // links only package infer/gllim.
 //
 // The work of one iteration is four dense matrix products over all

@@ -9,7 +9,7 @@ import (
 var log2Pi = math.Log(2 * math.Pi)
 
 // eStep computes the responsibilities r_nk (into e.r), the posterior means
-// μ^w_nk and covariances S^w_k of the latent w (E-W, E-Z of METHOD §3) and
+// μ^w_nk and covariances S^w_k of the latent w (E-W, E-Z of docs/method.md §3) and
 // returns the log-likelihood of the standardised data,
 // Σ_n log Σ_k π_k N(t_n; c^t_k, Γ^t_k) N(y_n; A^t_k t_n + b_k, Σ_k + A^w_k A^wᵀ_k).
 //

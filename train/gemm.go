@@ -7,7 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// The four dense products of an EM iteration (METHOD §3: E-step
+// The four dense products of an EM iteration (docs/method.md §3: E-step
 // Y·[Σ⁻¹A Σ⁻¹b] and Y²·Σ⁻¹, M-step [ρ; ρ∘x]·Y and ρ·Y²) are nearly all of
 // its time. mul computes them with a cache-blocked kernel that keeps a
 // 6×8 block of C in AVX2 registers and updates it by fused multiply-adds

@@ -7,7 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// initialise sets e.p for one start (METHOD §3, Initialisation):
+// initialise sets e.p for one start (docs/method.md §3, Initialisation):
 //  1. k-means (k-means++ seeding) on the standardised t, with InitPCs
 //     principal components of y appended, gives hard responsibilities;
 //  2. one M-step with Lw = 0 fits π_k, c^t_k, Γ^t_k, A^t_k, b_k and Σ_k;

@@ -9,7 +9,7 @@ import (
 
 // mStep maximises the expected complete-data log-likelihood given the
 // responsibilities e.r and the latent posteriors e.muW, e.sw (M-GMM and
-// M-mapping of METHOD §3). lw is the number of latent dimensions in use:
+// M-mapping of docs/method.md §3). lw is the number of latent dimensions in use:
 // e.Lw, or 0 for the initial step, which fits A^t_k and leaves A^w_k = 0.
 //
 // With ρ_nk = r_nk / N_k, x_nk = [t_n ; μ^w_nk], x̄_k = Σ_n ρ_nk x_nk,

@@ -339,7 +339,8 @@ func measureDetections(st detectionSetup, set string, samples []dataset.Sample, 
 	return r, nil
 }
 
-// matches is the rule of ../shared/docs/CASCADES.md: a detection finds a
+// matches is the rule of face-detection benchmarks on single labelled faces
+// (as headpose.Matches): a detection finds a
 // face when its centre is within half the labelled box of the labelled
 // centre and its side is 0.5–2.5 times the labelled box's.
 func matches(det, label feature.Box) bool {

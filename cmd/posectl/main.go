@@ -22,8 +22,8 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "train [flags] -o MODEL.gllim", "train a head-pose model (variants of METHOD §5)", runTrain},
-		{"eval", "eval -protocol lopo|-model M [flags]", "measure MAE/STD/RMSE per angle (METHOD §6)", runEval},
+		{"train", "train [flags] -o MODEL.gllim", "train a head-pose model (variants of docs/method.md §5)", runTrain},
+		{"eval", "eval -protocol lopo|-model M [flags]", "measure MAE/STD/RMSE per angle (docs/method.md §6)", runEval},
 		{"predict", "predict [-model M] [-box x,y,w,h] [-draw OUT.png] IMAGE...", "estimate the pose of the faces in images", runPredict},
 		{"features", "features [-data DIR] [-o OUT.csv]", "export p-HOG features and labels as CSV", runFeatures},
 		{"sequence", "sequence [-o DIR] [-fallback IMAGE]", "write the demo frame sequence `make run` replays", runSequence},

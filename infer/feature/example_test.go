@@ -10,7 +10,7 @@ import (
 
 // The p-HOG descriptor of a face box: the box is cropped to 64×64 pixels,
 // equalised, and described by histograms of oriented gradients over three
-// cell sizes (METHOD §1). Here the "face" is a bright disc on a dark
+// cell sizes (docs/method.md §1). Here the "face" is a bright disc on a dark
 // frame; every block of the descriptor is L2-Hys normalised (norm ≤ 1).
 func ExampleExtractor() {
 	img := image.NewGray(image.Rect(0, 0, 320, 240))

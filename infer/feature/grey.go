@@ -1,6 +1,6 @@
 // Package feature turns a face box in a frame into the feature vector the
 // pose model reads: grey conversion, a 64×64 crop of the box, histogram
-// equalisation and a pyramid of HOG descriptors (p-HOG, METHOD §1).
+// equalisation and a pyramid of HOG descriptors (p-HOG, docs/method.md §1).
 //
 // Every step writes into caller-owned or Extractor-owned buffers: in steady
 // state, extracting a face's features allocates nothing.

@@ -8,7 +8,7 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 )
 
-// The p-HOG recipe of the paper (§Implementation; METHOD §1): a 64×64
+// The p-HOG recipe of the paper (§Implementation; docs/method.md §1): a 64×64
 // histogram-equalised patch, 8 unsigned orientation bins, blocks of 2×2
 // cells moved one cell at a time, and three cell sizes, 32, 16 and 8 pixels:
 // 1 + 9 + 49 blocks × 32 values = 1888.

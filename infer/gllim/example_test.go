@@ -9,7 +9,7 @@ import (
 // Two components map one output t (a yaw, say) to two features y:
 // component 0 has t near −30 and y = (t, 1), component 1 has t near +30 and
 // y = (t, −1); the second feature tells them apart. The forward model
-// inverts the mapping: E[t | y] and its spread, from the mixture (METHOD
+// inverts the mapping: E[t | y] and its spread, from the mixture (docs/method.md
 // §4). Parameters are in standardised output units: here t's mean is 0 and
 // its scale 30. With Σ = 4 on y₁ and Γ = 0.05·30² = 45, y₁ = 10 in
 // component 1 gives (10/4 + 30/45) / (1/4 + 1/45) = 11.6: the centre's

@@ -6,7 +6,7 @@ import (
 )
 
 // Forward is the precomputed float32 forward model θ* of a hybrid GLLiM
-// (paper eqs. direct1–direct6, METHOD §4), or of an ensemble of them. It
+// (paper eqs. direct1–direct6, docs/method.md §4), or of an ensemble of them. It
 // is immutable and safe for concurrent use; each goroutine predicts through
 // its own Predictor.
 type Forward struct {
@@ -252,7 +252,7 @@ func (f *Forward) NewPredictor() *Predictor {
 	return p
 }
 
-// Predict computes E[t | y] and Cov[t | y] into dst (METHOD §4). For each
+// Predict computes E[t | y] and Cov[t | y] into dst (docs/method.md §4). For each
 // member of the model:
 //
 //	r_k    = y − c*_k

@@ -12,7 +12,7 @@ type Component struct{ W, Mu, Sd float64 }
 //
 //	p(t_i | y) = Σ_m (1/M) Σ_k ν_mk N(t_i; x̂_mki, Σ*_mk,ii)
 //
-// the mixture whose mean is p.Mean[i] (METHOD §4, paper eq. direct4–direct6;
+// the mixture whose mean is p.Mean[i] (docs/method.md §4, paper eq. direct4–direct6;
 // an ensemble of M members is their equal mixture). Components of weight 0
 // are left out.
 func (p *Prediction) Marginal(dst []Component, i int, w float64) []Component {

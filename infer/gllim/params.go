@@ -6,7 +6,7 @@
 // It is what the daemon links: it depends on the standard library only.
 // Training (EM, in float64) lives in package train.
 //
-// Notation follows ../shared/docs/METHOD.md: x = [t ; w] ∈ R^L with observed
+// Notation follows docs/method.md: x = [t ; w] ∈ R^L with observed
 // t ∈ R^Lt and latent w ∈ R^Lw, y = A_k x + b_k + e_k given component k,
 // e_k ~ N(0, Σ_k) with Σ_k diagonal, t | k ~ N(c^t_k, Γ^t_k), w | k ~ N(0, I).
 package gllim
@@ -95,7 +95,7 @@ func (p *Params) GammaK(k int) []float64 {
 }
 
 // NumFree is the number of free parameters, the n_par of the BIC
-// (METHOD §3):
+// (docs/method.md §3):
 //
 //	n_par = (K−1) + K·(D·L + D + Lt + Lt(Lt+1)/2) + n_Σ
 //

@@ -6,7 +6,7 @@ import "math"
 //
 // What a rounding of A costs is set by the noise it is compared with: the
 // features enter every term of the forward model whitened by Σ_k
-// (METHOD §4: B_k = A_kᵀ Σ_k⁻¹, and the component density of y), so an
+// (docs/method.md §4: B_k = A_kᵀ Σ_k⁻¹, and the component density of y), so an
 // error δ in A_k[d,j] weighs δ/σ_kd, σ_kd = √Σ_k[d]. The encoding therefore
 // rounds the whitened matrix Ã_k[d,j] = A_k[d,j]/σ_kd on a uniform grid of
 // step s_kj per component and latent dimension:

@@ -52,7 +52,7 @@ type Settings struct {
 	// step): below 1 the refinement damps the prediction's own noise.
 	Gain float64
 	// Median reports each angle as the median of its predictive marginal
-	// (the mixture of METHOD §4, blended with the profile expert's where it
+	// (the mixture of docs/method.md §4, blended with the profile expert's where it
 	// answers) instead of its mean: the answer of least expected absolute
 	// error, which a far component pulls less. The box moves stay the
 	// means. Not with Mirror.
@@ -408,7 +408,7 @@ func (w *Worker) askExpert() float64 {
 		return 0
 	default:
 		// Which explains the features best: the expert, for the face as it
-		// is or mirrored, or the model (log p(y), METHOD §4)?
+		// is or mirrored, or the model (log p(y), docs/method.md §4)?
 		w.xpr.Predict(&w.xpred, w.y)
 		w.mirror()
 		w.xpr.Predict(&w.xmpred, w.ym)

@@ -14,7 +14,7 @@
 // Hysteresis keeps noise at a border from flickering: a face enters a
 // target only `margin` degrees inside it and leaves it only `margin`
 // degrees outside, and a new target must hold for `dwell` before it
-// becomes the face's. See ../shared/docs/ATTENTION.md, "Geometry".
+// becomes the face's. See docs/internals.md, "Attention: where each face looks".
 package attention
 
 import (

@@ -7,8 +7,9 @@ import (
 )
 
 // DriverRules are the driver profile's thresholds (config.DriverRules;
-// ../shared/docs/ATTENTION.md: Euro NCAP's driver engagement protocol,
-// the EU ADDW regulation, openpilot).
+// docs/internals.md, "Attention": Euro NCAP's driver engagement assessment
+// protocol, the EU's driver distraction warning regulation (ADDW,
+// Delegated Regulation (EU) 2023/2590), openpilot).
 type DriverRules struct {
 	Attending    []string      // targets that count as attending to driving
 	Long         time.Duration // away this long: a long distraction

@@ -8,7 +8,7 @@ import (
 
 // EngagementRules are the engagement profile's (config.EngagementRules):
 // ROS4HRI's engagement levels (REP-155) from looking at Targets, with an
-// on and an off delay, as occupancy sensors have (ATTENTION.md).
+// on and an off delay, as occupancy sensors have (docs/internals.md).
 type EngagementRules struct {
 	Targets []string
 	On, Off time.Duration

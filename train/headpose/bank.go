@@ -1,7 +1,7 @@
 // Package headpose trains and evaluates head-pose models on labelled faces:
-// the four variants of the paper (METHOD §5), box-shift, mirror, rotation
+// the four variants of the paper (docs/method.md §5), box-shift, mirror, rotation
 // and photometric augmentation, each data set's box convention, and the
-// evaluation protocols of METHOD §6 (leave one person out, k-fold, hold-out;
+// evaluation protocols of docs/method.md §6 (leave one person out, k-fold, hold-out;
 // annotated, shifted and detected boxes).
 package headpose
 

@@ -102,7 +102,7 @@ func writeAtomic(path string, data []byte) error {
 }
 
 // Detection returns the detection that matches image i's face: its centre
-// inside the annotated box and IoU ≥ 0.3 with it (METHOD §8), the best by
+// inside the annotated box and IoU ≥ 0.3 with it (docs/method.md §7), the best by
 // IoU. The bank's own detector's results are computed once when the bank
 // is made; other detectors' are computed on first use and kept, each
 // detector's apart.

@@ -20,7 +20,7 @@ import (
 	"github.com/edgepose/posed/train/dataset"
 )
 
-// Condition is how the test boxes are made (METHOD §6).
+// Condition is how the test boxes are made (docs/method.md §6).
 type Condition string
 
 const (

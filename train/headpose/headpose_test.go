@@ -225,7 +225,7 @@ func TestDetectorFindsFrontalFaces(t *testing.T) {
 	}
 	calib, n := LearnCalibration(b, all, det)
 	t.Logf("calibration from %d detections: %+v", n, calib)
-	// METHOD §8 measured the box 0.10 sides above the face centre and the face 0.78 of its size.
+	// docs/method.md §7 measured the box 0.10 sides above the face centre and the face 0.78 of its size.
 	if math.Abs(calib.DY-0.10) > 0.04 || math.Abs(calib.Scale-0.78) > 0.06 {
 		t.Errorf("calibration %+v far from the measured (dy 0.10, scale 0.78)", calib)
 	}

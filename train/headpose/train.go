@@ -17,7 +17,7 @@ import (
 	"github.com/edgepose/posed/train"
 )
 
-// Variant is what t holds (METHOD §5): the angles only ("pose": GLLiM_pose
+// Variant is what t holds (docs/method.md §5): the angles only ("pose": GLLiM_pose
 // with Lw = 0, hGLLiM_pose-d with Lw = d) or the angles and the box shift
 // ("pose-bb": GLLiM_pose&bb, hGLLiM_pose&bb-d).
 type Variant string
