@@ -96,14 +96,22 @@ func (n *Network) Verify(img *image.Gray, box feature.Box) bool {
 	return false
 }
 
+// scanMaxSide bounds the longer side of the picture the scan runs on: a
+// larger frame is shrunk more than ScanShrink (a 1920×1080 frame 3 times,
+// to 640×360), so that the scan's time and buffers stay those of a
+// 640-pixel picture whatever the camera.
+const scanMaxSide = 640
+
 // Scan returns the faces the network finds in the part r of img, shrunk
-// by ScanShrink, as detections: boxes where facefinder and the turned
-// cascade put theirs (so that the pose model's calibration applies), the
-// view from the landmarks, the network's confidence as the score. The
-// slice is reused by the next call.
+// by ScanShrink (or more, to scanMaxSide), as detections: boxes where
+// facefinder and the turned cascade put theirs (so that the pose model's
+// calibration applies), the view from the landmarks, the network's
+// confidence as the score. The slice is reused by the next call.
 func (n *Network) Scan(img *image.Gray, r image.Rectangle) []Face {
 	n.out = n.out[:0]
-	for _, f := range n.net.DetectShrunk(&n.buf, img, r, n.p.ScanShrink, n.p.ScanScore) {
+	r = r.Intersect(img.Rect)
+	k := max(n.p.ScanShrink, (max(r.Dx(), r.Dy())+scanMaxSide-1)/scanMaxSide)
+	for _, f := range n.net.DetectShrunk(&n.buf, img, r, k, n.p.ScanScore) {
 		n.out = append(n.out, AsDetection(f))
 	}
 	return n.out

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"image"
 	"math"
 	"path/filepath"
 	"testing"
@@ -161,5 +162,37 @@ func TestNetworkParams(t *testing.T) {
 	}
 	if _, err := NewNetwork(yunet.New(yunet.Default()), p); err == nil {
 		t.Error("NewNetwork took a verify_score of 1.5")
+	}
+}
+
+// A frame much larger than 640 pixels is scanned at most 640 pixels wide:
+// a face four times the size in a 2560×1920 frame is found as in the
+// 640×480 one, and the scan's buffers stay those of a 640-pixel picture.
+func TestNetworkScanBoundsLargeFrames(t *testing.T) {
+	g := datatest.Frame640(t)
+	big := image.NewGray(image.Rect(0, 0, 2560, 1920))
+	for y := range 1920 {
+		for x := range 2560 {
+			big.Pix[y*2560+x] = g.Pix[(y/4)*g.Stride+x/4]
+		}
+	}
+	n := testNetwork(t)
+	small := n.Scan(g, g.Rect)
+	if len(small) != 1 {
+		t.Fatalf("%d faces in the 640×480 frame, want 1", len(small))
+	}
+	want := small[0].Box
+	faces := n.Scan(big, big.Rect)
+	if len(faces) != 1 {
+		t.Fatalf("%d faces in the 2560×1920 frame, want 1", len(faces))
+	}
+	got := faces[0].Box
+	// (The small frame is scanned at half its size, the large one at a
+	// quarter, which is the small frame itself: boxes agree to a tenth.)
+	if math.Abs(got.X/4-want.X) > 0.1*want.W || math.Abs(got.W/4-want.W) > 0.1*want.W {
+		t.Errorf("box %+v in the large frame, %+v ×4 in the small one", got, want)
+	}
+	if c := cap(n.buf.Small().Pix); c > 640*480 {
+		t.Errorf("the scan shrank the large frame to %d pixels", c)
 	}
 }

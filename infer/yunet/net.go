@@ -133,6 +133,10 @@ type Buffers struct {
 	small image.Gray // DetectShrunk's picture
 }
 
+// Small is the picture DetectShrunk last ran on (its buffer's capacity
+// says the most it has held).
+func (b *Buffers) Small() *image.Gray { return &b.small }
+
 func grow(s []float32, n int) []float32 {
 	if cap(s) < n {
 		return make([]float32, n)
