@@ -2,10 +2,7 @@
 
 package device
 
-import (
-	"fmt"
-	"os"
-)
+import "os"
 
 // mapFile reads the file where it cannot be mapped.
 func mapFile(path string) ([]byte, func() error, error) {
@@ -16,15 +13,5 @@ func mapFile(path string) ([]byte, func() error, error) {
 // openRegular opens path for reading, refusing what is not a regular file.
 func openRegular(path string) (*os.File, error) {
 	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
-		}
-		return nil, err
-	}
-	return f, nil
+	return regular(f, path, err)
 }

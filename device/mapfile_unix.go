@@ -41,15 +41,5 @@ func mapFile(path string) (data []byte, release func() error, err error) {
 // a FIFO opened plainly waits for a writer.
 func openRegular(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
-		}
-		return nil, err
-	}
-	return f, nil
+	return regular(f, path, err)
 }

@@ -312,7 +312,7 @@ func measureDetections(st detectionSetup, set string, samples []dataset.Sample, 
 		r.total[b]++
 		hit := false
 		for _, f := range faces {
-			if matches(f.Box, s.Box) {
+			if feature.Finds(f.Box, s.Box) {
 				hit = true
 			} else {
 				r.falses++
@@ -326,7 +326,7 @@ func measureDetections(st detectionSetup, set string, samples []dataset.Sample, 
 		}
 		if check != nil {
 			for _, f := range check.process(faces, g) {
-				if !matches(f.Box, s.Box) {
+				if !feature.Finds(f.Box, s.Box) {
 					r.pubFalses++
 					if overlaps(f.Box, s.Box) {
 						r.pubNear++
@@ -337,18 +337,6 @@ func measureDetections(st detectionSetup, set string, samples []dataset.Sample, 
 		r.photos++
 	}
 	return r, nil
-}
-
-// matches is the rule of face-detection benchmarks on single labelled faces
-// (as headpose.Matches): a detection finds a
-// face when its centre is within half the labelled box of the labelled
-// centre and its side is 0.5–2.5 times the labelled box's.
-func matches(det, label feature.Box) bool {
-	lx, ly := label.Centre()
-	dx, dy := det.Centre()
-	side := math.Sqrt(label.W * label.H)
-	r := det.W / side
-	return math.Abs(dx-lx) <= side/2 && math.Abs(dy-ly) <= side/2 && r >= 0.5 && r <= 2.5
 }
 
 // overlaps reports whether a detection that does not match the face still

@@ -19,7 +19,6 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/dataset/datatest"
-	"github.com/edgepose/posed/train/headpose"
 )
 
 // posedFaces runs the posed binary with its defaults on a replay of one
@@ -165,7 +164,7 @@ func TestEvalIsWhatPosedPublishes(t *testing.T) {
 		evalFound := r[col["found"]] == "true"
 		match := -1
 		for k, pf := range faces {
-			if headpose.Matches(feature.Box{X: pf[0], Y: pf[1], W: pf[2], H: pf[3]}, label[name]) {
+			if feature.Finds(feature.Box{X: pf[0], Y: pf[1], W: pf[2], H: pf[3]}, label[name]) {
 				match = k
 				break
 			}

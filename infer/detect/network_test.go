@@ -21,16 +21,6 @@ func testNetwork(t *testing.T) *Network {
 	return n
 }
 
-// matchesLabel: a box finds a labelled face (its centre within half the
-// label's side, its side 0.5–2.5 times the label's).
-func matchesLabel(b, label feature.Box) bool {
-	lx, ly := label.Centre()
-	x, y := b.Centre()
-	s := math.Sqrt(label.W * label.H)
-	r := math.Sqrt(b.W*b.H) / s
-	return math.Abs(x-lx) <= s/2 && math.Abs(y-ly) <= s/2 && r >= 0.5 && r <= 2.5
-}
-
 // The network confirms the cascades' faces in the wild, frontal to
 // profile, and refuses the boxes they put on face-free scenes (phantoms
 // of each view, up to facefinder's score 10 on a door; ../shared/data's
@@ -68,7 +58,7 @@ func TestNetworkVerify(t *testing.T) {
 		}
 		found := false
 		for _, d := range both.Detect(g) {
-			if matchesLabel(d.Box, s.Box) {
+			if feature.Finds(d.Box, s.Box) {
 				found = true
 				if !n.Verify(g, d.Box) {
 					t.Errorf("%s (yaw %.0f°): the network refuses the %s cascade's box %+v on the face", name, s.Yaw, d.View, d.Box)
@@ -123,7 +113,7 @@ func TestNetworkScan(t *testing.T) {
 		}
 		tried++
 		for _, f := range n.Scan(g, g.Rect) {
-			if !matchesLabel(f.Box, s.Box) {
+			if !feature.Finds(f.Box, s.Box) {
 				continue
 			}
 			found++

@@ -33,6 +33,18 @@ func IoU(a, b Box) float64 {
 	return in / (a.W*a.H + b.W*b.H - in)
 }
 
+// Finds reports whether a detected (or published) box finds the labelled
+// face label, by the rule of face-detection benchmarks on single labelled
+// faces: its centre within half the label's side of the label's centre,
+// its side 0.5–2.5 times the label's (sides as √(w·h)).
+func Finds(det, label Box) bool {
+	lx, ly := label.Centre()
+	dx, dy := det.Centre()
+	side := math.Sqrt(label.W * label.H)
+	r := math.Sqrt(det.W*det.H) / side
+	return math.Abs(dx-lx) <= side/2 && math.Abs(dy-ly) <= side/2 && r >= 0.5 && r <= 2.5
+}
+
 // Inside is the share of a's area that lies inside b (0 for an empty a).
 func Inside(a, b Box) float64 {
 	in := intersection(a, b)

@@ -124,29 +124,7 @@ func BenchmarkFrame(b *testing.B) {
 		ours.det = all
 		// The same model in memory for both, as one daemon has.
 		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
-		ours.Process(img)
-		ref.Process(img)
-		a := make([]time.Duration, 0, 1<<13)
-		r := make([]time.Duration, 0, 1<<13)
-		for b.Loop() {
-			t0 := time.Now()
-			n := len(ours.Process(img))
-			t1 := time.Now()
-			n *= len(ref.Process(img))
-			if len(a) < cap(a) {
-				a, r = append(a, t1.Sub(t0)), append(r, time.Since(t1))
-			}
-			if n == 0 {
-				b.Fatal("no face")
-			}
-		}
-		slices.Sort(a)
-		slices.Sort(r)
-		if n := len(a); n > 0 {
-			b.ReportMetric(float64(a[n/2].Nanoseconds()), "median-ns")
-			b.ReportMetric(float64(r[n/2].Nanoseconds()), "pigo-median-ns")
-			b.ReportMetric(float64(a[n/2])/float64(r[n/2]), "x-pigo")
-		}
+		ratioLoop(b, func() int { return len(ours.Process(img)) }, func() int { return len(ref.Process(img)) })
 	})
 	// The face network (detect.Network) as the daemon runs it by default,
 	// beside facefinder (detect.turned is off by default):

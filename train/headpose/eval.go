@@ -483,13 +483,7 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 		return func(j int) {
 			i := idx[j]
 			face := b.FaceBox(i)
-			out := FaceResult{Sample: i, Face: face}
-			v := b.Base(i)
-			for a, name := range pose.AngleNames {
-				if truth, ok := v.Angle(name); ok && est.HasAngle(a) {
-					out.Truth[a], out.Has[a] = truth, true
-				}
-			}
+			out := b.result(est, i, face)
 			var box feature.Box
 			switch o.Condition {
 			case Annotated:
@@ -524,6 +518,19 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 	return &Report{Case: o.Name(), Faces: res}, nil
 }
 
+// result is image i's result before its estimate: its face box and the
+// labels of the angles est predicts.
+func (b *Bank) result(est *pose.Estimator, i int, face feature.Box) FaceResult {
+	out := FaceResult{Sample: i, Face: face}
+	v := b.Base(i)
+	for a, name := range pose.AngleNames {
+		if truth, ok := v.Angle(name); ok && est.HasAngle(a) {
+			out.Truth[a], out.Has[a] = truth, true
+		}
+	}
+	return out
+}
+
 // published is Evaluate under the published condition: each picture the
 // first frame of a scene of the daemon's frame path.
 func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, error) {
@@ -544,13 +551,7 @@ func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report,
 		return func(j int) {
 			i := idx[j]
 			face := b.FaceBox(i)
-			out := FaceResult{Sample: i, Face: face}
-			v := b.Base(i)
-			for a, name := range pose.AngleNames {
-				if truth, ok := v.Angle(name); ok && est.HasAngle(a) {
-					out.Truth[a], out.Has[a] = truth, true
-				}
-			}
+			out := b.result(est, i, face)
 			fr.Reset()
 			for range o.FramesPerPicture - 1 {
 				fr.Process(b.Images[i])
@@ -558,7 +559,7 @@ func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report,
 			label := b.Samples[i].Box
 			best := -1
 			for k, f := range fr.Process(b.Images[i]) {
-				if best < 0 && Matches(f.Box, label) {
+				if best < 0 && feature.Finds(f.Box, label) {
 					best = k
 					out.Found, out.Refined, out.View = true, f.Box, f.View
 					out.Test = f.Box
@@ -575,18 +576,6 @@ func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report,
 		return nil, ferr
 	}
 	return &Report{Case: o.Name(), Faces: res}, nil
-}
-
-// Matches is the rule a detection or a published face finds a labelled
-// face by (the rule of face-detection benchmarks on single labelled
-// faces): its centre within half the labelled box's side of the labelled
-// centre, its side 0.5–2.5 times the labelled box's.
-func Matches(det, label feature.Box) bool {
-	lx, ly := label.Centre()
-	dx, dy := det.Centre()
-	side := math.Sqrt(label.W * label.H)
-	r := math.Sqrt(det.W*det.H) / side
-	return math.Abs(dx-lx) <= side/2 && math.Abs(dy-ly) <= side/2 && r >= 0.5 && r <= 2.5
 }
 
 // Subjects returns the distinct subjects of the bank's samples (restricted
