@@ -31,19 +31,17 @@ type Broker struct {
 // The same rules hold for a client's will (its last message, which the
 // broker publishes when the client drops): a client may set a will only on
 // a topic it may write, or it is refused at CONNECT; anonymous clients do
-// not read the command topics (what others send posed); and a client id
-// that is posed's (PosedClientID, or one starting with PosedClientPrefix)
-// is refused from any other user, which would otherwise take the id over
-// and disconnect posed.
+// not read the command topics (what others send posed); and posed's client
+// id (PosedClientID) is refused from any other user, which would otherwise
+// take the id over and disconnect posed.
 type BrokerAuth struct {
 	PosedUser, PosedPassword string
 	Readers                  map[string]string
 	Anonymous                bool
 	Topics                   []string // topics only posed writes (OwnTopics)
 	Commands                 []string // filters of the command topics (CommandTopics)
-	// posed's client id (mqtt.client_id), or the prefix of the ids it
-	// draws when none is set ("posed-<device>-").
-	PosedClientID, PosedClientPrefix string
+	// posed's client id (mqtt.client_id, or the one drawn for the run).
+	PosedClientID string
 }
 
 // ReadUsers reads a readers file: one "user:password" per line, blank
@@ -132,8 +130,7 @@ func (g *guard) OnConnect(cl *mochi.Client, pk packets.Packet) error {
 		return code
 	}
 	user := string(cl.Properties.Username)
-	if user != g.a.PosedUser && (g.a.PosedClientID != "" && cl.ID == g.a.PosedClientID ||
-		g.a.PosedClientPrefix != "" && strings.HasPrefix(cl.ID, g.a.PosedClientPrefix)) {
+	if user != g.a.PosedUser && g.a.PosedClientID != "" && cl.ID == g.a.PosedClientID {
 		return refuse(packets.ErrClientIdentifierNotValid)
 	}
 	if pk.Connect.WillFlag {

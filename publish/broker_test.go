@@ -203,7 +203,7 @@ func withWill(t *testing.T, addr, user, pw, id, topic, payload string) (mqtt.Cli
 func TestEmbeddedBrokerWillsAndIDs(t *testing.T) {
 	addr := mqtttest.FreeAddr(t)
 	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true,
-		Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"}, PosedClientPrefix: ClientIDPrefix("cam")}
+		Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"}, PosedClientID: "posed-cam-feedbeef"}
 	b, err := StartBroker(addr, a, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -228,9 +228,9 @@ func TestEmbeddedBrokerWillsAndIDs(t *testing.T) {
 		{"ha", "ha-pw", "ha-1", "posed/cam/set/detect", true}, // readers send commands
 		{"ha", "ha-pw", "ha-2", "posed/cam/available", false},
 		{"ha", "ha-pw", "ha-3", "ha/status", true},
-		{"", "", "posed-cam-0a1b2c3d", "", false},
-		{"ha", "ha-pw", "posed-cam-0a1b2c3d", "", false},
 		{"", "", "posed-cam-feedbeef", "", false}, // posed's own, while it is connected
+		{"ha", "ha-pw", "posed-cam-feedbeef", "", false},
+		{"", "", "posed-cam-0a1b2c3d", "", true}, // another id of the same look is another client's
 	} {
 		cl, ok := withWill(t, addr, c.user, c.pw, c.id, c.will, "ON")
 		if ok != c.ok {

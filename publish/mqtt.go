@@ -150,9 +150,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	broker = strings.NewReplacer("mqtts://", "ssl://", "mqtt://", "tcp://", "tls://", "ssl://").Replace(broker)
 	id := cfg.ClientID
 	if id == "" {
-		var b [4]byte
-		rand.Read(b[:])
-		id = ClientIDPrefix(device) + hex.EncodeToString(b[:])
+		id = NewClientID(device)
 	}
 	p.broker = config.RedactURL(broker)
 	o := mqtt.NewClientOptions().
@@ -233,9 +231,13 @@ func TLSConfig(cfg config.MQTT) (*tls.Config, error) {
 	return tc, nil
 }
 
-// ClientIDPrefix starts the client id posed draws where mqtt.client_id is
-// not set: posed-<device>- and 8 random hex digits.
-func ClientIDPrefix(device string) string { return "posed-" + device + "-" }
+// NewClientID draws the client id posed uses where mqtt.client_id is not
+// set: posed-<device>- and 8 random hex digits.
+func NewClientID(device string) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return "posed-" + device + "-" + hex.EncodeToString(b[:])
+}
 
 // loadKeyPair reads a client certificate and its key (regular files of at
 // most config.MaxFileSize each) into a key pair.

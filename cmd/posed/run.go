@@ -208,11 +208,13 @@ func haURL(cfg config.Config) string {
 // the publisher logs in with it); the readers of mqtt.embedded_users; and
 // anonymous readers if mqtt.embedded_anonymous.
 func embeddedAuth(m *config.MQTT, device string) (publish.BrokerAuth, error) {
+	if m.ClientID == "" {
+		// Drawn here, so that the broker knows posed's id and refuses it
+		// to anyone else (the publisher connects with it).
+		m.ClientID = publish.NewClientID(device)
+	}
 	a := publish.BrokerAuth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)},
 		PosedClientID: m.ClientID}
-	if m.ClientID == "" {
-		a.PosedClientPrefix = publish.ClientIDPrefix(device)
-	}
 	pw, err := m.ReadPassword()
 	if err != nil {
 		return a, err
