@@ -137,9 +137,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Fit runs EM for a hybrid GLLiM on N samples: t is N×Lt (observed outputs),
+// fit runs EM for a hybrid GLLiM on N samples (a single model: the first
+// of FitEnsemble's): t is N×Lt (observed outputs),
 // y is N×D (features). Neither is modified.
-func Fit(t, y *mat.Dense, cfg Config) (*Result, error) {
+func fit(t, y *mat.Dense, cfg Config) (*Result, error) {
 	rs, err := FitEnsemble(t, y, cfg, 1)
 	if err != nil {
 		return nil, err
@@ -384,9 +385,9 @@ func (e *em) run(s int, t0 time.Time) runResult {
 	return out
 }
 
-// LogLikelihood returns the log-likelihood of (t, y) under p, whose t is in
+// logLikelihood returns the log-likelihood of (t, y) under p, whose t is in
 // the standardised units (t − tMean)/tScale, in natural units of t.
-func LogLikelihood(p *gllim.Params, tMean, tScale []float64, t, y *mat.Dense) float64 {
+func logLikelihood(p *gllim.Params, tMean, tScale []float64, t, y *mat.Dense) float64 {
 	cfg := Config{K: p.K, Lw: p.Lw, Cov: p.Cov, Shared: p.Shared}.withDefaults()
 	e := newEM(t, y, cfg)
 	n, lt := t.Dims()

@@ -57,7 +57,7 @@ func TestEMRecoversKnownModel(t *testing.T) {
 	tte, _, yte, _ := Sample(truth, nTest, rng)
 	base := rmsError(t, truth, make([]float64, Lt), ones(Lt), tte, yte)
 
-	res, err := Fit(ttr, ytr, Config{K: K, Lw: Lw, Starts: 3, Seed: 7, MaxIter: 200})
+	res, err := fit(ttr, ytr, Config{K: K, Lw: Lw, Starts: 3, Seed: 7, MaxIter: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +86,14 @@ func TestEMRecoversKnownModel(t *testing.T) {
 	if res.LogL != best {
 		t.Errorf("kept logL %.6f, best start has %.6f", res.LogL, best)
 	}
-	if l := LogLikelihood(res.Params, res.TMean, res.TScale, ttr, ytr); math.Abs(l-res.LogL) > 1e-9*math.Abs(l) {
+	if l := logLikelihood(res.Params, res.TMean, res.TScale, ttr, ytr); math.Abs(l-res.LogL) > 1e-9*math.Abs(l) {
 		t.Errorf("log-likelihood of the returned parameters %.9g, reported %.9g", l, res.LogL)
 	}
 	// The truth's likelihood is an upper bound the fit should come close to.
-	lTrue := LogLikelihood(truth, make([]float64, Lt), ones(Lt), ttr, ytr)
+	lTrue := logLikelihood(truth, make([]float64, Lt), ones(Lt), ttr, ytr)
 	t.Logf("logL: truth %.1f, fit %.1f", lTrue, res.LogL)
 
-	res0, err := Fit(ttr, ytr, Config{K: K, Lw: 0, Starts: 3, Seed: 7, MaxIter: 200})
+	res0, err := fit(ttr, ytr, Config{K: K, Lw: 0, Starts: 3, Seed: 7, MaxIter: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestEStepMatchesDenseDensities(t *testing.T) {
 		p := RandomParams(K, D, Lt, Lw, rng)
 		p.Cov, p.Shared = cov.cov, cov.shared
 		tt, _, y, _ := Sample(p, N, rng)
-		got := LogLikelihood(p, make([]float64, Lt), ones(Lt), tt, y)
+		got := logLikelihood(p, make([]float64, Lt), ones(Lt), tt, y)
 
 		// Dense reference.
 		L := Lt + Lw
@@ -198,7 +198,7 @@ func TestNumFreeByHand(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	truth := RandomParams(2, 3, 1, 1, rng)
 	tt, _, y, _ := Sample(truth, 200, rng)
-	res, err := Fit(tt, y, Config{K: 2, Lw: 1, Seed: 1})
+	res, err := fit(tt, y, Config{K: 2, Lw: 1, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,16 +213,16 @@ func TestFitDeterministic(t *testing.T) {
 	truth := RandomParams(4, 30, 2, 1, rng)
 	tt, _, y, _ := Sample(truth, 800, rng)
 	cfg := Config{K: 4, Lw: 1, Seed: 42, MaxIter: 20, Starts: 2, InitPCs: 2}
-	a, err := Fit(tt, y, cfg)
+	a, err := fit(tt, y, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Fit(tt, y, cfg)
+	b, err := fit(tt, y, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prev := runtime.GOMAXPROCS(1)
-	c, err := Fit(tt, y, cfg)
+	c, err := fit(tt, y, cfg)
 	runtime.GOMAXPROCS(prev)
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func TestFitEnsembleMembersAreSeededFits(t *testing.T) {
 	for i, r := range rs {
 		c := cfg
 		c.Seed += uint64(i)
-		one, err := Fit(tt, y, c)
+		one, err := fit(tt, y, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +280,7 @@ func TestCovarianceConstraints(t *testing.T) {
 		cov    gllim.Covariance
 		shared bool
 	}{{gllim.Isotropic, false}, {gllim.Diagonal, true}, {gllim.Isotropic, true}} {
-		res, err := Fit(tt, y, Config{K: 3, Lw: 1, Cov: c.cov, Shared: c.shared, Seed: 3, MaxIter: 60})
+		res, err := fit(tt, y, Config{K: 3, Lw: 1, Cov: c.cov, Shared: c.shared, Seed: 3, MaxIter: 60})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -363,7 +363,7 @@ func TestLargeDimensionLogDomain(t *testing.T) {
 		p.Sigma[i] = 0.01
 	}
 	tt, _, y, _ := Sample(p, 60, rng)
-	res, err := Fit(tt, y, Config{K: 2, Lw: 1, Seed: 1, MaxIter: 10})
+	res, err := fit(tt, y, Config{K: 2, Lw: 1, Seed: 1, MaxIter: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,15 +375,15 @@ func TestLargeDimensionLogDomain(t *testing.T) {
 func TestFitRejectsBadInput(t *testing.T) {
 	tt := mat.NewDense(10, 1, nil)
 	y := mat.NewDense(9, 3, nil)
-	if _, err := Fit(tt, y, Config{K: 2}); err == nil {
+	if _, err := fit(tt, y, Config{K: 2}); err == nil {
 		t.Error("mismatched rows accepted")
 	}
 	y = mat.NewDense(10, 3, nil)
 	y.Set(3, 2, math.NaN())
-	if _, err := Fit(tt, y, Config{K: 2}); err == nil {
+	if _, err := fit(tt, y, Config{K: 2}); err == nil {
 		t.Error("NaN feature accepted")
 	}
-	if _, err := Fit(tt, mat.NewDense(10, 3, nil), Config{K: 6}); err == nil {
+	if _, err := fit(tt, mat.NewDense(10, 3, nil), Config{K: 6}); err == nil {
 		t.Error("K = 6 with 10 samples accepted")
 	}
 }

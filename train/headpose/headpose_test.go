@@ -273,7 +273,7 @@ func TestCalibratedUncertaintyMatchesErrors(t *testing.T) {
 	}
 	o := Options{Variant: VariantPose, Angles: []string{pose.Yaw, pose.Pitch}, EM: train.Config{K: 10, Seed: 4, Tol: 1e-4}}
 	eo := EvalOptions{Condition: Annotated}
-	scales, inner, err := LearnStdScales(b, trainIdx, o, eo, 0.25, 1)
+	scales, inner, err := learnStdScales(b, trainIdx, o, eo, 0.25, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 )
 
-// LearnStdScales measures how overconfident the predictive standard
+// learnStdScales measures how overconfident the predictive standard
 // deviations of a model trained with o on the images idx are. It holds out
 // a fraction frac of the persons in idx (of every data set, drawn with
 // seed), trains on the others, estimates the held-out faces under eo and
@@ -20,7 +20,7 @@ import (
 // on average, not per face. The mixture's posterior is nearly one-hot in
 // 1888 dimensions, so the raw σ is mostly one component's noise and is
 // several times smaller than the error on persons never seen.
-func LearnStdScales(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, seed uint64) (map[string]float64, *Report, error) {
+func learnStdScales(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, seed uint64) (map[string]float64, *Report, error) {
 	_, scales, rep, err := LearnHeldOut(b, idx, o, eo, frac, seed, nil, "")
 	return scales, rep, err
 }
