@@ -151,8 +151,11 @@ const (
 // <prefix>/<device>/event as it starts and as it ends (QoS 1, not
 // retained).
 type EventMsg struct {
-	Schema    int    `json:"schema"`
-	Device    string `json:"device"`
+	Schema int    `json:"schema"`
+	Device string `json:"device"`
+	// ID is the event's own: the same id twice is one event delivered
+	// twice (MQTT's QoS 1 may), to be dropped.
+	ID        string `json:"id"`
 	EventType string `json:"event_type"` // <kind>_<phase>: what Home Assistant's event entity reads
 	Kind      string `json:"kind"`
 	Phase     string `json:"phase"` // start, end

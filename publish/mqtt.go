@@ -35,6 +35,7 @@ type Publisher struct {
 	print                   io.Writer
 
 	queue    chan outMsg
+	events   *eventHold    // attention events until the broker has them (events.go)
 	lastQoS0 mqtt.Token    // the last QoS 0 message sent (the sending goroutine's)
 	bufs     chan []byte   // message buffers paho is done with (Pose)
 	lossless bool          // Pose waits for room in the queue (WithLossless)
@@ -137,7 +138,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
 		dirty: make(chan struct{}, 1), dirtyTopics: map[string]bool{}, tried: make(chan struct{}),
 		bufs:    make(chan []byte, 2*queueLen+4),
-		version: "dev",
+		version: "dev", events: newEventHold(),
 	}
 	p.topicPose, p.topicPrimary = p.base+TopicPose, p.base+TopicPrimary
 	for _, o := range opts {
@@ -371,6 +372,7 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 		}
 	}
 	p.firstTryEnded() // "online" is queued before a replay's first frame
+	p.wakeEvents()    // what waited while the broker was away
 }
 
 // firstTryEnded says the first connection attempt has ended: connected
@@ -386,6 +388,8 @@ func (p *Publisher) loop() {
 			return
 		case <-p.dirty:
 			p.sendDirty()
+		case <-p.events.ready:
+			p.sendEvents()
 		case m := <-p.queue:
 			// Retained changes go first: they are few, and what they
 			// say (state, camera, attention) is what a subscriber sees
@@ -396,6 +400,7 @@ func (p *Publisher) loop() {
 			default:
 			}
 			if m.flush != nil {
+				p.sendEvents() // the events waiting go before "offline"
 				// QoS 0 messages are not awaited as they go (send); paho
 				// writes them in order, so the last one written means
 				// every one before it is: wait for it, or a disconnect
@@ -654,17 +659,21 @@ func (p *Publisher) Retain(topic string, v any) {
 // retained). An event that happens while the broker is away is dropped
 // and counted: the retained attention topic says the state on reconnect.
 func (p *Publisher) Event(e EventMsg) {
-	e.Schema, e.Device, e.EventType = SchemaVersion, p.device, e.Kind+"_"+e.Phase
+	e.Schema, e.Device, e.EventType, e.ID = SchemaVersion, p.device, e.Kind+"_"+e.Phase, p.events.nextID()
 	b, err := json.Marshal(e)
 	if err != nil {
 		p.log.Error("publish: encoding", "topic", TopicEvent, "err", err)
 		return
 	}
-	if !p.connected.Load() {
+	dropped, warn := p.events.add(heldEvent{key: fmt.Sprintf("%s/%d", e.Kind, e.Track), start: e.Phase == "start", payload: b})
+	for range dropped {
 		p.drop(false)
-		return
 	}
-	p.enqueue(outMsg{topic: p.base + TopicEvent, qos: 1, payload: b})
+	if warn {
+		p.log.Warn("mqtt: the broker has been away long enough that attention events are dropped, oldest first (with the end of any start dropped)",
+			"held", maxHeldEvents, "events_dropped", p.events.dropped.Load())
+	}
+	p.wakeEvents()
 }
 
 // Stats publishes a statistics message (not retained).

@@ -26,6 +26,9 @@ type Metrics struct {
 	Stages       [numStages]Histogram // by Stage
 	MQTT         func() (published, dropped uint64, connected bool)
 	MQTTErr      func() string // why the broker is not connected ("" if it is)
+	// Events, if set, are the attention events waiting for the broker
+	// and those the bound dropped (publish.Publisher.EventsHeld, EventsDropped).
+	Events func() (held int, dropped uint64)
 	// AttentionSeconds and AttentionEvents, if set, are the attention
 	// stage's figures: the primary face's time per target, the events
 	// started per kind.
@@ -137,6 +140,11 @@ func (m *Metrics) WriteText(w io.Writer, version string) {
 		c("posed_mqtt_published_total", "MQTT messages published.", p)
 		c("posed_mqtt_dropped_total", "MQTT messages dropped (disconnected, queue full, rate cap).", d)
 		g("posed_mqtt_connected", "1 while connected to the broker.", b2f(conn))
+	}
+	if m.Events != nil {
+		held, dropped := m.Events()
+		g("posed_mqtt_events_held", "Attention events waiting for the broker to take them (kept while it is away).", float64(held))
+		c("posed_mqtt_events_dropped_total", "Attention events dropped: more than the hold keeps waited for the broker (with the end of any start dropped).", dropped)
 	}
 	g("posed_uptime_seconds", "Seconds since start.", time.Since(m.Started).Seconds())
 	if m.AttentionSeconds != nil {

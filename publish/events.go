@@ -1,0 +1,175 @@
+package publish
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Attention events are what a fleet counts: they are not dropped while
+// the broker is away, as poses are. Each waits in the publisher's hold,
+// in order, until the broker has acknowledged it (QoS 1): a distraction
+// that starts in a tunnel reaches the broker when the car is out of it,
+// with its own times. The hold is bounded (maxHeldEvents); past it the
+// oldest event goes, and an _end whose _start went goes too (a consumer
+// never gets an _end it cannot pair). Each event has an id of its own
+// (the publisher's start and a number), so that a consumer can drop one
+// it got twice (QoS 1 may deliver twice).
+
+// maxHeldEvents bounds the events that wait for the broker: a driver's
+// events come a few a minute, so this is hours of an outage.
+const maxHeldEvents = 1000
+
+// heldEvent is an event encoded, and what pairs its start and end.
+type heldEvent struct {
+	key     string // kind/track
+	start   bool
+	payload []byte
+}
+
+// eventHold is the publisher's queue of events not yet acknowledged.
+type eventHold struct {
+	mu      sync.Mutex
+	q       []heldEvent
+	orphans map[string]bool // kind/track whose _start was dropped: its _end goes too
+	// dropped counts the events that had to go; warned says the log has
+	// told of the dropping since the broker last took an event.
+	dropped atomic.Uint64
+	warned  bool
+	ready   chan struct{} // capacity 1: there are events to send
+	boot    int64         // the ids' first part: the publisher's start, unix ms
+	seq     atomic.Uint64
+}
+
+func newEventHold() *eventHold {
+	return &eventHold{orphans: map[string]bool{}, ready: make(chan struct{}, 1), boot: time.Now().UnixMilli()}
+}
+
+// nextID is the next event's id.
+func (h *eventHold) nextID() string { return fmt.Sprintf("%d-%d", h.boot, h.seq.Add(1)) }
+
+// add holds an event, dropping what the bound says; it reports the
+// events dropped by this call, and whether the log should say so now.
+func (h *eventHold) add(e heldEvent) (dropped int, warn bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !e.start && h.orphans[e.key] {
+		delete(h.orphans, e.key)
+		dropped++
+	} else {
+		h.q = append(h.q, e)
+	}
+	for len(h.q) > maxHeldEvents {
+		old := h.q[0]
+		h.q = h.q[1:]
+		dropped++
+		if !old.start {
+			continue
+		}
+		// Its _end, held already or still to come, goes with it.
+		if i := h.indexOf(old.key, false); i >= 0 {
+			h.q = append(h.q[:i], h.q[i+1:]...)
+			dropped++
+		} else {
+			h.orphans[old.key] = true
+		}
+	}
+	if dropped > 0 {
+		h.dropped.Add(uint64(dropped))
+		warn, h.warned = !h.warned, true
+	}
+	return dropped, warn
+}
+
+// indexOf is the index of the first held event of key and phase, or -1.
+func (h *eventHold) indexOf(key string, start bool) int {
+	for i, e := range h.q {
+		if e.key == key && e.start == start {
+			return i
+		}
+	}
+	return -1
+}
+
+// front is the oldest event held (ok false: none).
+func (h *eventHold) front() (heldEvent, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.q) == 0 {
+		return heldEvent{}, false
+	}
+	return h.q[0], true
+}
+
+// taken removes the oldest event: the broker has it.
+func (h *eventHold) taken() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.q) > 0 {
+		h.q[0] = heldEvent{}
+		h.q = h.q[1:]
+	}
+	h.warned = false
+}
+
+// held is the number of events waiting.
+func (h *eventHold) held() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.q)
+}
+
+// sendEvents publishes the held events, oldest first, each waited for,
+// while the broker is connected; one that fails stays first for the next
+// try (the sending goroutine's).
+func (p *Publisher) sendEvents() {
+	for {
+		e, ok := p.events.front()
+		if !ok || !p.client.IsConnectionOpen() {
+			return
+		}
+		m := outMsg{topic: p.base + TopicEvent, qos: 1, payload: e.payload}
+		if p.print != nil {
+			fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
+		}
+		t := p.client.Publish(m.topic, 1, false, m.payload)
+		if !p.awaitHeld(t) || t.Error() != nil {
+			return // kept: sent again when the broker is back
+		}
+		p.events.taken()
+		p.published.Add(1)
+	}
+}
+
+// awaitHeld waits (bounded) for a held event's acknowledgement: false if
+// it did not come (the event stays held, nothing is counted as dropped).
+func (p *Publisher) awaitHeld(t interface{ Done() <-chan struct{} }) bool {
+	if p.wait == nil {
+		p.wait = time.NewTimer(tokenWait)
+	} else {
+		p.wait.Reset(tokenWait)
+	}
+	select {
+	case <-t.Done():
+		p.wait.Stop()
+		return true
+	case <-p.wait.C:
+		return false
+	case <-p.done:
+		p.wait.Stop()
+		return false
+	}
+}
+
+// EventsHeld and EventsDropped: the events waiting for the broker, and
+// those the bound made posed drop (counted apart from poses).
+func (p *Publisher) EventsHeld() int       { return p.events.held() }
+func (p *Publisher) EventsDropped() uint64 { return p.events.dropped.Load() }
+func (p *Publisher) wakeEvents()           { signal(p.events.ready) }
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
