@@ -1,10 +1,17 @@
 package publish
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgepose/posed/config"
 )
 
 // Attention events are what a fleet counts: they are not dropped while
@@ -15,7 +22,10 @@ import (
 // oldest event goes, and an _end whose _start went goes too (a consumer
 // never gets an _end it cannot pair). Each event has an id of its own
 // (the publisher's start and a number), so that a consumer can drop one
-// it got twice (QoS 1 may deliver twice).
+// it got twice (QoS 1 may deliver twice). With a state directory the hold
+// is kept in a file there (eventsFile) at each change, and read back at
+// start: the events a stop, a crash or a power cut caught waiting are sent
+// by the next run, with their own ids and times.
 
 // maxHeldEvents bounds the events that wait for the broker: a driver's
 // events come a few a minute, so this is hours of an outage.
@@ -23,10 +33,14 @@ const maxHeldEvents = 1000
 
 // heldEvent is an event encoded, and what pairs its start and end.
 type heldEvent struct {
-	key     string // kind/track
-	start   bool
-	payload []byte
+	Key     string          `json:"key"` // kind/track
+	Start   bool            `json:"start"`
+	Payload json.RawMessage `json:"event"`
 }
+
+// eventsFile is the hold's file in the state directory: a JSON line per
+// event waiting, oldest first.
+const eventsFile = "events.jsonl"
 
 // eventHold is the publisher's queue of events not yet acknowledged.
 type eventHold struct {
@@ -40,10 +54,62 @@ type eventHold struct {
 	ready   chan struct{} // capacity 1: there are events to send
 	boot    int64         // the ids' first part: the publisher's start, unix ms
 	seq     atomic.Uint64
+	path    string // the hold's file ("": none)
+	log     *slog.Logger
+	saveErr bool // the last save failed (and was logged)
 }
 
-func newEventHold() *eventHold {
-	return &eventHold{orphans: map[string]bool{}, ready: make(chan struct{}, 1), boot: time.Now().UnixMilli()}
+// newEventHold returns a hold, with the events of the file at path (in a
+// state directory; "" for none) waiting.
+func newEventHold(path string, log *slog.Logger) *eventHold {
+	h := &eventHold{orphans: map[string]bool{}, ready: make(chan struct{}, 1), boot: time.Now().UnixMilli(), path: path, log: log}
+	if path == "" {
+		return h
+	}
+	b, err := config.ReadFileLimited(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("mqtt: cannot read the attention events left waiting: they are lost", "file", path, "err", err)
+		}
+		return h
+	}
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e heldEvent
+		if err := json.Unmarshal(line, &e); err != nil || e.Key == "" || !json.Valid(e.Payload) {
+			log.Warn("mqtt: a damaged line among the attention events left waiting: skipped", "file", path, "line", i+1)
+			continue
+		}
+		h.q = append(h.q, e)
+	}
+	if len(h.q) > maxHeldEvents {
+		h.q = h.q[len(h.q)-maxHeldEvents:]
+	}
+	if len(h.q) > 0 {
+		log.Info("mqtt: attention events left waiting by the last run will be sent", "events", len(h.q), "file", path)
+		h.ready <- struct{}{}
+	}
+	return h
+}
+
+// save writes the hold to its file (under h.mu).
+func (h *eventHold) save() {
+	if h.path == "" {
+		return
+	}
+	var b bytes.Buffer
+	for _, e := range h.q {
+		line, _ := json.Marshal(e)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	err := config.WriteStateFile(h.path, b.Bytes())
+	if err != nil && !h.saveErr {
+		h.log.Warn("mqtt: cannot keep the attention events waiting in the state directory: a restart would lose them", "file", h.path, "err", err)
+	}
+	h.saveErr = err != nil
 }
 
 // nextID is the next event's id.
@@ -54,8 +120,9 @@ func (h *eventHold) nextID() string { return fmt.Sprintf("%d-%d", h.boot, h.seq.
 func (h *eventHold) add(e heldEvent) (dropped int, warn bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !e.start && h.orphans[e.key] {
-		delete(h.orphans, e.key)
+	defer h.save()
+	if !e.Start && h.orphans[e.Key] {
+		delete(h.orphans, e.Key)
 		dropped++
 	} else {
 		h.q = append(h.q, e)
@@ -64,15 +131,15 @@ func (h *eventHold) add(e heldEvent) (dropped int, warn bool) {
 		old := h.q[0]
 		h.q = h.q[1:]
 		dropped++
-		if !old.start {
+		if !old.Start {
 			continue
 		}
 		// Its _end, held already or still to come, goes with it.
-		if i := h.indexOf(old.key, false); i >= 0 {
+		if i := h.indexOf(old.Key, false); i >= 0 {
 			h.q = append(h.q[:i], h.q[i+1:]...)
 			dropped++
 		} else {
-			h.orphans[old.key] = true
+			h.orphans[old.Key] = true
 		}
 	}
 	if dropped > 0 {
@@ -85,7 +152,7 @@ func (h *eventHold) add(e heldEvent) (dropped int, warn bool) {
 // indexOf is the index of the first held event of key and phase, or -1.
 func (h *eventHold) indexOf(key string, start bool) int {
 	for i, e := range h.q {
-		if e.key == key && e.start == start {
+		if e.Key == key && e.Start == start {
 			return i
 		}
 	}
@@ -109,6 +176,7 @@ func (h *eventHold) taken() {
 	if len(h.q) > 0 {
 		h.q[0] = heldEvent{}
 		h.q = h.q[1:]
+		h.save()
 	}
 	h.warned = false
 }
@@ -129,7 +197,7 @@ func (p *Publisher) sendEvents() {
 		if !ok || !p.client.IsConnectionOpen() {
 			return
 		}
-		m := outMsg{topic: p.base + TopicEvent, qos: 1, payload: e.payload}
+		m := outMsg{topic: p.base + TopicEvent, qos: 1, payload: e.Payload}
 		if p.print != nil {
 			fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
 		}

@@ -3,7 +3,10 @@ package publish
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,9 +74,9 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 // held already or still to come: a consumer never gets an _end it cannot
 // pair. What went is counted apart from poses.
 func TestEventHoldBound(t *testing.T) {
-	h := newEventHold()
+	h := newEventHold("", quiet())
 	ev := func(track int, start bool) heldEvent {
-		return heldEvent{key: fmt.Sprintf("long/%d", track), start: start, payload: []byte(fmt.Sprint(track, start))}
+		return heldEvent{Key: fmt.Sprintf("long/%d", track), Start: start, Payload: []byte(fmt.Sprintf(`{"track":%d}`, track))}
 	}
 	// Track 0 starts and ends; then maxHeldEvents-1 starts of others:
 	// full. One more start pushes track 0's start out, and its end too.
@@ -105,7 +108,66 @@ func TestEventHoldBound(t *testing.T) {
 	}
 	e, _ := h.front()
 	h.taken()
-	if e.key != "long/2" || h.warned {
-		t.Errorf("front %q after the drops; warned %v after a send", e.key, h.warned)
+	if e.Key != "long/2" || h.warned {
+		t.Errorf("front %q after the drops; warned %v after a send", e.Key, h.warned)
+	}
+}
+
+// Events caught waiting by a stop (or a crash: the file is written at each
+// change) are sent by the next run that has the same state directory,
+// with their own ids and times, before its own; a damaged line is skipped.
+func TestEventsSurviveARestart(t *testing.T) {
+	broker := mqtttest.Start(t)
+	dir := t.TempDir()
+	broker.Stop() // the broker is away for the whole first run
+	cfg := testMQTT(broker.Addr())
+	p, err := New(cfg, "cam", quiet(), nil, WithStateDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for i, phase := range []string{"start", "end", "start"} {
+		p.Event(EventMsg{Kind: EventUnresponsive, Phase: phase, Track: 7, Time: t0.Add(time.Duration(i) * time.Second), Since: t0})
+	}
+	shutdown(p, 200*time.Millisecond)
+	b, err := os.ReadFile(filepath.Join(dir, eventsFile))
+	if err != nil || strings.Count(string(b), "\n") != 3 {
+		t.Fatalf("the events' file after the first run: %q, %v", b, err)
+	}
+	os.WriteFile(filepath.Join(dir, eventsFile), append(b, []byte("{not json\n")...), 0o640)
+
+	broker.Start()
+	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/event")
+	q, err := New(cfg, "cam", quiet(), nil, WithStateDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(q, 3*time.Second)
+	waitConnected(t, q, 5*time.Second)
+	q.Event(EventMsg{Kind: EventUnresponsive, Phase: "end", Track: 7, Time: t0.Add(10 * time.Second), Since: t0})
+	col.WaitFor(t, "the four events", 10*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) >= 4 })
+	var got []string
+	boots := map[string]bool{}
+	for _, m := range col.All() {
+		var e EventMsg
+		if err := json.Unmarshal(m.Payload, &e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s@%d", e.Phase, int(e.Time.Sub(t0).Seconds())))
+		boot, _, _ := strings.Cut(e.ID, "-")
+		boots[boot] = true
+	}
+	if want := "start@0 end@1 start@2 end@10"; strings.Join(got, " ") != want {
+		t.Errorf("events after the restart %q, want %q", strings.Join(got, " "), want)
+	}
+	if len(boots) != 2 {
+		t.Errorf("ids from %d runs, want the first run's and the second's", len(boots))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for q.EventsHeld() > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, eventsFile)); len(b) != 0 {
+		t.Errorf("the events' file after they were sent: %q", b)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,12 +139,17 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
 		dirty: make(chan struct{}, 1), dirtyTopics: map[string]bool{}, tried: make(chan struct{}),
 		bufs:    make(chan []byte, 2*queueLen+4),
-		version: "dev", events: newEventHold(),
+		version: "dev",
 	}
 	p.topicPose, p.topicPrimary = p.base+TopicPose, p.base+TopicPrimary
 	for _, o := range opts {
 		o(p)
 	}
+	held := "" // the events' file, in the state directory (an option)
+	if p.stateDir != "" {
+		held = filepath.Join(p.stateDir, eventsFile)
+	}
+	p.events = newEventHold(held, log)
 	broker := cfg.Broker
 	if broker == "embedded" {
 		broker = "tcp://" + cfg.Listen
@@ -665,7 +671,7 @@ func (p *Publisher) Event(e EventMsg) {
 		p.log.Error("publish: encoding", "topic", TopicEvent, "err", err)
 		return
 	}
-	dropped, warn := p.events.add(heldEvent{key: fmt.Sprintf("%s/%d", e.Kind, e.Track), start: e.Phase == "start", payload: b})
+	dropped, warn := p.events.add(heldEvent{Key: fmt.Sprintf("%s/%d", e.Kind, e.Track), Start: e.Phase == "start", Payload: b})
 	for range dropped {
 		p.drop(false)
 	}
