@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,8 +43,14 @@ type heldEvent struct {
 }
 
 // eventsFile is the hold's file in the state directory: a JSON line per
-// event waiting, oldest first.
-const eventsFile = "events.jsonl"
+// event waiting, oldest first. openFile holds the events started and not
+// ended (by kind/track, their _start): a run that stops without ending
+// them (a crash) leaves them there, and the next ends them when it starts
+// ("why": "restarted") instead of leaving them open for good.
+const (
+	eventsFile = "events.jsonl"
+	openFile   = "events-open.json"
+)
 
 // eventHold is the publisher's queue of events not yet acknowledged.
 type eventHold struct {
@@ -54,7 +64,8 @@ type eventHold struct {
 	ready   chan struct{} // capacity 1: there are events to send
 	boot    int64         // the ids' first part: the publisher's start, unix ms
 	seq     atomic.Uint64
-	path    string // the hold's file ("": none)
+	path    string                     // the hold's file ("": none)
+	open    map[string]json.RawMessage // kind/track → its _start: started, not ended
 	log     *slog.Logger
 	saveErr bool // the last save failed (and was logged)
 }
@@ -62,10 +73,12 @@ type eventHold struct {
 // newEventHold returns a hold, with the events of the file at path (in a
 // state directory; "" for none) waiting.
 func newEventHold(path string, log *slog.Logger) *eventHold {
-	h := &eventHold{orphans: map[string]bool{}, ready: make(chan struct{}, 1), boot: time.Now().UnixMilli(), path: path, log: log}
+	h := &eventHold{orphans: map[string]bool{}, ready: make(chan struct{}, 1), boot: time.Now().UnixMilli(), path: path, log: log,
+		open: map[string]json.RawMessage{}}
 	if path == "" {
 		return h
 	}
+	defer h.endOpen(filepath.Join(filepath.Dir(path), openFile))
 	b, err := config.ReadFileLimited(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -89,9 +102,46 @@ func newEventHold(path string, log *slog.Logger) *eventHold {
 	}
 	if len(h.q) > 0 {
 		log.Info("mqtt: attention events left waiting by the last run will be sent", "events", len(h.q), "file", path)
-		h.ready <- struct{}{}
+		signal(h.ready)
 	}
 	return h
+}
+
+// endOpen ends the events the last run started and did not end (the file
+// at path): each gets its _end, "why": "restarted", dated now.
+func (h *eventHold) endOpen(path string) {
+	b, err := config.ReadFileLimited(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			h.log.Warn("mqtt: cannot read the events the last run left open", "file", path, "err", err)
+		}
+		return
+	}
+	var open map[string]EventMsg
+	if err := json.Unmarshal(b, &open); err != nil {
+		h.log.Warn("mqtt: the events the last run left open are damaged: not ended", "file", path, "err", err)
+		return
+	}
+	keys := slices.Sorted(maps.Keys(open))
+	now := time.Now().UTC()
+	for _, k := range keys {
+		e := open[k]
+		if e.Phase != "start" || e.Kind == "" {
+			continue
+		}
+		e.Phase, e.EventType, e.Why, e.ID = "end", e.Kind+"_end", "restarted", h.nextID()
+		e.DurationS = math.Round(now.Sub(e.Since).Seconds()*1000) / 1000
+		e.Time = now
+		payload, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		h.add(heldEvent{Key: k, Start: false, Payload: payload})
+	}
+	if len(keys) > 0 {
+		h.log.Info("mqtt: events the last run left open are ended (why: restarted)", "events", len(keys))
+		signal(h.ready)
+	}
 }
 
 // save writes the hold to its file (under h.mu).
@@ -106,6 +156,10 @@ func (h *eventHold) save() {
 		b.WriteByte('\n')
 	}
 	err := config.WriteStateFile(h.path, b.Bytes())
+	if err == nil {
+		open, _ := json.Marshal(h.open)
+		err = config.WriteStateFile(filepath.Join(filepath.Dir(h.path), openFile), open)
+	}
 	if err != nil && !h.saveErr {
 		h.log.Warn("mqtt: cannot keep the attention events waiting in the state directory: a restart would lose them", "file", h.path, "err", err)
 	}
@@ -121,6 +175,11 @@ func (h *eventHold) add(e heldEvent) (dropped int, warn bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer h.save()
+	if e.Start {
+		h.open[e.Key] = e.Payload
+	} else {
+		delete(h.open, e.Key)
+	}
 	if !e.Start && h.orphans[e.Key] {
 		delete(h.orphans, e.Key)
 		dropped++
@@ -134,6 +193,7 @@ func (h *eventHold) add(e heldEvent) (dropped int, warn bool) {
 		if !old.Start {
 			continue
 		}
+		delete(h.open, old.Key) // never told: nothing to end at a restart
 		// Its _end, held already or still to come, goes with it.
 		if i := h.indexOf(old.Key, false); i >= 0 {
 			h.q = append(h.q[:i], h.q[i+1:]...)

@@ -115,7 +115,9 @@ func TestEventHoldBound(t *testing.T) {
 
 // Events caught waiting by a stop (or a crash: the file is written at each
 // change) are sent by the next run that has the same state directory,
-// with their own ids and times, before its own; a damaged line is skipped.
+// with their own ids and times, before its own; one the last run started
+// and never ended is ended ("restarted") before anything new; a damaged
+// line is skipped.
 func TestEventsSurviveARestart(t *testing.T) {
 	broker := mqtttest.Start(t)
 	dir := t.TempDir()
@@ -144,8 +146,9 @@ func TestEventsSurviveARestart(t *testing.T) {
 	}
 	defer shutdown(q, 3*time.Second)
 	waitConnected(t, q, 5*time.Second)
-	q.Event(EventMsg{Kind: EventUnresponsive, Phase: "end", Track: 7, Time: t0.Add(10 * time.Second), Since: t0})
-	col.WaitFor(t, "the four events", 10*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) >= 4 })
+	restart := time.Now()
+	q.Event(EventMsg{Kind: EventUnresponsive, Phase: "start", Track: 8, Time: t0.Add(10 * time.Second), Since: t0})
+	col.WaitFor(t, "the five events", 10*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) >= 5 })
 	var got []string
 	boots := map[string]bool{}
 	for _, m := range col.All() {
@@ -153,11 +156,15 @@ func TestEventsSurviveARestart(t *testing.T) {
 		if err := json.Unmarshal(m.Payload, &e); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, fmt.Sprintf("%s@%d", e.Phase, int(e.Time.Sub(t0).Seconds())))
+		when := fmt.Sprint(int(e.Time.Sub(t0).Seconds()))
+		if e.Why == "restarted" && e.Track == 7 && !e.Time.Before(restart.Add(-time.Second)) {
+			when = "restart"
+		}
+		got = append(got, fmt.Sprintf("%s@%s", e.Phase, when))
 		boot, _, _ := strings.Cut(e.ID, "-")
 		boots[boot] = true
 	}
-	if want := "start@0 end@1 start@2 end@10"; strings.Join(got, " ") != want {
+	if want := "start@0 end@1 start@2 end@restart start@10"; strings.Join(got, " ") != want {
 		t.Errorf("events after the restart %q, want %q", strings.Join(got, " "), want)
 	}
 	if len(boots) != 2 {

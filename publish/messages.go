@@ -172,7 +172,7 @@ type EventMsg struct {
 	// (unmonitored), looking at the device (engagement).
 	DurationS float64 `json:"duration_s"`
 	Target    Label   `json:"target"`        // where the face looked at Time
-	Why       string  `json:"why,omitempty"` // end: returned (to the road), away (from the device), window, monitored, lost, speed, paused, camera_offline, stopped
+	Why       string  `json:"why,omitempty"` // end: returned (to the road), away (from the device), window, monitored, lost, speed, paused, camera_offline, stopped, restarted
 }
 
 // ZeroMsg is the neutral pose in the state message.
