@@ -984,3 +984,52 @@ func TestCheckConfigWarnsOfReadableSecrets(t *testing.T) {
 		}
 	}
 }
+
+// kill -9 during a distraction: the next run, from the same state
+// directory, ends the distraction it left open ("why": "restarted") before
+// anything else, so that a consumer is never left with a _start and no
+// _end. (Before, the restart's consumer had an open distraction for good,
+// and a second _start for the same driver.)
+func TestKilledDuringAnEvent(t *testing.T) {
+	bin := buildPosed(t)
+	broker := mqtttest.Start(t)
+	events := mqtttest.Collect(t, broker.Addr(), "posed/kill/event")
+	away, _ := heldSequence(t, []int{60}, 20)
+	ahead, _ := heldSequence(t, []int{0}, 20)
+	state := t.TempDir()
+	extra := fmt.Sprintf("mqtt: {broker: tcp://%s}\nmetrics: {listen: \"\"}\nstate_dir: %s\n"+
+		"attention: {profile: driver, targets: {road: {yaw: [-22.5, 22.5], pitch: [-25, 25]}}}\n", broker.Addr(), state)
+	p := startPosedYAML(t, bin, "kill", away, extra)
+	events.WaitFor(t, "long_distraction_start", 30*time.Second, func(ms []mqtttest.Msg) bool {
+		return len(ms) > 0 && strings.Contains(string(ms[0].Payload), `"long_distraction_start"`)
+	})
+	p.Process.Signal(syscall.SIGKILL)
+	p.Wait()
+	var start publish.EventMsg
+	json.Unmarshal(events.All()[0].Payload, &start)
+	n := len(events.All())
+
+	startPosedYAML(t, bin, "kill", ahead, extra)
+	events.WaitFor(t, "the ends of what the killed run left open", 30*time.Second, func(ms []mqtttest.Msg) bool {
+		return len(ms) > n && strings.Contains(string(ms[len(ms)-1].Payload), `"restarted"`)
+	})
+	ends := map[string]bool{}
+	for _, m := range events.All()[n:] {
+		var e publish.EventMsg
+		json.Unmarshal(m.Payload, &e)
+		if e.Phase != "end" || e.Why != "restarted" {
+			t.Errorf("after the restart: %s", m.Payload)
+		}
+		ends[e.Kind] = true
+		if e.ID == start.ID {
+			t.Errorf("the end has its start's id %s", e.ID)
+		}
+	}
+	for _, m := range events.All()[:n] {
+		var e publish.EventMsg
+		json.Unmarshal(m.Payload, &e)
+		if e.Phase == "start" && !ends[e.Kind] {
+			t.Errorf("%s started before the kill and was not ended after it", e.Kind)
+		}
+	}
+}

@@ -136,20 +136,6 @@ func hugeHeaderJPEG(t *testing.T) []byte {
 	return append(b, make([]byte, 9000-len(b))...)
 }
 
-// startPosedYAML runs the posed binary with extra YAML after the basics.
-func startPosedYAML(t *testing.T, bin, device, source, extra string) *exec.Cmd {
-	model, _ := filepath.Abs(filepath.Join("..", "..", "models", "default.gllim"))
-	cfg := filepath.Join(t.TempDir(), device+".yaml")
-	y := fmt.Sprintf("device: %s\nsource: {path: %s, fps: 10, loop: true}\nmodel: {path: %s}\ndetect: {min_size: 40}\n%s", device, source, model, extra)
-	os.WriteFile(cfg, []byte(y), 0o644)
-	c := exec.Command(bin, "-config", cfg)
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	return c
-}
-
 func fds(pid int) int {
 	e, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	return len(e)

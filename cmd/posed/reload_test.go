@@ -28,6 +28,20 @@ func buildPosed(t *testing.T) string {
 	return bin
 }
 
+// startPosedYAML runs the posed binary with extra YAML after the basics.
+func startPosedYAML(t *testing.T, bin, device, source, extra string) *exec.Cmd {
+	model, _ := filepath.Abs(filepath.Join("..", "..", "models", "default.gllim"))
+	cfg := filepath.Join(t.TempDir(), device+".yaml")
+	y := fmt.Sprintf("device: %s\nsource: {path: %s, fps: 10, loop: true}\nmodel: {path: %s}\ndetect: {min_size: 40}\n%s", device, source, model, extra)
+	os.WriteFile(cfg, []byte(y), 0o644)
+	c := exec.Command(bin, "-config", cfg)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	return c
+}
+
 // SIGHUP (systemd's ExecReload) reloads the configuration in the same
 // process: a valid new one takes effect (here a new device id), with
 // RELOADING=1 then READY=1 told to systemd; an invalid one is logged and
