@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -1031,5 +1032,109 @@ func TestKilledDuringAnEvent(t *testing.T) {
 		if e.Phase == "start" && !ends[e.Kind] {
 			t.Errorf("%s started before the kill and was not ended after it", e.Kind)
 		}
+	}
+}
+
+// metric reads a counter's value from posed's /metrics: the sum of its
+// series.
+func metric(t *testing.T, addr, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	sum := 0.0
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+"{") {
+			f := strings.Fields(l)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// A ten-minute drive (replayed at 10 frames a second, faster than real
+// time, with a glance away of 5 s every 25 s) whose broker is away for
+// nine of its minutes: every attention event the driver profile started
+// reaches the broker once it is back, in order, each start with its end,
+// ids unique; none is dropped. (Before: the events of the outage were
+// dropped, and their _ends came without their _starts.)
+func TestDriveThroughATunnel(t *testing.T) {
+	seq, _ := heldSequence(t, []int{0, 0, 0, 0, 60}, 50)
+	broker := mqtttest.Start(t)
+	events := mqtttest.Collect(t, broker.Addr(), "posed/test/event")
+	cfg := testConfig(t, seq, "tcp://"+broker.Addr())
+	cfg.Source.FPS, cfg.Source.Unpaced, cfg.Source.Loop = 10, true, true
+	cfg.StateDir = t.TempDir()
+	cfg.Metrics.Listen = mqtttest.FreeAddr(t)
+	cfg.Attention.Profile = "driver"
+	cfg.Attention.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, quietLog(), io.Discard) }()
+	stop := func() {
+		if ctx.Err() == nil {
+			cancel()
+			<-done
+		}
+	}
+	defer stop()
+	events.WaitFor(t, "the first events", 30*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) >= 2 })
+	frames := func() float64 { return metric(t, cfg.Metrics.Listen, "posed_frames_processed_total") }
+	broker.Stop()
+	start := frames()
+	for deadline := time.Now().Add(3 * time.Minute); frames() < start+5400; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%g frames in 3 minutes", frames()-start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	broker.Start()
+	started := func() float64 { return metric(t, cfg.Metrics.Listen, "posed_attention_events_total") }
+	events.WaitFor(t, "every event started", 30*time.Second, func(ms []mqtttest.Msg) bool {
+		starts := 0
+		for _, m := range ms {
+			if strings.Contains(string(m.Payload), `"phase":"start"`) {
+				starts++
+			}
+		}
+		return float64(starts) >= started()
+	})
+	dropped := metric(t, cfg.Metrics.Listen, "posed_mqtt_events_dropped_total")
+	stop()
+	open := map[string]bool{}
+	ids := map[string]bool{}
+	starts := 0
+	for _, m := range events.All() {
+		var e publish.EventMsg
+		json.Unmarshal(m.Payload, &e)
+		key := fmt.Sprintf("%s/%d", e.Kind, e.Track)
+		switch e.Phase {
+		case "start":
+			starts++
+			if open[key] {
+				t.Errorf("%s started twice without an end", key)
+			}
+			open[key] = true
+		case "end":
+			if !open[key] {
+				t.Errorf("an end of %s without its start: %s", key, m.Payload)
+			}
+			delete(open, key)
+		}
+		if ids[e.ID] {
+			t.Errorf("id %s twice", e.ID)
+		}
+		ids[e.ID] = true
+	}
+	t.Logf("%d events (%d starts) through a 9-minute outage of a 10-minute drive; %g dropped", len(events.All()), starts, dropped)
+	if dropped != 0 {
+		t.Errorf("%g events dropped", dropped)
+	}
+	if starts < 20 {
+		t.Errorf("%d distractions started in the drive: the test drove too little", starts)
 	}
 }
