@@ -262,31 +262,11 @@ func (p *Publisher) sendEvents() {
 			fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
 		}
 		t := p.client.Publish(m.topic, 1, false, m.payload)
-		if !p.awaitHeld(t) || t.Error() != nil {
-			return // kept: sent again when the broker is back
+		if p.waitFor(t) != acked || t.Error() != nil {
+			return // kept: sent again when the broker is back (nothing dropped)
 		}
 		p.events.taken()
 		p.published.Add(1)
-	}
-}
-
-// awaitHeld waits (bounded) for a held event's acknowledgement: false if
-// it did not come (the event stays held, nothing is counted as dropped).
-func (p *Publisher) awaitHeld(t interface{ Done() <-chan struct{} }) bool {
-	if p.wait == nil {
-		p.wait = time.NewTimer(tokenWait)
-	} else {
-		p.wait.Reset(tokenWait)
-	}
-	select {
-	case <-t.Done():
-		p.wait.Stop()
-		return true
-	case <-p.wait.C:
-		return false
-	case <-p.done:
-		p.wait.Stop()
-		return false
 	}
 }
 

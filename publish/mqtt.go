@@ -488,6 +488,28 @@ func (p *Publisher) send(m outMsg) {
 // message) or until the publisher stops; a message not acknowledged is
 // counted as dropped and its buffer left to paho.
 func (p *Publisher) await(t mqtt.Token, m outMsg) bool {
+	switch p.waitFor(t) {
+	case acked:
+		return true
+	case timedOut:
+		p.drop(m.pose)
+		p.log.Warn("mqtt: publish not acknowledged in time", "topic", m.topic, "wait", tokenWait)
+	default:
+		p.drop(m.pose)
+	}
+	return false
+}
+
+// What waitFor saw of a token.
+const (
+	acked    = iota
+	timedOut // tokenWait went by
+	stopping // the publisher stops: its deadline, not tokenWait, bounds the wait
+)
+
+// waitFor waits for t within tokenWait (on a timer reused from message to
+// message) or until the publisher stops.
+func (p *Publisher) waitFor(t mqtt.Token) int {
 	if p.wait == nil {
 		p.wait = time.NewTimer(tokenWait)
 	} else {
@@ -496,16 +518,12 @@ func (p *Publisher) await(t mqtt.Token, m outMsg) bool {
 	select {
 	case <-t.Done():
 		p.wait.Stop()
-		return true
+		return acked
 	case <-p.wait.C:
-		p.drop(m.pose)
-		p.log.Warn("mqtt: publish not acknowledged in time", "topic", m.topic, "wait", tokenWait)
-		return false
+		return timedOut
 	case <-p.done:
-		// Shutting down: its deadline, not tokenWait, bounds the wait.
 		p.wait.Stop()
-		p.drop(m.pose)
-		return false
+		return stopping
 	}
 }
 
