@@ -43,10 +43,6 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 // state directory).
 func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, reload func() error, carry *carried) error {
 	started := time.Now()
-	tracker, err := newTracker(cfg, log)
-	if err != nil {
-		return err
-	}
 	if cfg.MQTT.Broker == "embedded" {
 		b, err := startEmbedded(&cfg.MQTT, cfg.Device, log)
 		if err != nil {
@@ -92,6 +88,12 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		pub.Shutdown(sctx)
 	}()
 
+	// The model loads once the publisher listens for commands: after a
+	// reload, a command sent while it loads is carried out, not lost.
+	tracker, err := newTracker(cfg, log)
+	if err != nil {
+		return err
+	}
 	met := metrics.NewMetrics()
 	met.MQTT, met.MQTTErr = pub.Counters, pub.ConnectionError
 	met.Events = func() (int, uint64) { return pub.EventsHeld(), pub.EventsDropped() }
