@@ -2,22 +2,22 @@ package yunet
 
 import "math"
 
-// The convolutions in Go; kernel_amd64.go runs vector kernels in their
-// place where the CPU has them. lo is the floor of the outputs: 0 for a
-// ReLU, −∞ for none.
-
-var noReLU = float32(math.Inf(-1))
+// The convolutions in Go; kernel_vec.go runs vector kernels in their
+// place where the CPU has them. Both end in a ReLU if relu: the kernels
+// take it as a floor lo on the outputs, 0 for a ReLU, −∞ for none.
 
 func floor(relu bool) float32 {
 	if relu {
 		return 0
 	}
-	return noReLU
+	return float32(math.Inf(-1))
 }
 
-// pointwise is a 1×1 convolution: for each cell p, dst[p][o] = max(lo,
-// b[o] + Σ_c src[p][c]·wt[c][o]) (wt is the layer's weights transposed).
-func pointwise(dst, src []float32, in, out int, wt, b []float32, lo float32) {
+// pointwise is a 1×1 convolution: for each cell p, dst[p][o] = b[o] +
+// Σ_c src[p][c]·wt[c][o] (wt is the layer's weights transposed), then
+// ReLU if relu.
+func pointwise(dst, src []float32, in, out int, wt, b []float32, relu bool) {
+	lo := floor(relu)
 	n := len(src) / in
 	if n == 0 {
 		return

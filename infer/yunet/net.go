@@ -39,10 +39,11 @@ import (
 type Net struct {
 	head  [9 * 16]float32 // the head convolution on grey, [tap][out]
 	headB [16]float32
-	// The other layers: point-wise weights transposed to [in][out],
-	// depth-wise ones as in the file ([tap][channel]).
-	w [NumLayers][]float32
-	b [NumLayers][]float32
+	// The backbone's and the neck's layers (below clsLayer): point-wise
+	// weights transposed to [in][out], depth-wise ones as in the file
+	// ([tap][channel]).
+	w [clsLayer][]float32
+	b [clsLayer][]float32
 	// The four heads of each level as one DP unit of 16 channels (class,
 	// box 4, objectness, landmarks 10: headChannels), point-wise
 	// transposed [64][16] and depth-wise [tap][16]: the convolutions are
@@ -75,36 +76,38 @@ func New(ws *Weights) *Net {
 		}
 		n.headB[o] = l0.B[o]
 	}
-	for i := 1; i < NumLayers; i++ {
+	// The backbone and the neck; the heads follow, fused.
+	for i := 1; i < clsLayer; i++ {
 		l, lw := Arch[i], ws.Layers[i]
 		n.b[i] = slices.Clone(lw.B)
 		if l.Depthwise {
 			n.w[i] = slices.Clone(lw.W)
 			continue
 		}
-		t := make([]float32, l.In*l.Out)
+		n.w[i] = make([]float32, l.In*l.Out)
 		for o := range l.Out {
 			for c := range l.In {
-				t[c*l.Out+o] = lw.W[o*l.In+c]
+				n.w[i][c*l.Out+o] = lw.W[o*l.In+c]
 			}
 		}
-		n.w[i] = t
 	}
 	for l := range 3 {
 		pw, dw := make([]float32, 64*headChannels), make([]float32, 9*headChannels)
 		pb, db := make([]float32, headChannels), make([]float32, headChannels)
 		at := 0
 		for _, first := range [4]int{clsLayer, boxLayer, objLayer, kpsLayer} {
-			i := first + 2*l
-			k := Arch[i].Out
-			for c := range 64 {
-				copy(pw[c*headChannels+at:c*headChannels+at+k], n.w[i][c*k:c*k+k])
+			p, d := ws.Layers[first+2*l], ws.Layers[first+2*l+1]
+			k := Arch[first+2*l].Out
+			for o := range k { // point-wise: [out][in] in the file, [in][out] here
+				for c := range 64 {
+					pw[c*headChannels+at+o] = p.W[o*64+c]
+				}
 			}
 			for tap := range 9 {
-				copy(dw[tap*headChannels+at:tap*headChannels+at+k], n.w[i+1][tap*k:tap*k+k])
+				copy(dw[tap*headChannels+at:tap*headChannels+at+k], d.W[tap*k:tap*k+k])
 			}
-			copy(pb[at:at+k], n.b[i])
-			copy(db[at:at+k], n.b[i+1])
+			copy(pb[at:at+k], p.B)
+			copy(db[at:at+k], d.B)
 			at += k
 		}
 		n.headPW[l], n.headDW[l], n.headPB[l], n.headDB[l] = pw, dw, pb, db
@@ -132,10 +135,6 @@ type Buffers struct {
 	keep  []Face
 	small image.Gray // DetectShrunk's picture
 }
-
-// Small is the picture DetectShrunk last ran on (its buffer's capacity
-// says the most it has held).
-func (b *Buffers) Small() *image.Gray { return &b.small }
 
 func grow(s []float32, n int) []float32 {
 	if cap(s) < n {
@@ -272,7 +271,7 @@ func (n *Net) Forward(buf *Buffers, img *image.Gray, r image.Rectangle) {
 		n.dp(a, lv, lv, neckLayer+2*l, rows, cols, true)
 		buf.out[l] = grow(buf.out[l], rows*cols*headChannels)
 		m := rows * cols
-		pointwise(a[:m*headChannels], lv[:m*64], 64, headChannels, n.headPW[l], n.headPB[l], noReLU)
+		pointwise(a[:m*headChannels], lv[:m*64], 64, headChannels, n.headPW[l], n.headPB[l], false)
 		depthwise(buf.out[l], a[:m*headChannels], rows, cols, headChannels, n.headDW[l], n.headDB[l], false)
 	}
 }
@@ -281,7 +280,7 @@ func (n *Net) Forward(buf *Buffers, img *image.Gray, r image.Rectangle) {
 // (rows×cols cells) into dst, through scratch; dst may be src.
 func (n *Net) dp(scratch, dst, src []float32, i, rows, cols int, relu bool) {
 	p, d := Arch[i], Arch[i+1]
-	pointwise(scratch[:rows*cols*p.Out], src[:rows*cols*p.In], p.In, p.Out, n.w[i], n.b[i], noReLU)
+	pointwise(scratch[:rows*cols*p.Out], src[:rows*cols*p.In], p.In, p.Out, n.w[i], n.b[i], false)
 	depthwise(dst[:rows*cols*d.Out], scratch[:rows*cols*p.Out], rows, cols, d.Out, n.w[i+1], n.b[i+1], relu)
 }
 
@@ -318,7 +317,7 @@ func headConv(out, scratch []float32, img *image.Gray, r image.Rectangle, rows, 
 			}
 		}
 	}
-	pointwise(out, win, 9, 16, wt[:], b[:], 0)
+	pointwise(out, win, 9, 16, wt[:], b[:], true)
 }
 
 // maxPool is the 2×2 stride-2 max pool of src (rows×cols cells of ch

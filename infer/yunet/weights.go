@@ -37,7 +37,7 @@ var Arch = func() [NumLayers]Layer {
 		i += 2
 	}
 	// Neck: one DP unit per level (strides 8, 16, 32), 64 → 64.
-	for ; i < 29; i += 2 {
+	for ; i < clsLayer; i += 2 {
 		a[i], a[i+1] = pw(64, 64), dw(64)
 	}
 	// Heads: class, box, objectness, 5 landmarks; one DP unit per level.
