@@ -235,24 +235,23 @@ type Detect struct {
 	// VerifyScore (0–1).
 	Verify      bool    `yaml:"verify"`
 	VerifyScore float64 `yaml:"verify_score"`
-	// ScanEvery runs the face network over the whole frame, shrunk
-	// ScanShrink times in each direction, every N frames (0: never): the
-	// faces it finds with a confidence of at least ScanScore start tracks,
-	// those the cascades miss among them.
+	// ScanEvery has the face network detect every N-th frame from the
+	// first, in place of the cascades (0: never), over the whole frame
+	// shrunk ScanShrink times in each direction (more for a frame over
+	// 1280 pixels): its faces of a confidence of at least ScanScore start
+	// and re-anchor tracks, those the cascades miss among them.
 	ScanEvery  int     `yaml:"scan_every"`
 	ScanScore  float64 `yaml:"scan_score"`
 	ScanShrink int     `yaml:"scan_shrink"`
 }
 
-// Params are the detector's parameters of d (the rest as
-// detect.DefaultParams).
 // NetworkParams are the face network's settings of the detect block.
 func (d Detect) NetworkParams() detect.NetworkParams {
-	p := detect.DefaultNetworkParams()
-	p.VerifyScore, p.ScanScore, p.ScanShrink = d.VerifyScore, d.ScanScore, d.ScanShrink
-	return p
+	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink}
 }
 
+// Params are the detector's parameters of d (the rest as
+// detect.DefaultParams).
 func (d Detect) Params() detect.Params {
 	p := detect.DefaultParams()
 	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore

@@ -16,11 +16,6 @@ type NetworkParams struct {
 	// VerifyScore: a detection is a face where the network finds one on
 	// its crop with at least this confidence (0–1).
 	VerifyScore float64
-	// Context is the crop's side in the detection box's sides; CropSide
-	// the side a crop is shrunk toward (by a whole factor), which bounds
-	// a verification's cost whatever the face's size.
-	Context  float64
-	CropSide int
 	// ScanScore is the smallest confidence of a face the scan reports;
 	// ScanShrink the factor the frame is shrunk by for it (2: a 640×480
 	// frame is scanned at 320×240, which finds faces from about 30 pixels).
@@ -28,11 +23,20 @@ type NetworkParams struct {
 	ScanShrink int
 }
 
-// DefaultNetworkParams are the measured defaults (docs/measured.md, "The
-// face network").
+// DefaultNetworkParams are the measured defaults (docs/measured.md, "Faces
+// in the wild").
 func DefaultNetworkParams() NetworkParams {
-	return NetworkParams{VerifyScore: 0.5, Context: 2, CropSide: 128, ScanScore: 0.5, ScanShrink: 2}
+	return NetworkParams{VerifyScore: 0.5, ScanScore: 0.5, ScanShrink: 2}
 }
+
+// A verification's crop is verifyContext detection sides wide, shrunk by a
+// whole factor toward verifySide pixels, which bounds its cost whatever the
+// face's size (toward 96 pixels it refused 15 % of the cascades' faces at
+// 75–90°, toward 128 6 %: docs/measured.md).
+const (
+	verifyContext = 2
+	verifySide    = 128
+)
 
 // Problems lists every unusable setting, named as the configuration's keys
 // under detect.
@@ -47,12 +51,6 @@ func (p NetworkParams) Problems() []Problem {
 	if p.ScanShrink < 1 || p.ScanShrink > 8 {
 		out = append(out, Problem{"scan_shrink", fmt.Sprintf("%d is not 1 to 8", p.ScanShrink)})
 	}
-	if !(p.Context >= 1 && p.Context <= 4) {
-		out = append(out, Problem{"verify_context", fmt.Sprintf("%g is not in [1, 4]", p.Context)})
-	}
-	if p.CropSide < 32 || p.CropSide > 640 {
-		out = append(out, Problem{"verify_side", fmt.Sprintf("%d is not 32 to 640 pixels", p.CropSide)})
-	}
 	return out
 }
 
@@ -66,8 +64,8 @@ type Network struct {
 	out []Face
 }
 
-// NewNetwork returns the network with the embedded weights, or the
-// problems of p.
+// NewNetwork returns net as a verifier and scanner with p, or p's first
+// problem.
 func NewNetwork(net *yunet.Net, p NetworkParams) (*Network, error) {
 	if pr := p.Problems(); len(pr) > 0 {
 		return nil, fmt.Errorf("detect: %s: %s", pr[0].Field, pr[0].Why)
@@ -81,12 +79,12 @@ func NewNetwork(net *yunet.Net, p NetworkParams) (*Network, error) {
 func (n *Network) Verify(img *image.Gray, box feature.Box) bool {
 	cx, cy := box.Centre()
 	s := math.Sqrt(box.W * box.H)
-	half := n.p.Context * s / 2
+	half := verifyContext * s / 2
 	crop := image.Rect(int(cx-half), int(cy-half), int(math.Ceil(cx+half)), int(math.Ceil(cy+half))).Intersect(img.Rect)
 	if crop.Empty() {
 		return false
 	}
-	k := max(1, int(n.p.Context*s)/n.p.CropSide)
+	k := max(1, int(verifyContext*s)/verifySide)
 	for _, f := range n.net.DetectShrunk(&n.buf, img, crop, k, n.p.VerifyScore) {
 		fs := math.Sqrt(f.W * f.H)
 		if math.Abs(f.X+f.W/2-cx) <= s/2 && math.Abs(f.Y+f.H/2-cy) <= s/2 && fs >= 0.4*s && fs <= 2.5*s {
@@ -102,6 +100,12 @@ func (n *Network) Verify(img *image.Gray, box feature.Box) bool {
 // 640-pixel picture whatever the camera.
 const scanMaxSide = 640
 
+// scanShrink is the factor the scan shrinks r by: ScanShrink, or more to
+// bring its longer side to scanMaxSide.
+func (n *Network) scanShrink(r image.Rectangle) int {
+	return max(n.p.ScanShrink, (max(r.Dx(), r.Dy())+scanMaxSide-1)/scanMaxSide)
+}
+
 // Scan returns the faces the network finds in the part r of img, shrunk
 // by ScanShrink (or more, to scanMaxSide), as detections: boxes where
 // facefinder and the turned cascade put theirs (so that the pose model's
@@ -110,31 +114,26 @@ const scanMaxSide = 640
 func (n *Network) Scan(img *image.Gray, r image.Rectangle) []Face {
 	n.out = n.out[:0]
 	r = r.Intersect(img.Rect)
-	k := max(n.p.ScanShrink, (max(r.Dx(), r.Dy())+scanMaxSide-1)/scanMaxSide)
-	for _, f := range n.net.DetectShrunk(&n.buf, img, r, k, n.p.ScanScore) {
-		n.out = append(n.out, AsDetection(f))
+	for _, f := range n.net.DetectShrunk(&n.buf, img, r, n.scanShrink(r), n.p.ScanScore) {
+		n.out = append(n.out, asDetection(f))
 	}
 	return n.out
 }
 
-// The network's box against the cascades' (facefinder's and the turned
-// cascade's, on the 4016 faces of AFLW2000 and Pointing'04 both found,
-// docs/measured.md "The face network"), by the nose's offset n from
-// between the eyes in box sides (0.02 on frontal faces, 0.17 at 75–90°):
-// the cascades' centre lies min(1.05 n, 0.12) sides toward the nose and
-// 0.05 + 0.2 n sides above, their side is max(1.10 − 1.3 n, 0.95) times
-// the network's.
-const (
-	// turnedNose: the nose's offset past which a face is turned (the
-	// turned cascade finds most faces from |yaw| 30°, whose median offset
-	// is 0.10).
-	turnedNose = 0.09
-)
+// turnedNose: the nose's offset, in box sides, past which a face is
+// turned (the turned cascade finds most faces from |yaw| 30°, whose median
+// offset is 0.10).
+const turnedNose = 0.09
 
-// AsDetection is a face of the network as a cascade's detection: a square
+// asDetection is a face of the network as a cascade's detection: a square
 // box where the cascades put theirs, and the view its landmarks show (the
-// nose left of the eyes' middle: YawPositive).
-func AsDetection(f yunet.Face) Face {
+// nose left of the eyes' middle: YawPositive). The map, fitted on the 4016
+// faces of AFLW2000 and Pointing'04 both found, goes by the nose's offset
+// n from between the eyes in box sides (0.02 on frontal faces, 0.17 at
+// 75–90°): the cascades' centre lies min(1.05 n, 0.12) sides toward the
+// nose and 0.05 + 0.2 n sides above the network's, their side is
+// max(1.10 − 1.3 n, 0.95) times its.
+func asDetection(f yunet.Face) Face {
 	s := math.Sqrt(f.W * f.H)
 	mid := (f.Landmarks[0] + f.Landmarks[2]) / 2
 	nose := (f.Landmarks[4] - mid) / s
