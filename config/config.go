@@ -19,11 +19,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
@@ -535,9 +535,9 @@ func Default() Config {
 const MaxFileSize = 1 << 20
 
 // ReadFileLimited reads the file at path, refusing one larger than
-// MaxFileSize and anything but a regular file (OpenRegular).
+// MaxFileSize and anything but a regular file (package regular).
 func ReadFileLimited(path string) ([]byte, error) {
-	f, err := OpenRegular(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -550,42 +550,6 @@ func ReadFileLimited(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxFileSize)
 	}
 	return data, nil
-}
-
-// OpenRegular opens the file at path for reading, refusing what is not a
-// regular file (a FIFO, a device, a socket, a directory) with an error
-// naming it. It opens without blocking, then checks: opening a FIFO
-// plainly waits for a writer, and posed with it (a state file or a model
-// planted as a FIFO hung the start and every reload).
-func OpenRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// fileKind names what a file that is not a regular one is.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }
 
 // WriteStateFile replaces the file at path with data (mode 0640) through

@@ -4,8 +4,9 @@ package device
 
 import (
 	"fmt"
-	"os"
 	"syscall"
+
+	"github.com/edgepose/posed/config/regular"
 )
 
 // mapFile maps a video file read-only: its frames are read from the page
@@ -13,7 +14,7 @@ import (
 // so a long recording costs no heap. release unmaps it. An empty file is
 // returned as nil data.
 func mapFile(path string) (data []byte, release func() error, err error) {
-	f, err := openRegular(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,12 +35,4 @@ func mapFile(path string) (data []byte, release func() error, err error) {
 		return nil, nil, fmt.Errorf("%s: mapping: %w", path, err)
 	}
 	return data, func() error { return syscall.Munmap(data) }, nil
-}
-
-// openRegular opens path for reading, refusing what is not a regular file
-// (a FIFO, a device, a directory). It opens without blocking, then checks:
-// a FIFO opened plainly waits for a writer.
-func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	return regular(f, path, err)
 }

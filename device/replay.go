@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/edgepose/posed/config/regular"
 )
 
 // ReplayOptions configure a replay.
@@ -160,7 +162,7 @@ func (r *Replay) readDir() error {
 	sort.Strings(names)
 	for _, n := range names {
 		f := frameData{name: n, file: filepath.Join(r.path, n)}
-		fh, err := openRegular(f.file)
+		fh, err := regular.Open(f.file)
 		if err != nil {
 			// Not a picture one can read (gone, a FIFO, a folder): a bad
 			// frame, dropped and logged when its turn comes.
@@ -189,7 +191,7 @@ func (r *Replay) readFrameFile(f frameData, want image.Point) ([]byte, error) {
 	if err := checkHeaderSize(f.w, f.h, want); err != nil {
 		return nil, err
 	}
-	fh, err := openRegular(f.file)
+	fh, err := regular.Open(f.file)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadFrame, err)
 	}

@@ -12,7 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
+
+	"github.com/edgepose/posed/config/regular"
 )
 
 // The *.gllim file, versions 1 to 3. All integers and floats are
@@ -354,9 +355,7 @@ func WriteFileWith(path string, m *Model, o MarshalOptions) error {
 // ReadFile loads the model file at path. Errors name the file and wrap one of
 // the sentinel errors.
 func ReadFile(path string) (*Model, error) {
-	// Opened without blocking, then checked: a FIFO in a model's place
-	// would otherwise wait for a writer, and posed with it.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := regular.Open(path) // a FIFO in a model's place would hang posed
 	if err != nil {
 		return nil, fmt.Errorf("gllim: %w", err)
 	}
@@ -367,9 +366,6 @@ func ReadFile(path string) (*Model, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("gllim: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("gllim: %s is not a regular file (%s)", path, st.Mode().Type())
 	}
 	if st.Size() > maxFileLen {
 		return nil, fmt.Errorf("gllim: %s: %w: %d bytes, more than a model file can hold", path, ErrCorrupt, st.Size())
