@@ -187,7 +187,7 @@ type startCheck struct {
 
 func newStartCheck(path string) (*startCheck, error) {
 	def := config.Default()
-	est, m, err := loadEstimator(path, "", def.Model.Settings())
+	est, m, err := estimator(def.Model, path, "")
 	if err != nil {
 		return nil, err
 	}

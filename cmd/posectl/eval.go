@@ -94,6 +94,9 @@ func runEval(args []string, stdout io.Writer) error {
 		return err
 	}
 	fs.Visit(func(f *flag.Flag) { e.conditionSet = e.conditionSet || f.Name == "condition" })
+	if e.frames < 1 {
+		return fmt.Errorf("%w: -frames %d: want 1 or more", errUsage, e.frames)
+	}
 	if !e.conditionSet && e.modelPath != "" {
 		e.condition = string(headpose.Published) // -model measures what posed publishes
 	}
@@ -182,9 +185,6 @@ func runEval(args []string, stdout io.Writer) error {
 	if e.faceFree == "" {
 		return nil
 	}
-	if e.frames < 1 {
-		return fmt.Errorf("%w: -frames %d: want 1 or more", errUsage, e.frames)
-	}
 	return e.phantoms(stdout, e.daemon)
 }
 
@@ -216,8 +216,7 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	if e.modelPath == "" {
 		return fmt.Errorf("%w: -face-free measures -model", errUsage)
 	}
-	cfg.Model.Path = e.modelPath
-	est, m, err := build.Estimator(cfg.Model)
+	est, m, err := estimator(cfg.Model, e.modelPath, cfg.Model.Expert)
 	if err != nil {
 		return err
 	}
@@ -234,12 +233,7 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 		if e.heldOutOnly && !cascade.HeldOut(p.Name) {
 			continue
 		}
-		tr.Reset()
-		g := p.Img.Gray()
-		for range e.frames - 1 {
-			tr.Process(g)
-		}
-		got := len(tr.Process(g))
+		got := len(headpose.Still(tr, p.Img.Gray(), e.frames))
 		n++
 		faces += got
 		if got > 0 {
@@ -333,13 +327,15 @@ func (e *evalFlags) modelFile(samples []dataset.Sample, det *detect.Detector, ev
 	}
 	var reps []*headpose.Report
 	for _, eo := range evals {
-		est, err := pose.New(m, eo.Settings)
+		var est *pose.Estimator
 		if eo.Condition == headpose.Published {
 			// The model as posed loads it: with the expert beside it and
-			// the configuration's settings.
+			// the configuration's settings but the case's iterations.
 			mc := e.daemon.Model
-			mc.Path = e.modelPath
-			est, _, err = build.Estimator(mc)
+			mc.Iterations = eo.Settings.MaxIter
+			est, _, err = estimator(mc, e.modelPath, mc.Expert)
+		} else {
+			est, err = pose.New(m, eo.Settings)
 		}
 		if err != nil {
 			return nil, nil, "", err

@@ -73,38 +73,36 @@ func runPredict(args []string, stdout io.Writer) error {
 			return err
 		}
 		p.fixed = &b
-		if p.est, _, err = loadEstimator(*modelPath, *expertPath, rf.s); err != nil {
-			return err
+	}
+	cfg := config.Default()
+	if *configPath != "" {
+		if cfg, err = config.Load(*configPath); err != nil {
+			return fmt.Errorf("-config: %w", err)
 		}
-		p.wk, p.iters = p.est.NewWorker(), rf.s.MaxIter
+	}
+	if set["iterations"] || p.fixed != nil {
+		cfg.Model.Iterations = rf.s.MaxIter
+	}
+	if set["eps"] || p.fixed != nil {
+		cfg.Model.Eps = rf.s.Eps
+	}
+	est, m, err := estimator(cfg.Model, *modelPath, *expertPath)
+	if err != nil {
+		return err
+	}
+	p.est, p.iters = est, cfg.Model.Iterations
+	if p.fixed != nil {
+		p.wk = est.NewWorker()
 	} else {
-		cfg := config.Default()
-		if *configPath != "" {
-			if cfg, err = config.Load(*configPath); err != nil {
-				return fmt.Errorf("-config: %w", err)
-			}
-		}
-		cfg.Model.Path, cfg.Model.Expert = *modelPath, *expertPath
 		if set["min-size"] {
 			cfg.Detect.MinSize = df.p.MinSize
 		}
 		if set["det-score"] {
 			cfg.Detect.MinScore = df.p.MinScore
 		}
-		if set["iterations"] {
-			cfg.Model.Iterations = rf.s.MaxIter
-		}
-		if set["eps"] {
-			cfg.Model.Eps = rf.s.Eps
-		}
-		est, m, err := build.Estimator(cfg.Model)
-		if err != nil {
-			return fmt.Errorf("-model: %w", err)
-		}
 		if p.frames, err = build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration)); err != nil {
 			return err
 		}
-		p.est, p.iters = est, cfg.Model.Iterations
 		df.p.MinSize = cfg.Detect.MinSize
 	}
 	var faceless []string
@@ -129,45 +127,16 @@ func runPredict(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// loadEstimator reads the model at path and builds its estimator with
-// settings s and the profile expert of withExpert (expert: "" beside the
-// model, "none", or a file).
-func loadEstimator(path, expert string, s pose.Settings) (*pose.Estimator, *gllim.Model, error) {
-	m, err := gllim.ReadFile(path)
+// estimator is build.Estimator — the model and its profile expert as posed
+// loads them — for posectl's -model and -expert (expert: "" beside the
+// model, "none", or a file) with m's other settings.
+func estimator(m config.Model, path, expert string) (*pose.Estimator, *gllim.Model, error) {
+	m.Path, m.Expert = path, expert
+	est, desc, err := build.Estimator(m)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-model: %w", err)
 	}
-	est, err := pose.New(m, s)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-model: %s: %w", path, err)
-	}
-	if est, err = withExpert(est, path, expert); err != nil {
-		return nil, nil, err
-	}
-	return est, m, nil
-}
-
-// withExpert adds the profile expert at path to est: "" takes the one
-// beside the model if there is one, "none" none.
-func withExpert(est *pose.Estimator, model, path string) (*pose.Estimator, error) {
-	if path == "none" {
-		return est, nil
-	}
-	if path == "" {
-		path = strings.TrimSuffix(model, ".gllim") + "-profile.gllim"
-		if _, err := os.Stat(path); err != nil || path == model {
-			return est, nil
-		}
-	}
-	x, err := gllim.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("-expert: %w", err)
-	}
-	xp, err := pose.ExpertOf(x)
-	if err != nil {
-		return nil, fmt.Errorf("-expert: %s: %w", path, err)
-	}
-	return est.WithExpert(xp)
+	return est, desc, nil
 }
 
 // predictor estimates the faces of images and prints them as JSON lines:

@@ -531,6 +531,16 @@ func (b *Bank) result(est *pose.Estimator, i int, face feature.Box) FaceResult {
 	return out
 }
 
+// Still shows img to fr as a still scene of frames frames (at least one)
+// from its first and returns the faces of the last.
+func Still(fr Frames, img *image.Gray, frames int) []track.Face {
+	fr.Reset()
+	for range frames - 1 {
+		fr.Process(img)
+	}
+	return fr.Process(img)
+}
+
 // published is Evaluate under the published condition: each picture the
 // first frame of a scene of the daemon's frame path.
 func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, error) {
@@ -552,15 +562,9 @@ func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report,
 			i := idx[j]
 			face := b.FaceBox(i)
 			out := b.result(est, i, face)
-			fr.Reset()
-			for range o.FramesPerPicture - 1 {
-				fr.Process(b.Images[i])
-			}
 			label := b.Samples[i].Box
-			best := -1
-			for k, f := range fr.Process(b.Images[i]) {
-				if best < 0 && feature.Finds(f.Box, label) {
-					best = k
+			for _, f := range Still(fr, b.Images[i], o.FramesPerPicture) {
+				if !out.Found && feature.Finds(f.Box, label) {
 					out.Found, out.Refined, out.View = true, f.Box, f.View
 					out.Test = f.Box
 					out.IoU = [2]float64{feature.IoU(f.Box, face), feature.IoU(f.Box, face)}
