@@ -1,7 +1,6 @@
 package publish
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"math"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,7 +27,9 @@ import (
 // it got twice (QoS 1 may deliver twice). With a state directory the hold
 // is kept in a file there (eventsFile) at each change, and read back at
 // start: the events a stop, a crash or a power cut caught waiting are sent
-// by the next run, with their own ids and times.
+// by the next run, with their own ids and times, and the events it had
+// started and not ended are ended ("why": "restarted") instead of staying
+// open for good.
 
 // maxHeldEvents bounds the events that wait for the broker: a driver's
 // events come a few a minute, so this is hours of an outage.
@@ -42,15 +42,15 @@ type heldEvent struct {
 	Payload json.RawMessage `json:"event"`
 }
 
-// eventsFile is the hold's file in the state directory: a JSON line per
-// event waiting, oldest first. openFile holds the events started and not
-// ended (by kind/track, their _start): a run that stops without ending
-// them (a crash) leaves them there, and the next ends them when it starts
-// ("why": "restarted") instead of leaving them open for good.
-const (
-	eventsFile = "events.jsonl"
-	openFile   = "events-open.json"
-)
+// eventsFile is the hold's file in the state directory (heldState).
+const eventsFile = "events.json"
+
+// heldState is what the file keeps: the events waiting, oldest first, and
+// those started and not ended (by kind/track, their _start).
+type heldState struct {
+	Held []heldEvent                `json:"held"`
+	Open map[string]json.RawMessage `json:"open"`
+}
 
 // eventHold is the publisher's queue of events not yet acknowledged.
 type eventHold struct {
@@ -71,77 +71,44 @@ type eventHold struct {
 }
 
 // newEventHold returns a hold, with the events of the file at path (in a
-// state directory; "" for none) waiting.
+// state directory; "" for none) waiting, and the ends of those it left
+// open.
 func newEventHold(path string, log *slog.Logger) *eventHold {
 	h := &eventHold{orphans: map[string]bool{}, ready: make(chan struct{}, 1), boot: time.Now().UnixMilli(), path: path, log: log,
 		open: map[string]json.RawMessage{}}
 	if path == "" {
 		return h
 	}
-	defer h.endOpen(filepath.Join(filepath.Dir(path), openFile))
 	b, err := config.ReadFileLimited(path)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			log.Warn("mqtt: cannot read the attention events left waiting: they are lost", "file", path, "err", err)
-		}
+	if errors.Is(err, fs.ErrNotExist) {
 		return h
 	}
-	for i, line := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var e heldEvent
-		if err := json.Unmarshal(line, &e); err != nil || e.Key == "" || !json.Valid(e.Payload) {
-			log.Warn("mqtt: a damaged line among the attention events left waiting: skipped", "file", path, "line", i+1)
-			continue
-		}
-		h.q = append(h.q, e)
+	var st heldState
+	if err == nil {
+		err = json.Unmarshal(b, &st)
 	}
-	if len(h.q) > maxHeldEvents {
-		h.q = h.q[len(h.q)-maxHeldEvents:]
-	}
-	if len(h.q) > 0 {
-		log.Info("mqtt: attention events left waiting by the last run will be sent", "events", len(h.q), "file", path)
-		signal(h.ready)
-	}
-	return h
-}
-
-// endOpen ends the events the last run started and did not end (the file
-// at path): each gets its _end, "why": "restarted", dated now.
-func (h *eventHold) endOpen(path string) {
-	b, err := config.ReadFileLimited(path)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			h.log.Warn("mqtt: cannot read the events the last run left open", "file", path, "err", err)
-		}
-		return
+		log.Warn("mqtt: cannot read the attention events the last run left: they are lost", "file", path, "err", err)
+		return h
 	}
-	var open map[string]EventMsg
-	if err := json.Unmarshal(b, &open); err != nil {
-		h.log.Warn("mqtt: the events the last run left open are damaged: not ended", "file", path, "err", err)
-		return
-	}
-	keys := slices.Sorted(maps.Keys(open))
+	h.q = st.Held[max(0, len(st.Held)-maxHeldEvents):]
 	now := time.Now().UTC()
-	for _, k := range keys {
-		e := open[k]
-		if e.Phase != "start" || e.Kind == "" {
+	for _, k := range slices.Sorted(maps.Keys(st.Open)) {
+		var e EventMsg
+		if json.Unmarshal(st.Open[k], &e) != nil || e.Phase != "start" || e.Kind == "" {
 			continue
 		}
 		e.Phase, e.EventType, e.Why, e.ID = "end", e.Kind+"_end", "restarted", h.nextID()
-		e.DurationS = math.Round(now.Sub(e.Since).Seconds()*1000) / 1000
-		e.Time = now
-		payload, err := json.Marshal(e)
-		if err != nil {
-			continue
+		e.Time, e.DurationS = now, math.Round(now.Sub(e.Since).Seconds()*1000)/1000
+		if payload, err := json.Marshal(e); err == nil {
+			h.add(heldEvent{Key: k, Start: false, Payload: payload})
 		}
-		h.add(heldEvent{Key: k, Start: false, Payload: payload})
 	}
-	if len(keys) > 0 {
-		h.log.Info("mqtt: events the last run left open are ended (why: restarted)", "events", len(keys))
+	if len(h.q) > 0 {
+		log.Info("mqtt: attention events the last run left are sent first (waiting, or ended: why restarted)", "events", len(h.q), "file", path)
 		signal(h.ready)
 	}
+	return h
 }
 
 // save writes the hold to its file (under h.mu).
@@ -149,16 +116,9 @@ func (h *eventHold) save() {
 	if h.path == "" {
 		return
 	}
-	var b bytes.Buffer
-	for _, e := range h.q {
-		line, _ := json.Marshal(e)
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	err := config.WriteStateFile(h.path, b.Bytes())
+	b, err := json.Marshal(heldState{Held: h.q, Open: h.open})
 	if err == nil {
-		open, _ := json.Marshal(h.open)
-		err = config.WriteStateFile(filepath.Join(filepath.Dir(h.path), openFile), open)
+		err = config.WriteStateFile(h.path, b)
 	}
 	if err != nil && !h.saveErr {
 		h.log.Warn("mqtt: cannot keep the attention events waiting in the state directory: a restart would lose them", "file", h.path, "err", err)

@@ -3,6 +3,7 @@ package publish
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,7 +118,7 @@ func TestEventHoldBound(t *testing.T) {
 // change) are sent by the next run that has the same state directory,
 // with their own ids and times, before its own; one the last run started
 // and never ended is ended ("restarted") before anything new; a damaged
-// line is skipped.
+// file is a warning, not a failure to start.
 func TestEventsSurviveARestart(t *testing.T) {
 	broker := mqtttest.Start(t)
 	dir := t.TempDir()
@@ -133,10 +134,10 @@ func TestEventsSurviveARestart(t *testing.T) {
 	}
 	shutdown(p, 200*time.Millisecond)
 	b, err := os.ReadFile(filepath.Join(dir, eventsFile))
-	if err != nil || strings.Count(string(b), "\n") != 3 {
+	var st heldState
+	if err != nil || json.Unmarshal(b, &st) != nil || len(st.Held) != 3 || len(st.Open) != 1 {
 		t.Fatalf("the events' file after the first run: %q, %v", b, err)
 	}
-	os.WriteFile(filepath.Join(dir, eventsFile), append(b, []byte("{not json\n")...), 0o640)
 
 	broker.Start()
 	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/event")
@@ -174,7 +175,19 @@ func TestEventsSurviveARestart(t *testing.T) {
 	for q.EventsHeld() > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, eventsFile)); len(b) != 0 {
+	if b, _ := os.ReadFile(filepath.Join(dir, eventsFile)); !strings.Contains(string(b), `"held":[]`) {
 		t.Errorf("the events' file after they were sent: %q", b)
+	}
+
+	// A damaged file: the run starts without the events, and says so.
+	os.WriteFile(filepath.Join(dir, eventsFile), []byte("{not json"), 0o640)
+	var logs strings.Builder
+	r, err := New(cfg, "cam", slog.New(slog.NewTextHandler(&logs, nil)), nil, WithStateDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shutdown(r, time.Second)
+	if r.EventsHeld() != 0 || !strings.Contains(logs.String(), "cannot read the attention events") {
+		t.Errorf("a damaged events file: %d held, log %q", r.EventsHeld(), logs.String())
 	}
 }

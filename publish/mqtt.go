@@ -690,9 +690,7 @@ func (p *Publisher) Event(e EventMsg) {
 		return
 	}
 	dropped, warn := p.events.add(heldEvent{Key: fmt.Sprintf("%s/%d", e.Kind, e.Track), Start: e.Phase == "start", Payload: b})
-	for range dropped {
-		p.drop(false)
-	}
+	p.dropped.Add(uint64(dropped))
 	if warn {
 		p.log.Warn("mqtt: the broker has been away long enough that attention events are dropped, oldest first (with the end of any start dropped)",
 			"held", maxHeldEvents, "events_dropped", p.events.dropped.Load())
