@@ -74,8 +74,8 @@ func NewNetwork(net *yunet.Net, p NetworkParams) (*Network, error) {
 }
 
 // Verify reports whether the network finds, on a crop around box, a face
-// that is the box's: its centre within half the box's side of the box's
-// and its side 0.4–2.5 times the box's.
+// that box finds (feature.Finds: its centre within half the box's side of
+// the box's, its side 0.5–2.5 times the box's).
 func (n *Network) Verify(img *image.Gray, box feature.Box) bool {
 	cx, cy := box.Centre()
 	s := math.Sqrt(box.W * box.H)
@@ -86,8 +86,7 @@ func (n *Network) Verify(img *image.Gray, box feature.Box) bool {
 	}
 	k := max(1, int(verifyContext*s)/verifySide)
 	for _, f := range n.net.DetectShrunk(&n.buf, img, crop, k, n.p.VerifyScore) {
-		fs := math.Sqrt(f.W * f.H)
-		if math.Abs(f.X+f.W/2-cx) <= s/2 && math.Abs(f.Y+f.H/2-cy) <= s/2 && fs >= 0.4*s && fs <= 2.5*s {
+		if feature.Finds(feature.Box{X: f.X, Y: f.Y, W: f.W, H: f.H}, box) {
 			return true
 		}
 	}

@@ -370,7 +370,7 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 		if used[i] || len(t.tracks) >= 4*t.cfg.MaxFaces || t.tracked(t.calib.Apply(f.Box)) {
 			continue
 		}
-		if !scan && t.verify != nil && !t.verified(t.verify, img, f.Box) {
+		if !scan && t.verify != nil && !t.verified(img, f.Box) {
 			t.last.Unverified++
 			continue
 		}
@@ -382,9 +382,9 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 	}
 }
 
-// verified asks v whether box holds a face, unless it refused the same
-// box within Config.RejectFor frames; a refusal is remembered.
-func (t *Tracker) verified(v Verifier, img *image.Gray, box feature.Box) bool {
+// verified asks the verifier whether box holds a face, unless it refused
+// the same box within Config.RejectFor frames; a refusal is remembered.
+func (t *Tracker) verified(img *image.Gray, box feature.Box) bool {
 	kept := t.refused[:0]
 	known := false
 	for _, r := range t.refused {
@@ -398,7 +398,7 @@ func (t *Tracker) verified(v Verifier, img *image.Gray, box feature.Box) bool {
 	if known {
 		return false
 	}
-	if v.Verify(img, box) {
+	if t.verify.Verify(img, box) {
 		return true
 	}
 	if t.cfg.RejectFor > 0 && len(t.refused) < maxRefusals {
