@@ -155,6 +155,19 @@ pwin1:
 pwdone:
 	RET
 
+// DWTAPS: a row's three taps of a cell: the left, centre and right
+// neighbours of row (R7, row, R8) times the weights wl, wc, wr into the
+// accumulators al, ac, ar.
+#define DWTAPS(row, wl, wc, wr, al, ac, ar) \
+	SUB   R11, row, R7; \
+	ADD   R11, row, R8; \
+	VLD1  (R7), [V12.S4]; \
+	VLD1  (row), [V13.S4]; \
+	VLD1  (R8), [V14.S4]; \
+	VFMLA wl.S4, V12.S4, al.S4; \
+	VFMLA wc.S4, V13.S4, ac.S4; \
+	VFMLA wr.S4, V14.S4, ar.S4
+
 // func dwRowKernel(dst, up, mid, down, w, b *float32, n, ch int, lo float32)
 //
 // dst[x][c] = max(lo, b[c] + Σ_tap row_dy[x+dx][c]·w[tap][c]) for n cells
@@ -209,30 +222,9 @@ dwblock:
 dwcell:
 	VMOV  V9.B16, V10.B16
 	VEOR  V11.B16, V11.B16, V11.B16
-	SUB   R11, R3, R7
-	ADD   R11, R3, R8
-	VLD1  (R7), [V12.S4]
-	VLD1  (R3), [V13.S4]
-	VLD1  (R8), [V14.S4]
-	VFMLA V0.S4, V12.S4, V10.S4
-	VFMLA V1.S4, V13.S4, V11.S4
-	VFMLA V2.S4, V14.S4, V10.S4
-	SUB   R11, R4, R7
-	ADD   R11, R4, R8
-	VLD1  (R7), [V12.S4]
-	VLD1  (R4), [V13.S4]
-	VLD1  (R8), [V14.S4]
-	VFMLA V3.S4, V12.S4, V11.S4
-	VFMLA V4.S4, V13.S4, V10.S4
-	VFMLA V5.S4, V14.S4, V11.S4
-	SUB   R11, R5, R7
-	ADD   R11, R5, R8
-	VLD1  (R7), [V12.S4]
-	VLD1  (R5), [V13.S4]
-	VLD1  (R8), [V14.S4]
-	VFMLA V6.S4, V12.S4, V10.S4
-	VFMLA V7.S4, V13.S4, V11.S4
-	VFMLA V8.S4, V14.S4, V10.S4
+	DWTAPS(R3, V0, V1, V2, V10, V11, V10)
+	DWTAPS(R4, V3, V4, V5, V11, V10, V11)
+	DWTAPS(R5, V6, V7, V8, V10, V11, V10)
 	FADD(10, 10, 11)
 	FMAX(10, 10, 31)
 	VST1  [V10.S4], (R2)
