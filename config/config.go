@@ -203,8 +203,8 @@ func (c Config) TrackConfig() track.Config {
 	return tc
 }
 
-// rejectFor is the frames for which a face the network refused is refused
-// again without asking while the cascades find it in the same place: a
+// rejectFor is the frames for which, after the network refused a face,
+// the cascades' detections of the same box are refused without asking: a
 // phantom of a fixed scene costs a verification a second or two, not one
 // per detection (track.Config.RejectFor).
 const rejectFor = 30

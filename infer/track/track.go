@@ -50,10 +50,10 @@ type Config struct {
 	// ScanEvery-th frame from the first, in place of the detector; 0 or 1:
 	// on every frame.
 	ScanEvery int
-	// RejectFor: with a Verifier (WithVerifier), a detection it refused
-	// is refused again without asking for this many frames while a
-	// detection of the same box (IoU > 0.5) comes back: a phantom of a
-	// fixed scene costs one verification, not one per detection. 0: ask
+	// RejectFor: with a Verifier (WithVerifier), for this many frames
+	// after it refused a detection, a detection of the same box (IoU >
+	// 0.5) is refused without asking: a phantom of a fixed scene costs one
+	// verification per RejectFor frames, not one per detection. 0: ask
 	// every time.
 	RejectFor int
 }
