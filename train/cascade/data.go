@@ -45,15 +45,16 @@ func Half(s dataset.Sample) int { return Fold(s, 2) }
 // Fold is the fold of n (≥ 1) that a face's person belongs to, for
 // training a cascade on every fold but one and measuring it on that one:
 // Pointing'04 persons by their number modulo n (3 persons a fold for n =
-// 5), other sets by a hash of the person.
+// 5), other sets by a hash of the person; a picture made from another
+// (dataset.Sample.MadeFrom) in its person's fold.
 func Fold(s dataset.Sample, n int) int {
-	if s.Set == "pointing04" {
+	if s.Origin() == "pointing04" {
 		if p, err := strconv.Atoi(s.Subject); err == nil {
 			return p % n
 		}
 	}
 	h := fnv.New32a()
-	h.Write([]byte(s.Set + "/" + s.Subject))
+	h.Write([]byte(s.Origin() + "/" + s.Subject)) // a made picture goes with its person
 	return int(h.Sum32() % uint32(n))
 }
 

@@ -40,6 +40,20 @@ type Sample struct {
 	HasYaw, HasPitch, HasRoll bool
 	InRange                   bool        // all angles within ±99° (AFLW2000's usual subset); true elsewhere
 	Box                       feature.Box // annotated box as the data set gives it
+	// MadeFrom names the data set a made picture comes from (a face turned
+	// further by train/profile, labels.csv's made_from column); empty for a
+	// photograph. Such a picture is trained on, never tested on, and held
+	// out with its person whenever that person's set is cross-validated.
+	MadeFrom string
+}
+
+// Origin is the data set whose persons the sample shows: MadeFrom for a made
+// picture, else Set.
+func (s Sample) Origin() string {
+	if s.MadeFrom != "" {
+		return s.MadeFrom
+	}
+	return s.Set
 }
 
 // Angle returns the named angle ("yaw", "pitch" or "roll") and whether the
@@ -167,6 +181,9 @@ func parseLabels(r io.Reader, dir, set string) ([]Sample, error) {
 		}
 		if i, ok := col["series"]; ok && rec[i] != "" {
 			s.Series, _ = strconv.Atoi(rec[i])
+		}
+		if i, ok := col["made_from"]; ok {
+			s.MadeFrom = strings.TrimSpace(rec[i])
 		}
 		if i, ok := col["in_range_99"]; ok {
 			s.InRange = strings.TrimSpace(rec[i]) == "1"
@@ -394,4 +411,34 @@ func Root() string {
 		}
 	}
 	return filepath.Join("..", "shared", "data")
+}
+
+// Landmarks3D reads the 68 three-dimensional landmarks (pt3d_68) of an
+// AFLW2000-3D .mat file: x and y in image pixels, z the depth in the same
+// scale (the fitted 3-D face's landmarks, so the jaw points lie on the jaw
+// whether or not it is seen).
+func Landmarks3D(matPath string) ([68][3]float64, error) {
+	var out [68][3]float64
+	data, err := os.ReadFile(matPath)
+	if err != nil {
+		return out, fmt.Errorf("dataset: %w", err)
+	}
+	vars, err := parseMAT(data)
+	if err != nil {
+		return out, fmt.Errorf("dataset: %s: %w", matPath, err)
+	}
+	pts, ok := vars["pt3d_68"]
+	if !ok || len(pts.Dims) != 2 || pts.Dims[0] != 3 || pts.Dims[1] != 68 {
+		return out, fmt.Errorf("dataset: %s: no 3×68 pt3d_68 landmark matrix", matPath)
+	}
+	for j := range out {
+		for i := 0; i < 3; i++ {
+			v := pts.At(i, j)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return out, fmt.Errorf("dataset: %s: landmark %d is not a number", matPath, j+1)
+			}
+			out[j][i] = v
+		}
+	}
+	return out, nil
 }

@@ -186,3 +186,46 @@ func TestLabelsPathStaysInFolder(t *testing.T) {
 		t.Errorf("a path inside the folder: %v", err)
 	}
 }
+
+// The 3-D landmarks are the ones the box is made from, with a depth.
+func TestLandmarks3D(t *testing.T) {
+	ss, err := ReadAFLW2000(filepath.Join(dataDir(t), "aflw2000", "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	lm, err := Landmarks3D(strings.TrimSuffix(s.Path, ".jpg") + ".mat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	minX, maxX, minZ, maxZ := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, p := range lm {
+		minX, maxX = math.Min(minX, p[0]), math.Max(maxX, p[0])
+		minZ, maxZ = math.Min(minZ, p[2]), math.Max(maxZ, p[2])
+	}
+	if math.Abs(minX-s.Box.X) > 1e-9 || math.Abs(maxX-minX-s.Box.W) > 1e-9 {
+		t.Errorf("landmarks span x %.2f–%.2f, box %v", minX, maxX, s.Box)
+	}
+	// A face is about as deep as it is wide; the nose tip (31) is ahead of the eyes' corners.
+	if maxZ-minZ < 0.3*s.Box.W || lm[30][2] <= lm[36][2] || lm[30][2] <= lm[45][2] {
+		t.Errorf("depths %.1f–%.1f for a face %.1f wide, nose %.1f, eye corners %.1f %.1f", minZ, maxZ, s.Box.W, lm[30][2], lm[36][2], lm[45][2])
+	}
+	if _, err := Landmarks3D(filepath.Join(t.TempDir(), "none.mat")); err == nil {
+		t.Error("a missing file gave no error")
+	}
+}
+
+// A made picture names the set it comes from, and counts as that set's.
+func TestMadeFromColumn(t *testing.T) {
+	ss, err := parseLabels(strings.NewReader("path,subject,yaw,pitch,roll,x,y,w,h,in_range_99,made_from\n"+
+		"images/a-y+70.jpg,image00002,70,1,2,10,10,50,50,1,aflw2000\n"), "/d/aflw2000-turned", "aflw2000-turned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := ss[0]; s.MadeFrom != "aflw2000" || s.Origin() != "aflw2000" || s.Set != "aflw2000-turned" {
+		t.Errorf("made_from read as %q, origin %q, set %q", s.MadeFrom, s.Origin(), s.Set)
+	}
+	if (Sample{Set: "pointing04"}).Origin() != "pointing04" {
+		t.Error("a photograph's origin is not its set")
+	}
+}

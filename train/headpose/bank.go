@@ -387,7 +387,7 @@ func (b *Bank) plan(o BankOptions) {
 	for i, s := range b.Samples {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
 		move := func() Shift {
-			if c, ok := b.Conventions[s.Set]; ok && o.Moves == DetectorMoves && len(c.Errors) > 0 {
+			if c, ok := b.Conventions[s.Origin()]; ok && o.Moves == DetectorMoves && len(c.Errors) > 0 {
 				j := rng.IntN(len(c.Errors))
 				e := c.Errors[j]
 				if o.YawBoxes {
@@ -502,7 +502,7 @@ func (b *Bank) FaceBox(i int) feature.Box {
 	case AnnotatedBox:
 		return s.Box
 	case CanonicalBox:
-		c := b.Conventions[s.Set]
+		c := b.Conventions[s.Origin()]
 		if b.Options.YawBoxes && s.HasYaw {
 			return c.PoseBox(s.Box, s.Yaw)
 		}

@@ -121,7 +121,9 @@ func (c Convention) String() string {
 // learnt from: with fewer, the medians are too uncertain to frame a set by.
 const minConventionFaces = 20
 
-// LearnConventions learns the convention of each data set in samples from
+// LearnConventions learns the convention of each data set in samples (a
+// picture made from another set's, dataset.Sample.MadeFrom, counting with
+// that set) from
 // the detections matched to its faces (match(i) returns sample i's matched
 // detection box, if any). It fails, naming the set, where fewer than 20
 // faces of a set were detected.
@@ -132,14 +134,15 @@ func LearnConventions(samples []dataset.Sample, match func(i int) (feature.Box, 
 	faces := map[string]int{}
 	var sets []string
 	for i, s := range samples {
-		if faces[s.Set] == 0 {
-			sets = append(sets, s.Set)
+		set := s.Origin() // a made picture is framed as its source set
+		if faces[set] == 0 {
+			sets = append(sets, set)
 		}
-		faces[s.Set]++
+		faces[set]++
 		if d, ok := match(i); ok {
-			moves[s.Set] = append(moves[s.Set], Back(s.Box.Square(), d))
-			yaws[s.Set] = append(yaws[s.Set], s.Yaw)
-			unlabelled[s.Set] = unlabelled[s.Set] || !s.HasYaw
+			moves[set] = append(moves[set], Back(s.Box.Square(), d))
+			yaws[set] = append(yaws[set], s.Yaw)
+			unlabelled[set] = unlabelled[set] || !s.HasYaw
 		}
 	}
 	out := map[string]Convention{}

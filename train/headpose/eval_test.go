@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,5 +167,25 @@ func TestCrossValidationKeepsModels(t *testing.T) {
 	o.Train.EM.K = 4
 	if _, folds3, err := KFold(b, o, 5, 1); err != nil || folds3[0].Iterations == 0 {
 		t.Errorf("K changed: %v, %d EM iterations (want a new fit)", err, folds3[0].Iterations)
+	}
+}
+
+// A fold never trains on a picture made from one of its tested persons,
+// and never tests one; made pictures of other persons are trained on.
+func TestFoldLeavesOutMadePictures(t *testing.T) {
+	ss := []dataset.Sample{
+		{Set: "aflw2000", Subject: "a"},
+		{Set: "aflw2000", Subject: "b"},
+		{Set: "aflw2000-turned", Subject: "a", MadeFrom: "aflw2000"},
+		{Set: "aflw2000-turned", Subject: "b", MadeFrom: "aflw2000"},
+		{Set: "pointing04", Subject: "a"}, // another set's person "a" is someone else
+	}
+	train, test := foldSplit(ss, "aflw2000", map[string]bool{"a": true})
+	if !slices.Equal(test, []int{0}) || !slices.Equal(train, []int{1, 3, 4}) {
+		t.Fatalf("holding out aflw2000's a: train %v test %v, want train [1 3 4] test [0]", train, test)
+	}
+	train, test = foldSplit(ss, "pointing04", map[string]bool{"a": true})
+	if !slices.Equal(test, []int{4}) || !slices.Equal(train, []int{0, 1, 2, 3}) {
+		t.Fatalf("holding out pointing04's a: train %v test %v, want train [0 1 2 3] test [4]", train, test)
 	}
 }

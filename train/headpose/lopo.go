@@ -16,6 +16,7 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train"
+	"github.com/edgepose/posed/train/dataset"
 )
 
 // Fold is the outcome of one fold: one model trained without some persons
@@ -145,14 +146,7 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 		} else {
 			subj = "person " + subj
 		}
-		var trainIdx, testIdx []int
-		for i, s := range b.Samples {
-			if s.Set == o.Set && held[s.Subject] {
-				testIdx = append(testIdx, i)
-			} else {
-				trainIdx = append(trainIdx, i)
-			}
-		}
+		trainIdx, testIdx := foldSplit(b.Samples, o.Set, held)
 		evals, temp := o.Evals, 0.0
 		if len(o.Temperatures) > 0 {
 			var err error
@@ -193,6 +187,23 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 		}
 	}
 	return totals, folds, nil
+}
+
+// foldSplit returns the faces a fold trains on and those it tests: the held-out
+// persons of set are tested; every other face is trained on, except the
+// pictures made from a held-out person's (dataset.Sample.MadeFrom), which
+// are neither: a turned view of a tested face would let the fold see it.
+func foldSplit(samples []dataset.Sample, set string, held map[string]bool) (train, test []int) {
+	for i, s := range samples {
+		switch {
+		case s.Set == set && held[s.Subject]:
+			test = append(test, i)
+		case s.MadeFrom == set && held[s.Subject]:
+		default:
+			train = append(train, i)
+		}
+	}
+	return train, test
 }
 
 // HeldOutCondition is where a model's temperature and σ are measured: on
