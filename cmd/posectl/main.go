@@ -31,6 +31,7 @@ func commands() []command {
 		{"cut", "cut -trees N IN OUT", "keep a cascade's first N trees (cut after a stage: the training prints where each ends)", runCut},
 		{"detections", "detections [-cascades A,B -half H] [flags]", "measure detectors: faces found by |yaw| on unseen persons, false detections per frame", runDetections},
 		{"decisions", "decisions -per-face EVAL.csv [flags]", "measure the attention decisions (road, camera) on an evaluation's poses, by |yaw|", runDecisions},
+		{"profile", "profile -o DIR [-sheet FILE.png] [flags]", "make faces turned further from AFLW2000's photographs with a 3-D face (face profiling)", runProfile},
 		{"yunet-import", "yunet-import [-o FILE] facedetectcnn-data.cpp", "convert libfacedetection's CNN weights into posed's weights file", runYunetImport},
 		{"inspect", "inspect [-json] MODEL.gllim", "print a model file's header in words", runInspect},
 		{"version", "version", "print the version", func([]string, io.Writer) error {
