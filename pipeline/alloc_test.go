@@ -18,6 +18,7 @@ import (
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/zones"
 	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
@@ -66,7 +67,7 @@ func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 	l := &Loop{Tracker: tr, Publisher: pub, Metrics: metrics.NewMetrics(), Log: log,
 		Neutral: neutral.New("", config.Zero{Yaw: 5, Pitch: -3}, log),
 		Zoning:  zones.New(config.Zones{Named: map[string][]float64{"left": {0, 0, 320, 480}, "all": {0, 0, 640, 480}}}, config.Primary{Mode: "largest"}),
-		State:   publish.StateMsg{Device: "cam", Camera: "test"}}
+		State:   message.State{Device: "cam", Camera: "test"}}
 	f := &device.Frame{Gray: img, Time: time.Now()}
 	published := func() uint64 { n, _, _ := pub.Counters(); return n }
 	frame := func() {

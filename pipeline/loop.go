@@ -34,7 +34,7 @@ import (
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/web"
 	"github.com/edgepose/posed/pipeline/zones"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Source delivers frames: device.Reopening (a camera or replay that is
@@ -56,11 +56,11 @@ type Tracker interface {
 type Publisher interface {
 	// Pose takes a frame's faces and the index of the primary one (-1:
 	// none); it reads m during the call only.
-	Pose(m *publish.PoseMsg, primary int)
+	Pose(m *message.Pose, primary int)
 	Retain(topic string, v any)
-	Stats(publish.StatsMsg)
+	Stats(message.Stats)
 	NoFaces()
-	Event(publish.EventMsg)
+	Event(message.Event)
 }
 
 // Loop is one run of the frame loop. Set its fields, then call Run once.
@@ -73,7 +73,7 @@ type Loop struct {
 	// State is the retained state message: Run fills in the number of
 	// faces, publishes it as running at the start and as stopped (with
 	// no faces and the camera offline) at the end.
-	State      publish.StateMsg
+	State      message.State
 	StatsEvery time.Duration // how often statistics are published
 	// Watchdog, if not 0, is systemd's watchdog interval: Notify("WATCHDOG=1")
 	// is sent every half of it while frames flow or the camera is being
@@ -105,14 +105,14 @@ type Loop struct {
 	lastSeq      uint64
 	lastW, lastH int
 	// The learning's state, double-buffered (learningState).
-	learnBuf  [2]publish.LearnMsg
+	learnBuf  [2]message.Learn
 	learnFlip bool
 	// attentionLive: frames reached the attention stage since it was
 	// last suspended.
 	attentionLive bool
 	// The pose message and its faces' storage, reused frame after frame.
-	msg   publish.PoseMsg
-	faces []publish.FaceMsg
+	msg   message.Pose
+	faces []message.Face
 	zones [][]string
 
 	mu      sync.Mutex
@@ -147,9 +147,9 @@ func (l *Loop) Run(ctx context.Context) error {
 	if notify == nil {
 		notify = func(string) {}
 	}
-	l.State.Schema, l.State.Status, l.State.Faces = publish.SchemaVersion, l.status(), 0
+	l.State.Schema, l.State.Status, l.State.Faces = message.SchemaVersion, l.status(), 0
 	l.State.Zero, l.State.Learning = l.Neutral.State(), l.learningState()
-	l.Publisher.Retain(publish.TopicState, l.State)
+	l.Publisher.Retain(message.TopicState, l.State)
 	l.publishAttention()
 	defer l.stopped()
 
@@ -233,8 +233,8 @@ func (l *Loop) stopped() {
 	l.State.Status, l.State.Faces = "stopped", 0
 	l.suspendAttention(attention.ReasonStopped)
 	l.Publisher.NoFaces()
-	l.Publisher.Retain(publish.TopicState, l.State)
-	l.Publisher.Retain(publish.TopicCamera, publish.CameraMsg{Schema: publish.SchemaVersion, Device: l.State.Device,
+	l.Publisher.Retain(message.TopicState, l.State)
+	l.Publisher.Retain(message.TopicCamera, message.Camera{Schema: message.SchemaVersion, Device: l.State.Device,
 		Camera: l.State.Camera, Status: "offline", Error: "posed stopped", Changed: time.Now()})
 }
 
@@ -266,14 +266,14 @@ func (l *Loop) controlChanged() {
 	s, z, lm := l.status(), l.Neutral.State(), l.learningState()
 	if s != l.State.Status || z != l.State.Zero || lm != l.State.Learning {
 		l.State.Status, l.State.Zero, l.State.Learning = s, z, lm
-		l.Publisher.Retain(publish.TopicState, l.State)
+		l.Publisher.Retain(message.TopicState, l.State)
 	}
 }
 
 // learningState is the learning of the neutral pose for the state: one of
 // two loop-owned values (so that a change shows as another pointer), nil
 // when there is none.
-func (l *Loop) learningState() *publish.LearnMsg {
+func (l *Loop) learningState() *message.Learn {
 	m := l.Neutral.Learning()
 	if m == nil {
 		return nil
@@ -302,7 +302,7 @@ type statsMark struct {
 func (l *Loop) stats(now time.Time, last statsMark) statsMark {
 	met := l.Metrics
 	p := met.FramesProcessed.Load()
-	l.Publisher.Stats(publish.StatsMsg{
+	l.Publisher.Stats(message.Stats{
 		UptimeS: round3(now.Sub(met.Started).Seconds()), FramesIn: met.FramesIn.Load(), FramesProcessed: p,
 		FramesDropped: met.FramesDropped.Load(), FramesBad: met.FramesBad.Load(),
 		FPS: round3(float64(p-last.processed) / now.Sub(last.at).Seconds()), Faces: met.Faces.Load(),
@@ -412,7 +412,7 @@ func (l *Loop) publishCamera() {
 	l.cams = nil
 	l.camMu.Unlock()
 	for _, st := range cams {
-		msg := publish.CameraMsg{Schema: publish.SchemaVersion, Device: l.State.Device, Camera: l.State.Camera, Status: "online", Changed: time.Now()}
+		msg := message.Camera{Schema: message.SchemaVersion, Device: l.State.Device, Camera: l.State.Camera, Status: "online", Changed: time.Now()}
 		if !st.Online {
 			msg.Status, msg.Error, msg.RetryS = "offline", st.Err.Error(), st.Retry.Seconds()
 			l.Log.Warn("camera offline", "camera", l.State.Camera, "err", st.Err, "retry", st.Retry)
@@ -421,7 +421,7 @@ func (l *Loop) publishCamera() {
 		} else {
 			l.Log.Info("camera online", "camera", l.State.Camera)
 		}
-		l.Publisher.Retain(publish.TopicCamera, msg)
+		l.Publisher.Retain(message.TopicCamera, msg)
 	}
 }
 
@@ -444,10 +444,10 @@ func (l *Loop) pause() {
 	if l.State.Faces == 0 {
 		return
 	}
-	l.msg = publish.PoseMsg{Camera: l.State.Camera, Seq: l.lastSeq, Captured: time.Now(), Width: l.lastW, Height: l.lastH, Faces: l.faces[:0]}
+	l.msg = message.Pose{Camera: l.State.Camera, Seq: l.lastSeq, Captured: time.Now(), Width: l.lastW, Height: l.lastH, Faces: l.faces[:0]}
 	l.Publisher.Pose(&l.msg, -1)
 	l.State.Faces = 0
-	l.Publisher.Retain(publish.TopicState, l.State)
+	l.Publisher.Retain(message.TopicState, l.State)
 }
 
 // release returns a frame to the free list.
@@ -497,7 +497,7 @@ func (l *Loop) process(f *device.Frame) {
 	}
 	// The faces as published, made once: the live view draws them, the
 	// publisher encodes them.
-	l.msg = publish.PoseMsg{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
+	l.msg = message.Pose{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
 		Faces: l.faceMsgs(faces)}
 	l.Attention.Apply(l.msg.Faces, l.msg.Width, l.msg.Height, f.Time, prim)
 	l.attentionLive = true
@@ -509,7 +509,7 @@ func (l *Loop) process(f *device.Frame) {
 	}
 	if len(faces) != l.State.Faces {
 		l.State.Faces = len(faces)
-		l.Publisher.Retain(publish.TopicState, l.State)
+		l.Publisher.Retain(message.TopicState, l.State)
 	}
 }
 
@@ -523,11 +523,11 @@ func (l *Loop) publishAttention() {
 		l.Publisher.Event(e)
 	}
 	if m, changed := l.Attention.Summary(l.neutralStatus()); changed {
-		m.Schema, m.Device = publish.SchemaVersion, l.State.Device
+		m.Schema, m.Device = message.SchemaVersion, l.State.Device
 		if m.Time.IsZero() {
 			m.Time = time.Now() // before the first frame
 		}
-		l.Publisher.Retain(publish.TopicAttention, *m)
+		l.Publisher.Retain(message.TopicAttention, *m)
 	}
 }
 
@@ -561,17 +561,17 @@ func (l *Loop) neutralStatus() string {
 // angles (relative to the neutral pose where one is set, the camera's
 // beside) and zones. Nothing is allocated once the buffers have grown to
 // the most faces seen.
-func (l *Loop) faceMsgs(faces []track.Face) []publish.FaceMsg {
+func (l *Loop) faceMsgs(faces []track.Face) []message.Face {
 	if cap(l.faces) < len(faces) {
-		l.faces = make([]publish.FaceMsg, len(faces))
+		l.faces = make([]message.Face, len(faces))
 		l.zones = append(l.zones, make([][]string, len(faces)-len(l.zones))...)
 	}
 	out := l.faces[:len(faces)]
 	n := l.Neutral.Rotation()
 	for i, f := range faces {
 		b := f.Box
-		m := publish.FaceMsg{Track: f.ID, Box: [4]float64{r2(b.X), r2(b.Y), r2(b.X + b.W), r2(b.Y + b.H)}, Score: r2(f.Score), View: f.View.String()}
-		for a, dst := range [3][2]*publish.Num{{&m.Yaw, &m.YawStd}, {&m.Pitch, &m.PitchStd}, {&m.Roll, &m.RollStd}} {
+		m := message.Face{Track: f.ID, Box: [4]float64{r2(b.X), r2(b.Y), r2(b.X + b.W), r2(b.Y + b.H)}, Score: r2(f.Score), View: f.View.String()}
+		for a, dst := range [3][2]*message.Num{{&m.Yaw, &m.YawStd}, {&m.Pitch, &m.PitchStd}, {&m.Roll, &m.RollStd}} {
 			if f.Has[a] {
 				*dst[0], *dst[1] = num2(f.Angles[a]), num2(f.Std[a])
 			}
@@ -594,7 +594,7 @@ func (l *Loop) faceMsgs(faces []track.Face) []publish.FaceMsg {
 }
 
 // num2 is v rounded to two decimals.
-func num2(v float64) publish.Num { return publish.Some(r2(v)) }
+func num2(v float64) message.Num { return message.Some(r2(v)) }
 
 // r2 rounds to two decimals, half away from zero.
 func r2(v float64) float64 { return float64(int64(v*100+0.5*sign(v))) / 100 }

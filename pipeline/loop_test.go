@@ -24,7 +24,7 @@ import (
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // scriptSource delivers its items in order: a frame (by sequence number)
@@ -103,18 +103,18 @@ func (t *scriptTracker) Timing() track.Timing {
 // recorder is a Publisher that keeps everything.
 type recorder struct {
 	mu        sync.Mutex
-	poses     []publish.PoseMsg
+	poses     []message.Pose
 	primaries []int
-	states    []publish.StateMsg
-	cameras   []publish.CameraMsg
-	stats     []publish.StatsMsg
+	states    []message.State
+	cameras   []message.Camera
+	stats     []message.Stats
 	noFaces   int
-	attention []publish.AttentionMsg
-	events    []publish.EventMsg
+	attention []message.Attention
+	events    []message.Event
 }
 
 // Pose keeps a deep copy: the loop reuses the message and its faces.
-func (r *recorder) Pose(m *publish.PoseMsg, primary int) {
+func (r *recorder) Pose(m *message.Pose, primary int) {
 	c := *m
 	c.Faces = nil
 	for _, f := range m.Faces {
@@ -126,13 +126,13 @@ func (r *recorder) Pose(m *publish.PoseMsg, primary int) {
 	r.primaries = append(r.primaries, primary)
 	r.mu.Unlock()
 }
-func (r *recorder) Stats(m publish.StatsMsg) {
+func (r *recorder) Stats(m message.Stats) {
 	r.mu.Lock()
 	r.stats = append(r.stats, m)
 	r.mu.Unlock()
 }
 func (r *recorder) NoFaces() { r.mu.Lock(); r.noFaces++; r.mu.Unlock() }
-func (r *recorder) Event(e publish.EventMsg) {
+func (r *recorder) Event(e message.Event) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
@@ -141,11 +141,11 @@ func (r *recorder) Retain(topic string, v any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch m := v.(type) {
-	case publish.StateMsg:
+	case message.State:
 		r.states = append(r.states, m)
-	case publish.CameraMsg:
+	case message.Camera:
 		r.cameras = append(r.cameras, m)
-	case publish.AttentionMsg:
+	case message.Attention:
 		m.Active = append([]string(nil), m.Active...)
 		r.attention = append(r.attention, m)
 	default:
@@ -169,7 +169,7 @@ func TestLoopPublishes(t *testing.T) {
 	var logs bytes.Buffer
 	var notes []string
 	l := &Loop{Source: src, Tracker: trk, Publisher: pub, Log: slog.New(slog.NewTextHandler(&logs, nil)),
-		State: publish.StateMsg{Device: "cam", Camera: "replay"}, Notify: func(s string) { notes = append(notes, s) }}
+		State: message.State{Device: "cam", Camera: "replay"}, Notify: func(s string) { notes = append(notes, s) }}
 	if err := l.Run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -181,13 +181,13 @@ func TestLoopPublishes(t *testing.T) {
 		t.Errorf("poses (seq:faces) %s, want 1:1 2:1 3:1 4:0 6:2", got)
 	}
 	f := pub.poses[0].Faces[0]
-	if f.Box != [4]float64{10.12, 5, 30.12, 25} || f.Score != 3.14 || f.Yaw != publish.Some(12.35) || f.Pitch != publish.Some(-3.21) || f.Roll.Set || f.YawStd != publish.Some(5) {
+	if f.Box != [4]float64{10.12, 5, 30.12, 25} || f.Score != 3.14 || f.Yaw != message.Some(12.35) || f.Pitch != message.Some(-3.21) || f.Roll.Set || f.YawStd != message.Some(5) {
 		t.Errorf("face message %+v", f)
 	}
 	var states []string
 	for _, s := range pub.states {
 		states = append(states, fmt.Sprintf("%s:%d", s.Status, s.Faces))
-		if s.Schema != publish.SchemaVersion || s.Device != "cam" {
+		if s.Schema != message.SchemaVersion || s.Device != "cam" {
 			t.Errorf("state %+v", s)
 		}
 	}
@@ -442,7 +442,7 @@ func TestLoopAttention(t *testing.T) {
 	var got []string
 	for _, m := range pub.attention {
 		got = append(got, fmt.Sprintf("%s/%s/%s", m.State, m.Reason, m.Neutral))
-		if m.Time.Before(time.Now().Add(-time.Minute)) || m.Schema != publish.SchemaVersion {
+		if m.Time.Before(time.Now().Add(-time.Minute)) || m.Schema != message.SchemaVersion {
 			t.Errorf("attention message %+v: no time, or no schema", m)
 		}
 	}

@@ -15,16 +15,16 @@ import (
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/zones"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 type noopPub struct{}
 
-func (noopPub) Pose(*publish.PoseMsg, int) {}
-func (noopPub) Retain(string, any)         {}
-func (noopPub) Stats(publish.StatsMsg)     {}
-func (noopPub) NoFaces()                   {}
-func (noopPub) Event(publish.EventMsg)     {}
+func (noopPub) Pose(*message.Pose, int) {}
+func (noopPub) Retain(string, any)      {}
+func (noopPub) Stats(message.Stats)     {}
+func (noopPub) NoFaces()                {}
+func (noopPub) Event(message.Event)     {}
 
 type twoFaces struct{ faces []track.Face }
 

@@ -7,6 +7,7 @@ import (
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -43,7 +44,7 @@ func TestPoseAllocatesOnlyPahos(t *testing.T) {
 			n++
 			sent(n)
 		})
-		pose, prim := appendPose(nil, m), appendPrimary(nil, &PrimaryMsg{Schema: 1, Device: "cam", Seq: m.Seq, Captured: m.Captured, Face: &m.Faces[0]})
+		pose, prim := message.AppendPose(nil, m), message.AppendPrimary(nil, &message.Primary{Schema: 1, Device: "cam", Seq: m.Seq, Captured: m.Captured, Face: &m.Faces[0]})
 		c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("floor").SetOrderMatters(false))
 		if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 			t.Fatalf("floor client: %v", tok.Error())

@@ -11,6 +11,7 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -54,7 +55,7 @@ func TestEmbeddedBrokerAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(p, time.Second)
-	p.Retain(TopicState, map[string]string{"status": "running"})
+	p.Retain(message.TopicState, map[string]string{"status": "running"})
 	avail := func(who string, col *mqtttest.Collector) {
 		col.WaitFor(t, who+" reads available online", 5*time.Second, func(ms []mqtttest.Msg) bool {
 			return len(ms) > 0 && string(ms[len(ms)-1].Payload) == "online"

@@ -4,27 +4,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/edgepose/posed/publish/message"
 )
 
 // CommandHandler carries out a command (name is what follows set/ in the
 // topic) and says what to send back. It runs in the publisher's command
 // goroutine, one command at a time; an error is published on the error
 // topic and logged, and must mean that nothing was changed.
-type CommandHandler func(name string, payload []byte) (Reply, error)
-
-// Reply is what a command carried out has the publisher send.
-type Reply struct {
-	Detect   *bool  // the detection switch as it now is (retained on the detect topic)
-	Snapshot []byte // an annotated JPEG for the snapshot topic
-	// Warning: carried out, but the user must know something (the error
-	// topic and the log), e.g. a switch that could not be recorded.
-	Warning error
-}
+type CommandHandler func(name string, payload []byte) (message.Reply, error)
 
 // WithCommands makes the publisher take commands from
 // <prefix>/<device>/set/+ (subscribed on every connection) and announce
@@ -42,8 +34,8 @@ type command struct {
 
 // subscribeCommands subscribes to the command topics (on connect).
 func (p *Publisher) subscribeCommands(c mqtt.Client) {
-	t := c.Subscribe(p.base+TopicSet+"+", 1, func(_ mqtt.Client, m mqtt.Message) {
-		name := strings.TrimPrefix(m.Topic(), p.base+TopicSet)
+	t := c.Subscribe(p.base+message.TopicSet+"+", 1, func(_ mqtt.Client, m mqtt.Message) {
+		name := strings.TrimPrefix(m.Topic(), p.base+message.TopicSet)
 		if n, ok := oversizedSize(m.Payload()); ok || len(m.Payload()) > maxCommandPayload {
 			// Refused here, before it is copied or queued (and one over
 			// maxInbound was never held at all: see limitConn).
@@ -70,7 +62,7 @@ func (p *Publisher) subscribeCommands(c mqtt.Client) {
 	})
 	go func() {
 		if !t.WaitTimeout(tokenWait) || t.Error() != nil {
-			p.log.Warn("mqtt: cannot subscribe to the command topics", "topic", p.base+TopicSet+"+", "err", t.Error())
+			p.log.Warn("mqtt: cannot subscribe to the command topics", "topic", p.base+message.TopicSet+"+", "err", t.Error())
 		}
 	}()
 }
@@ -141,9 +133,9 @@ func (p *Publisher) CommandError(name string, err error) {
 	if loud {
 		p.log.Warn("command refused", "command", name, "err", err)
 	}
-	b, _ := json.Marshal(ErrorMsg{Schema: SchemaVersion, Device: p.device, Command: name, Error: err.Error(), Time: now.UTC()})
+	b, _ := json.Marshal(message.Error{Schema: message.SchemaVersion, Device: p.device, Command: name, Error: err.Error(), Time: now.UTC()})
 	if p.connected.Load() {
-		p.enqueue(outMsg{topic: p.base + TopicError, qos: 1, payload: b})
+		p.enqueue(outMsg{topic: p.base + message.TopicError, qos: 1, payload: b})
 	} else {
 		p.drop(false)
 	}
@@ -156,7 +148,7 @@ func (p *Publisher) Snapshot(jpeg []byte) {
 		p.drop(false)
 		return
 	}
-	p.enqueue(outMsg{topic: p.base + TopicSnapshot, qos: 1, payload: jpeg})
+	p.enqueue(outMsg{topic: p.base + message.TopicSnapshot, qos: 1, payload: jpeg})
 }
 
 // WithDetect is the detection switch as posed starts (published retained
@@ -170,25 +162,9 @@ func (p *Publisher) SetDetect(on bool) {
 		v = "ON"
 	}
 	p.mu.Lock()
-	p.retained[p.base+TopicDetect] = []byte(v)
+	p.retained[p.base+message.TopicDetect] = []byte(v)
 	p.mu.Unlock()
 	if p.connected.Load() {
-		p.enqueue(outMsg{topic: p.base + TopicDetect, qos: 1, retained: true, payload: []byte(v)})
+		p.enqueue(outMsg{topic: p.base + message.TopicDetect, qos: 1, retained: true, payload: []byte(v)})
 	}
-}
-
-// ParseSwitch reads a switch command's payload: ON/OFF (Home Assistant's),
-// true/false, 1/0, or a JSON boolean; anything else is an error naming it.
-func ParseSwitch(payload []byte) (bool, error) {
-	s := strings.TrimSpace(string(payload))
-	switch strings.ToLower(s) {
-	case "on", "true", "1":
-		return true, nil
-	case "off", "false", "0":
-		return false, nil
-	}
-	if len(s) > 40 {
-		s = s[:40] + "…"
-	}
-	return false, errors.New("payload " + strconv.Quote(s) + " is not ON or OFF")
 }

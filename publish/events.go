@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Attention events are what a fleet counts: they are not dropped while
@@ -94,7 +95,7 @@ func newEventHold(path string, log *slog.Logger) *eventHold {
 	h.q = st.Held[max(0, len(st.Held)-maxHeldEvents):]
 	now := time.Now().UTC()
 	for _, k := range slices.Sorted(maps.Keys(st.Open)) {
-		var e EventMsg
+		var e message.Event
 		if json.Unmarshal(st.Open[k], &e) != nil || e.Phase != "start" || e.Kind == "" {
 			continue
 		}
@@ -217,7 +218,7 @@ func (p *Publisher) sendEvents() {
 		if !ok || !p.client.IsConnectionOpen() {
 			return
 		}
-		m := outMsg{topic: p.base + TopicEvent, qos: 1, payload: e.Payload}
+		m := outMsg{topic: p.base + message.TopicEvent, qos: 1, payload: e.Payload}
 		if p.print != nil {
 			fmt.Fprintf(p.print, "%s %s\n", m.topic, m.payload)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -29,8 +30,8 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 	defer shutdown(p, 3*time.Second)
 	waitConnected(t, p, 5*time.Second)
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	event := func(i int, phase string) EventMsg {
-		return EventMsg{Kind: EventLongDistraction, Phase: phase, Track: uint64(i), Time: t0.Add(time.Duration(i) * time.Second), Since: t0}
+	event := func(i int, phase string) message.Event {
+		return message.Event{Kind: message.EventLongDistraction, Phase: phase, Track: uint64(i), Time: t0.Add(time.Duration(i) * time.Second), Since: t0}
 	}
 	p.Event(event(0, "start"))
 	col.WaitFor(t, "the first event", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) == 1 })
@@ -53,7 +54,7 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 	col.WaitFor(t, "the 21 events", 20*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) >= 21 })
 	var ids []string
 	for i, m := range col.All() {
-		var e EventMsg
+		var e message.Event
 		if err := json.Unmarshal(m.Payload, &e); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func TestEventsSurviveARestart(t *testing.T) {
 	}
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	for i, phase := range []string{"start", "end", "start"} {
-		p.Event(EventMsg{Kind: EventUnresponsive, Phase: phase, Track: 7, Time: t0.Add(time.Duration(i) * time.Second), Since: t0})
+		p.Event(message.Event{Kind: message.EventUnresponsive, Phase: phase, Track: 7, Time: t0.Add(time.Duration(i) * time.Second), Since: t0})
 	}
 	shutdown(p, 200*time.Millisecond)
 	b, err := os.ReadFile(filepath.Join(dir, eventsFile))
@@ -148,12 +149,12 @@ func TestEventsSurviveARestart(t *testing.T) {
 	defer shutdown(q, 3*time.Second)
 	waitConnected(t, q, 5*time.Second)
 	restart := time.Now()
-	q.Event(EventMsg{Kind: EventUnresponsive, Phase: "start", Track: 8, Time: t0.Add(10 * time.Second), Since: t0})
+	q.Event(message.Event{Kind: message.EventUnresponsive, Phase: "start", Track: 8, Time: t0.Add(10 * time.Second), Since: t0})
 	col.WaitFor(t, "the five events", 10*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) >= 5 })
 	var got []string
 	boots := map[string]bool{}
 	for _, m := range col.All() {
-		var e EventMsg
+		var e message.Event
 		if err := json.Unmarshal(m.Payload, &e); err != nil {
 			t.Fatal(err)
 		}

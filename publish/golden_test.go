@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -23,10 +24,10 @@ func TestDiscoveryGolden(t *testing.T) {
 	cfg := testMQTT(mqtttest.FreeAddr(t)) // no broker: the documents are made at New
 	cfg.Discovery = true
 	p, err := New(cfg, "cam", quiet(), nil, WithVersion("1.2.3"), WithConfigURL("http://cam.local:9464/"),
-		WithCommands(func(string, []byte) (Reply, error) { return Reply{}, nil }),
-		WithAttention(AttentionInfo{Profile: "driver", Targets: []string{"camera", "mirror", "road"},
+		WithCommands(func(string, []byte) (message.Reply, error) { return message.Reply{}, nil }),
+		WithAttention(message.AttentionInfo{Profile: "driver", Targets: []string{"camera", "mirror", "road"},
 			States: []string{"attentive", "glancing", "distracted", "unresponsive"},
-			Events: []string{EventLongDistraction, EventTimeSharing, EventUnresponsive, EventUnmonitored}}))
+			Events: []string{message.EventLongDistraction, message.EventTimeSharing, message.EventUnresponsive, message.EventUnmonitored}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Home Assistant: posed announces its sensors by MQTT discovery (retained
@@ -39,20 +40,10 @@ type haSensor struct {
 	attention                               bool // announced only with the attention stage (WithAttention)
 }
 
-// AttentionInfo is what Home Assistant is told of the attention stage:
-// its profile, its targets' names (the target sensor's options), the
-// profile's states and the kinds of events it sends.
-type AttentionInfo struct {
-	Profile string
-	Targets []string
-	States  []string
-	Events  []string
-}
-
 // WithAttention announces the attention entities: whether the primary
 // face attends (its eyes on the road for a driver, looking at the device
 // otherwise), its target, its state, and the events.
-func WithAttention(a AttentionInfo) Option { return func(p *Publisher) { p.attention = &a } }
+func WithAttention(a message.AttentionInfo) Option { return func(p *Publisher) { p.attention = &a } }
 
 // haSensors are the Home Assistant entities posed announces.
 var haSensors = []haSensor{
@@ -60,15 +51,15 @@ var haSensors = []haSensor{
 	{"sensor", "pitch", "Pitch", "pitch", "°", "mdi:axis-x-rotate-counterclockwise", false, false},
 	{"sensor", "roll", "Roll", "roll", "°", "mdi:axis-y-rotate-counterclockwise", false, false},
 	{"sensor", "faces", "Faces", "faces", "", "mdi:account-multiple", false, false},
-	{"switch", "detect", "Detection", CommandDetect, "", "mdi:face-recognition", true, false},
-	{"button", "snapshot", "Snapshot", CommandSnapshot, "", "mdi:camera", true, false},
-	{"button", "zero", "Set neutral pose", CommandZero, "", "mdi:crosshairs-gps", true, false},
-	{"button", "reload", "Reload configuration", CommandReload, "", "mdi:reload", true, false},
-	{"image", "snapshot_image", "Snapshot", TopicSnapshot, "", "mdi:image", true, false},
+	{"switch", "detect", "Detection", message.CommandDetect, "", "mdi:face-recognition", true, false},
+	{"button", "snapshot", "Snapshot", message.CommandSnapshot, "", "mdi:camera", true, false},
+	{"button", "zero", "Set neutral pose", message.CommandZero, "", "mdi:crosshairs-gps", true, false},
+	{"button", "reload", "Reload configuration", message.CommandReload, "", "mdi:reload", true, false},
+	{"image", "snapshot_image", "Snapshot", message.TopicSnapshot, "", "mdi:image", true, false},
 	{"binary_sensor", "attending", "Attending", "attending", "", "mdi:eye", false, true},
 	{"sensor", "target", "Target", "target", "", "mdi:target", false, true},
 	{"sensor", "attention", "Attention", "state", "", "mdi:account-eye", false, true},
-	{"event", "attention_event", "Attention event", TopicEvent, "", "mdi:alert-circle", false, true},
+	{"event", "attention_event", "Attention event", message.TopicEvent, "", "mdi:alert-circle", false, true},
 }
 
 // discoveryTopic is where entity s of device is announced.
@@ -81,7 +72,7 @@ func discoveryTopic(cfg config.MQTT, device string, s haSensor) string {
 // from) and its Home Assistant discovery entries.
 func OwnTopics(cfg config.MQTT, device string) []string {
 	var out []string
-	for _, t := range ownSubtopics {
+	for _, t := range message.OwnSubtopics {
 		out = append(out, cfg.Prefix+"/"+device+"/"+t)
 	}
 	for _, s := range haSensors {
@@ -92,7 +83,7 @@ func OwnTopics(cfg config.MQTT, device string) []string {
 
 // CommandTopics returns the filter of device's command topics.
 func CommandTopics(cfg config.MQTT, device string) string {
-	return cfg.Prefix + "/" + device + "/" + TopicSet + "#"
+	return cfg.Prefix + "/" + device + "/" + message.TopicSet + "#"
 }
 
 // supportURL is posed's home, Home Assistant's origin support_url.
@@ -113,8 +104,8 @@ func (p *Publisher) discovery() []string {
 	}
 	// Unavailable while posed is offline or its camera is.
 	avail := []map[string]string{
-		{"topic": p.base + TopicAvailable},
-		{"topic": p.base + TopicCamera, "value_template": "{{ 'online' if value_json.status == 'online' else 'offline' }}"},
+		{"topic": p.base + message.TopicAvailable},
+		{"topic": p.base + message.TopicCamera, "value_template": "{{ 'online' if value_json.status == 'online' else 'offline' }}"},
 	}
 	var topics []string
 	for _, s := range haSensors {
@@ -132,7 +123,7 @@ func (p *Publisher) discovery() []string {
 		}
 		switch s.component {
 		case "sensor":
-			cfg["state_topic"] = p.base + TopicHA
+			cfg["state_topic"] = p.base + message.TopicHA
 			// A field that is null (no face) renders as None: Home
 			// Assistant then shows the sensor as unknown.
 			cfg["value_template"] = "{{ value_json." + s.field + " }}"
@@ -140,12 +131,12 @@ func (p *Publisher) discovery() []string {
 		case "switch":
 			// The privacy switch: available while posed is, whatever
 			// the camera does.
-			cfg["command_topic"] = p.base + TopicSet + s.field
-			cfg["state_topic"] = p.base + TopicDetect
+			cfg["command_topic"] = p.base + message.TopicSet + s.field
+			cfg["state_topic"] = p.base + message.TopicDetect
 			cfg["payload_on"], cfg["payload_off"] = "ON", "OFF"
 			cfg["availability"] = avail[:1]
 		case "button":
-			cfg["command_topic"] = p.base + TopicSet + s.field
+			cfg["command_topic"] = p.base + message.TopicSet + s.field
 			cfg["payload_press"] = "PRESS"
 			cfg["availability"] = avail[:1]
 		case "image":
@@ -174,8 +165,8 @@ func (p *Publisher) discovery() []string {
 func (p *Publisher) attentionEntity(cfg map[string]any, s haSensor) {
 	a := p.attention
 	delete(cfg, "state_class") // states, not measurements
-	cfg["state_topic"] = p.base + TopicAttention
-	cfg["json_attributes_topic"] = p.base + TopicAttention
+	cfg["state_topic"] = p.base + message.TopicAttention
+	cfg["json_attributes_topic"] = p.base + message.TopicAttention
 	switch s.key {
 	case "attending":
 		cfg["name"] = "Looking at the device"
@@ -194,7 +185,7 @@ func (p *Publisher) attentionEntity(cfg map[string]any, s haSensor) {
 		cfg["value_template"] = "{% if value_json.state == 'unknown' %}None{% else %}{{ value_json.state }}{% endif %}"
 	case "attention_event":
 		delete(cfg, "json_attributes_topic")
-		cfg["state_topic"] = p.base + TopicEvent
+		cfg["state_topic"] = p.base + message.TopicEvent
 		var types []string
 		for _, k := range a.Events {
 			types = append(types, k+"_start", k+"_end")
@@ -248,27 +239,14 @@ func (p *Publisher) saveDiscovery() {
 	}
 }
 
-// HAMsg is the retained message on <prefix>/<device>/ha that Home
-// Assistant's sensors read: the primary face's angles (null without one)
-// and the number of faces.
-type HAMsg struct {
-	Schema int    `json:"schema"`
-	Device string `json:"device"`
-	Faces  int    `json:"faces"`
-	Track  Num    `json:"track"`
-	Yaw    Num    `json:"yaw"`
-	Pitch  Num    `json:"pitch"`
-	Roll   Num    `json:"roll"`
-}
-
 // haUpdate publishes the summary of a frame with faces faces and the
 // primary face prim (nil: none) on the HA topic if the number of faces
 // changed, or if ha_interval has passed since the last one and an angle
 // moved by ha_deadband or more.
-func (p *Publisher) haUpdate(faces int, prim *FaceMsg, now time.Time) {
-	h := HAMsg{Schema: SchemaVersion, Device: p.device, Faces: faces}
+func (p *Publisher) haUpdate(faces int, prim *message.Face, now time.Time) {
+	h := message.HA{Schema: message.SchemaVersion, Device: p.device, Faces: faces}
 	if prim != nil {
-		h.Track, h.Yaw, h.Pitch, h.Roll = Some(float64(prim.Track)), round1(prim.Yaw), round1(prim.Pitch), round1(prim.Roll)
+		h.Track, h.Yaw, h.Pitch, h.Roll = message.Some(float64(prim.Track)), round1(prim.Yaw), round1(prim.Pitch), round1(prim.Roll)
 	}
 	p.mu.Lock()
 	last, sent := p.lastHA, !p.lastHATime.IsZero()
@@ -282,12 +260,12 @@ func (p *Publisher) haUpdate(faces int, prim *FaceMsg, now time.Time) {
 	}
 	p.mu.Unlock()
 	if send {
-		p.Retain(TopicHA, h)
+		p.Retain(message.TopicHA, h)
 	}
 }
 
 // moved says whether an angle changed by d or more (or appeared, or went).
-func moved(a, b Num, d float64) bool {
+func moved(a, b message.Num, d float64) bool {
 	if !a.Set || !b.Set {
 		return a.Set != b.Set
 	}
@@ -295,9 +273,9 @@ func moved(a, b Num, d float64) bool {
 }
 
 // round1 rounds to 0.1 degree: more digits are noise in Home Assistant.
-func round1(v Num) Num {
+func round1(v message.Num) message.Num {
 	if !v.Set {
 		return v
 	}
-	return Some(math.Round(v.V*10) / 10)
+	return message.Some(math.Round(v.V*10) / 10)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -107,7 +108,7 @@ func TestHomeAssistant(t *testing.T) {
 	}
 	defer shutdown(p, time.Second)
 	waitConnected(t, p, 5*time.Second)
-	p.Retain(TopicCamera, CameraMsg{Schema: SchemaVersion, Device: "cam", Camera: "x", Status: "online", Changed: time.Now()})
+	p.Retain(message.TopicCamera, message.Camera{Schema: message.SchemaVersion, Device: "cam", Camera: "x", Status: "online", Changed: time.Now()})
 	// 10 (first: sent), 10.4 (under the deadband), 10.5 after the interval
 	// (still under), 12 (sent), 30 at once (within the interval), no face
 	// (sent at once).
@@ -127,8 +128,8 @@ func TestHomeAssistant(t *testing.T) {
 		return false
 	})
 	p.Pose(onePose(5, 30), 0)
-	p.Pose(&PoseMsg{Seq: 6, Captured: time.Now()}, -1)
-	p.Retain(TopicCamera, CameraMsg{Schema: SchemaVersion, Device: "cam", Camera: "x", Status: "offline", Error: "gone", Changed: time.Now()})
+	p.Pose(&message.Pose{Seq: 6, Captured: time.Now()}, -1)
+	p.Retain(message.TopicCamera, message.Camera{Schema: message.SchemaVersion, Device: "cam", Camera: "x", Status: "offline", Error: "gone", Changed: time.Now()})
 	col.WaitFor(t, "the HA summary with no face", 5*time.Second, func(ms []mqtttest.Msg) bool {
 		for _, m := range ms {
 			if m.Topic == "posed/cam/ha" && strings.Contains(string(m.Payload), `"faces":0`) {
@@ -291,8 +292,8 @@ func TestDiscoveryRemovalSentOnce(t *testing.T) {
 func TestHomeAssistantAttention(t *testing.T) {
 	cfg := testMQTT(mqtttest.FreeAddr(t))
 	cfg.Discovery = true
-	info := AttentionInfo{Profile: "driver", Targets: []string{"camera", "road"}, States: []string{"attentive", "glancing"},
-		Events: []string{EventLongDistraction}}
+	info := message.AttentionInfo{Profile: "driver", Targets: []string{"camera", "road"}, States: []string{"attentive", "glancing"},
+		Events: []string{message.EventLongDistraction}}
 	p, err := New(cfg, "cam", quiet(), nil, WithAttention(info))
 	if err != nil {
 		t.Fatal(err)
@@ -308,11 +309,11 @@ func TestHomeAssistantAttention(t *testing.T) {
 		return m
 	}
 	yes, no := true, false
-	msgs := []AttentionMsg{
-		{Profile: "driver", Track: Some(1), Target: Label{Name: "road", Known: true, On: true}, State: "attentive", Attending: &yes},
-		{Profile: "driver", Track: Some(1), Target: Label{On: true}, State: "glancing", Attending: &no},
-		{Profile: "driver", Track: Some(1), Target: Label{On: true}, State: "unknown", Reason: "uncertain"},
-		{Profile: "driver", Target: Label{On: true}, State: "unknown", Reason: "no_face"},
+	msgs := []message.Attention{
+		{Profile: "driver", Track: message.Some(1), Target: message.Label{Name: "road", Known: true, On: true}, State: "attentive", Attending: &yes},
+		{Profile: "driver", Track: message.Some(1), Target: message.Label{On: true}, State: "glancing", Attending: &no},
+		{Profile: "driver", Track: message.Some(1), Target: message.Label{On: true}, State: "unknown", Reason: "uncertain"},
+		{Profile: "driver", Target: message.Label{On: true}, State: "unknown", Reason: "no_face"},
 	}
 	want := map[string][]string{
 		"binary_sensor/attending": {"ON", "OFF", "None", "None"},

@@ -14,6 +14,7 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/eclipse/paho.mqtt.golang/packets"
 
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -124,14 +125,14 @@ func TestLargeCommandNotHeld(t *testing.T) {
 	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/error")
 	var mu sync.Mutex
 	var done []string
-	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(func(name string, _ []byte) (Reply, error) {
+	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(func(name string, _ []byte) (message.Reply, error) {
 		if name == "probe" {
-			return Reply{}, errors.New("a probe")
+			return message.Reply{}, errors.New("a probe")
 		}
 		mu.Lock()
 		done = append(done, name)
 		mu.Unlock()
-		return Reply{}, nil
+		return message.Reply{}, nil
 	}))
 	if err != nil {
 		t.Fatal(err)

@@ -1,3 +1,9 @@
+// Package publish is posed's transport: it sends the messages of
+// publish/message over MQTT (per-frame pose messages, a retained state and
+// camera status, periodic statistics, events held across outages, and the
+// availability topic with the last will) through a publishing goroutine
+// that never blocks the frame loop, takes commands, announces Home
+// Assistant's entities, and can run an embedded broker.
 package publish
 
 import (
@@ -19,6 +25,7 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Publisher owns the MQTT connection. Its methods never block: messages go
@@ -62,11 +69,11 @@ type Publisher struct {
 	announced, stale             []string
 	discoverySaved               bool // stale cleared and announced recorded (under mu)
 	commands                     CommandHandler
-	attention                    *AttentionInfo // WithAttention
+	attention                    *message.AttentionInfo // WithAttention
 	cmdQueue                     chan command
 	cmdStop, cmdDone             chan struct{} // runCommands: told to stop, stopped
 	cmdOnce                      sync.Once
-	lastHA                       HAMsg
+	lastHA                       message.HA
 	lastHATime                   time.Time // zero until the first HA message
 
 	// published and dropped count every message; posePublished and
@@ -141,7 +148,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 		bufs:    make(chan []byte, 2*queueLen+4),
 		version: "dev",
 	}
-	p.topicPose, p.topicPrimary = p.base+TopicPose, p.base+TopicPrimary
+	p.topicPose, p.topicPrimary = p.base+message.TopicPose, p.base+message.TopicPrimary
 	for _, o := range opts {
 		o(p)
 	}
@@ -173,7 +180,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 		SetWriteTimeout(tokenWait).
 		SetKeepAlive(30*time.Second).
 		SetOrderMatters(false).
-		SetWill(p.base+TopicAvailable, "offline", 1, true).
+		SetWill(p.base+message.TopicAvailable, "offline", 1, true).
 		SetOnConnectHandler(p.onConnect).
 		SetConnectionLostHandler(func(_ mqtt.Client, err error) {
 			p.connected.Store(false)
@@ -342,12 +349,12 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 	after := p.failures
 	p.failures, p.lastFail = 0, ""
 	p.failMu.Unlock()
-	p.log.Info("mqtt: connected", "broker", p.broker, "topic", p.base+TopicAvailable, "after_failures", after)
+	p.log.Info("mqtt: connected", "broker", p.broker, "topic", p.base+message.TopicAvailable, "after_failures", after)
 	if p.commands != nil {
 		p.subscribeCommands(c)
 	}
 	p.mu.Lock()
-	msgs := []outMsg{{topic: p.base + TopicAvailable, qos: 1, retained: true, payload: []byte("online")}}
+	msgs := []outMsg{{topic: p.base + message.TopicAvailable, qos: 1, retained: true, payload: []byte("online")}}
 	for t, b := range p.retained {
 		msgs = append(msgs, outMsg{topic: t, qos: 1, retained: true, payload: b})
 	}
@@ -553,9 +560,9 @@ func (p *Publisher) enqueue(m outMsg) bool {
 // empty message (faces gone) is never rate-capped. m is read during the
 // call only; nothing is allocated (the messages are encoded into buffers
 // that come back once sent).
-func (p *Publisher) Pose(m *PoseMsg, primary int) {
+func (p *Publisher) Pose(m *message.Pose, primary int) {
 	now := time.Now()
-	var prim *FaceMsg
+	var prim *message.Face
 	if primary >= 0 && primary < len(m.Faces) {
 		prim = &m.Faces[primary]
 	}
@@ -584,18 +591,18 @@ func (p *Publisher) Pose(m *PoseMsg, primary int) {
 		p.drop(true)
 		return
 	}
-	m.Schema, m.Device = SchemaVersion, p.device
+	m.Schema, m.Device = message.SchemaVersion, p.device
 	m.LatencyMs = float64(now.Sub(m.Captured).Microseconds()) / 1000
 	if m.Faces == nil {
-		m.Faces = []FaceMsg{}
+		m.Faces = []message.Face{}
 	}
-	b := appendPose(p.buffer(), m)
+	b := message.AppendPose(p.buffer(), m)
 	if !p.enqueuePose(outMsg{topic: p.topicPose, qos: byte(p.cfg.QoS), pose: true, payload: b, pooled: true}) {
 		p.recycle(b)
 		return
 	}
-	pm := PrimaryMsg{Schema: SchemaVersion, Device: p.device, Seq: m.Seq, Captured: m.Captured, Face: prim}
-	b = appendPrimary(p.buffer(), &pm)
+	pm := message.Primary{Schema: message.SchemaVersion, Device: p.device, Seq: m.Seq, Captured: m.Captured, Face: prim}
+	b = message.AppendPrimary(p.buffer(), &pm)
 	if !p.enqueuePose(outMsg{topic: p.topicPrimary, qos: byte(p.cfg.QoS), payload: b, pooled: true}) {
 		p.recycle(b)
 	}
@@ -682,11 +689,11 @@ func (p *Publisher) Retain(topic string, v any) {
 // Event publishes a distraction or engagement event (QoS 1, not
 // retained). An event that happens while the broker is away is dropped
 // and counted: the retained attention topic says the state on reconnect.
-func (p *Publisher) Event(e EventMsg) {
-	e.Schema, e.Device, e.EventType, e.ID = SchemaVersion, p.device, e.Kind+"_"+e.Phase, p.events.nextID()
+func (p *Publisher) Event(e message.Event) {
+	e.Schema, e.Device, e.EventType, e.ID = message.SchemaVersion, p.device, e.Kind+"_"+e.Phase, p.events.nextID()
 	b, err := json.Marshal(e)
 	if err != nil {
-		p.log.Error("publish: encoding", "topic", TopicEvent, "err", err)
+		p.log.Error("publish: encoding", "topic", message.TopicEvent, "err", err)
 		return
 	}
 	dropped, warn := p.events.add(heldEvent{Key: fmt.Sprintf("%s/%d", e.Kind, e.Track), Start: e.Phase == "start", Payload: b})
@@ -699,8 +706,8 @@ func (p *Publisher) Event(e EventMsg) {
 }
 
 // Stats publishes a statistics message (not retained).
-func (p *Publisher) Stats(s StatsMsg) {
-	s.Schema, s.Device = SchemaVersion, p.device
+func (p *Publisher) Stats(s message.Stats) {
+	s.Schema, s.Device = message.SchemaVersion, p.device
 	s.PosePublished, s.PoseDropped = p.posePublished.Load(), p.poseDropped.Load()
 	s.Connected, s.Reconnects = p.connected.Load(), p.reconnects.Load()
 	s.ConnectionError = p.ConnectionError()
@@ -708,7 +715,7 @@ func (p *Publisher) Stats(s StatsMsg) {
 	if err != nil {
 		return
 	}
-	p.enqueue(outMsg{topic: p.base + TopicStats, qos: 0, payload: b})
+	p.enqueue(outMsg{topic: p.base + message.TopicStats, qos: 0, payload: b})
 }
 
 // Counters returns the messages of every kind published and dropped, and
@@ -750,10 +757,10 @@ func (p *Publisher) Shutdown(ctx context.Context) error {
 		p.log.Warn("mqtt: publisher still busy at the shutdown deadline")
 	}
 	if p.print != nil {
-		fmt.Fprintf(p.print, "%s offline\n", p.base+TopicAvailable)
+		fmt.Fprintf(p.print, "%s offline\n", p.base+message.TopicAvailable)
 	}
 	if p.client.IsConnectionOpen() && ctx.Err() == nil {
-		t := p.client.Publish(p.base+TopicAvailable, 1, true, "offline")
+		t := p.client.Publish(p.base+message.TopicAvailable, 1, true, "offline")
 		select {
 		case <-t.Done():
 		case <-ctx.Done():

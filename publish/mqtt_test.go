@@ -18,6 +18,7 @@ import (
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/publish/message"
 
 	"github.com/edgepose/posed/publish/mqtttest"
 )
@@ -39,10 +40,10 @@ func shutdown(p *Publisher, d time.Duration) error {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func onePose(seq uint64, yaw float64) *PoseMsg {
-	return &PoseMsg{
+func onePose(seq uint64, yaw float64) *message.Pose {
+	return &message.Pose{
 		Camera: "test", Seq: seq, Captured: time.Now(), Width: 640, Height: 480,
-		Faces: []FaceMsg{{Track: 1, Box: [4]float64{200, 120, 360, 280}, Score: 9.5, View: "frontal", Yaw: Some(yaw)}},
+		Faces: []message.Face{{Track: 1, Box: [4]float64{200, 120, 360, 280}, Score: 9.5, View: "frontal", Yaw: message.Some(yaw)}},
 	}
 }
 
@@ -101,14 +102,14 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
-	p.Pose(&PoseMsg{Camera: "test", Seq: calls + 1, Captured: time.Now(), Width: 640, Height: 480}, -1)
+	p.Pose(&message.Pose{Camera: "test", Seq: calls + 1, Captured: time.Now(), Width: 640, Height: 480}, -1)
 	col.WaitFor(t, "faces gone", 5*time.Second, func([]mqtttest.Msg) bool {
 		pose, ok1 := col.Last("posed/cam/pose")
 		primary, ok2 := col.Last("posed/cam/primary")
 		return ok1 && ok2 && strings.Contains(string(pose.Payload), `"faces":[]`) &&
 			strings.Contains(string(primary.Payload), `"face":null`)
 	})
-	p.Stats(StatsMsg{})
+	p.Stats(message.Stats{})
 
 	col.WaitFor(t, "stats", 5*time.Second, func(ms []mqtttest.Msg) bool {
 		for _, m := range ms {
@@ -119,7 +120,7 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 		return false
 	})
 	sch := mqtttest.Schemas(t)
-	var withFaces []PoseMsg
+	var withFaces []message.Pose
 	var gone int
 	// The primary face goes with every pose message: the first face here.
 	prim := col.On("posed/cam/primary")
@@ -131,7 +132,7 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 	}
 	for _, m := range col.On("posed/cam/pose") {
 		mqtttest.Validate(t, sch["pose"], m)
-		var pm PoseMsg
+		var pm message.Pose
 		if err := json.Unmarshal(m.Payload, &pm); err != nil {
 			t.Fatal(err)
 		}
@@ -157,12 +158,12 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 
 	stats := col.On("posed/cam/stats")
 	mqtttest.Validate(t, sch["stats"], stats[0])
-	var s StatsMsg
+	var s message.Stats
 	json.Unmarshal(stats[0].Payload, &s)
 	if s.PosePublished != uint64(n+1) || s.PosePublished+s.PoseDropped != calls+1 {
 		t.Errorf("stats say %d pose published, %d dropped; received %d of %d", s.PosePublished, s.PoseDropped, n+1, calls+1)
 	}
-	if !s.Connected || s.Device != "cam" || s.Schema != SchemaVersion {
+	if !s.Connected || s.Device != "cam" || s.Schema != message.SchemaVersion {
 		t.Errorf("stats: %+v", s)
 	}
 }
@@ -186,8 +187,8 @@ func TestNoBrokerNeverBlocksThenConnects(t *testing.T) {
 		for i := range calls {
 			p.Pose(onePose(uint64(i), 0), 0)
 			if i%100 == 0 {
-				p.Stats(StatsMsg{})
-				p.Retain(TopicState, StateMsg{Status: "running", Faces: i})
+				p.Stats(message.Stats{})
+				p.Retain(message.TopicState, message.State{Status: "running", Faces: i})
 			}
 		}
 		close(done)
@@ -211,7 +212,7 @@ func TestNoBrokerNeverBlocksThenConnects(t *testing.T) {
 	seen := mqtttest.Collect(t, broker.Addr(), "posed/cam/#")
 	seen.WaitFor(t, "online and state", 5*time.Second, func(ms []mqtttest.Msg) bool {
 		st := seen.On("posed/cam/state")
-		var s StateMsg
+		var s message.State
 		return len(seen.On("posed/cam/available")) > 0 && len(st) > 0 &&
 			json.Unmarshal(st[len(st)-1].Payload, &s) == nil && s.Faces == calls-100
 	})
@@ -225,7 +226,7 @@ func TestNoBrokerNeverBlocksThenConnects(t *testing.T) {
 		t.Errorf("available: %q, want [online]", got)
 	}
 	st := col.On("posed/cam/state")
-	var s StateMsg
+	var s message.State
 	json.Unmarshal(st[len(st)-1].Payload, &s)
 	if !st[len(st)-1].Retained || s.Faces != calls-100 {
 		t.Errorf("state retained=%v faces=%d, want the last one given (%d), retained", st[len(st)-1].Retained, s.Faces, calls-100)
@@ -434,7 +435,7 @@ func TestShutdownFlushes(t *testing.T) {
 	}
 	waitConnected(t, p, 5*time.Second)
 	for i := 0; i < queueLen-2; i++ {
-		p.Stats(StatsMsg{FramesIn: uint64(i)})
+		p.Stats(message.Stats{FramesIn: uint64(i)})
 	}
 	if err := shutdown(p, 5*time.Second); err != nil {
 		t.Errorf("Shutdown: %v", err)
@@ -457,7 +458,7 @@ func TestShutdownFlushes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	for i := 0; i < queueLen; i++ {
-		p2.Retain(TopicState, StateMsg{Faces: i})
+		p2.Retain(message.TopicState, message.State{Faces: i})
 	}
 	// Shutdown honours its context: it ends at the deadline, not after
 	// it plus the 250 ms disconnect. (Before, a publish waiting for its
@@ -490,11 +491,11 @@ func TestRetainedCommandIgnored(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var done []string
-	handler := func(name string, _ []byte) (Reply, error) {
+	handler := func(name string, _ []byte) (message.Reply, error) {
 		mu.Lock()
 		done = append(done, name)
 		mu.Unlock()
-		return Reply{}, nil
+		return message.Reply{}, nil
 	}
 	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(handler))
 	if err != nil {
@@ -536,7 +537,7 @@ func TestShutdownCarriesOutReceivedCommands(t *testing.T) {
 		var p *Publisher
 		first := make(chan struct{})
 		release := make(chan struct{})
-		handler := func(name string, _ []byte) (Reply, error) {
+		handler := func(name string, _ []byte) (message.Reply, error) {
 			if name == "reload" {
 				close(first)
 				<-release // the next command arrives meanwhile
@@ -544,7 +545,7 @@ func TestShutdownCarriesOutReceivedCommands(t *testing.T) {
 			mu.Lock()
 			done = append(done, name)
 			mu.Unlock()
-			return Reply{}, nil
+			return message.Reply{}, nil
 		}
 		var err error
 		p, err = New(testMQTT(broker.Addr()), fmt.Sprintf("cam%d", trial), quiet(), nil, WithCommands(handler))
@@ -594,7 +595,7 @@ func TestRefusedCommandsLogLimited(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-	p, err := New(testMQTT(mqtttest.FreeAddr(t)), "cam", log, nil, WithCommands(func(string, []byte) (Reply, error) { return Reply{}, nil }))
+	p, err := New(testMQTT(mqtttest.FreeAddr(t)), "cam", log, nil, WithCommands(func(string, []byte) (message.Reply, error) { return message.Reply{}, nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,7 +651,7 @@ func TestLosslessFirstFramesWaitForTheConnection(t *testing.T) {
 		shutdown(p, 2*time.Second)
 		var seqs []string
 		for _, m := range col.All() {
-			var msg PoseMsg
+			var msg message.Pose
 			if err := json.Unmarshal(m.Payload, &msg); err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/pipeline/attention"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // runDecisions measures the attention decisions posed makes from the poses
@@ -187,8 +187,8 @@ func tallyDecisions(rows []faceRow, road config.AttentionTarget, cone, maxStd, d
 	decide := func(s *attention.Stage, a, std [3]float64) (string, bool) {
 		// A new track each time: a face is decided where it is first seen.
 		now = now.Add(time.Hour)
-		f := []publish.FaceMsg{{Track: 1, Box: [4]float64{270, 190, 370, 290}, Yaw: publish.Some(a[0]), Pitch: publish.Some(a[1]),
-			Roll: publish.Some(a[2]), YawStd: publish.Some(std[0]), PitchStd: publish.Some(std[1])}}
+		f := []message.Face{{Track: 1, Box: [4]float64{270, 190, 370, 290}, Yaw: message.Some(a[0]), Pitch: message.Some(a[1]),
+			Roll: message.Some(a[2]), YawStd: message.Some(std[0]), PitchStd: message.Some(std[1])}}
 		s.Apply(f, 640, 480, now, 0)
 		s.Apply(nil, 640, 480, now.Add(time.Minute), -1) // forget it
 		return f[0].Target.Name, f[0].AttentionReason == ""

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/train/dataset/datatest"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -30,7 +31,6 @@ import (
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/pipeline/build"
-	"github.com/edgepose/posed/publish"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -927,7 +927,7 @@ func TestLongDistractionEndToEnd(t *testing.T) {
 	var start, end time.Time
 	for _, m := range events.All() {
 		mqtttest.Validate(t, sch["event"], m)
-		var e publish.EventMsg
+		var e message.Event
 		if err := json.Unmarshal(m.Payload, &e); err != nil {
 			t.Fatal(err)
 		}
@@ -1006,7 +1006,7 @@ func TestKilledDuringAnEvent(t *testing.T) {
 	})
 	p.Process.Signal(syscall.SIGKILL)
 	p.Wait()
-	var start publish.EventMsg
+	var start message.Event
 	json.Unmarshal(events.All()[0].Payload, &start)
 	n := len(events.All())
 
@@ -1016,7 +1016,7 @@ func TestKilledDuringAnEvent(t *testing.T) {
 	})
 	ends := map[string]bool{}
 	for _, m := range events.All()[n:] {
-		var e publish.EventMsg
+		var e message.Event
 		json.Unmarshal(m.Payload, &e)
 		if e.Phase != "end" || e.Why != "restarted" {
 			t.Errorf("after the restart: %s", m.Payload)
@@ -1027,7 +1027,7 @@ func TestKilledDuringAnEvent(t *testing.T) {
 		}
 	}
 	for _, m := range events.All()[:n] {
-		var e publish.EventMsg
+		var e message.Event
 		json.Unmarshal(m.Payload, &e)
 		if e.Phase == "start" && !ends[e.Kind] {
 			t.Errorf("%s started before the kill and was not ended after it", e.Kind)
@@ -1109,7 +1109,7 @@ func TestDriveThroughATunnel(t *testing.T) {
 	ids := map[string]bool{}
 	starts := 0
 	for _, m := range events.All() {
-		var e publish.EventMsg
+		var e message.Event
 		json.Unmarshal(m.Payload, &e)
 		key := fmt.Sprintf("%s/%d", e.Kind, e.Track)
 		switch e.Phase {

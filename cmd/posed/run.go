@@ -26,6 +26,7 @@ import (
 	"github.com/edgepose/posed/pipeline/web"
 	"github.com/edgepose/posed/pipeline/zones"
 	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // run is the daemon: it returns when ctx ends (clean shutdown) or a replay
@@ -109,7 +110,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	watchdog, _ := daemon.SdWatchdogEnabled(false) // WATCHDOG_USEC for this pid; 0 if off
 	loop := &pipeline.Loop{
 		Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
-		State:      publish.StateMsg{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
+		State:      message.State{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
 		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, View: view, Control: ctl, Neutral: n,
 		Zoning: zones.New(cfg.Zones, cfg.Primary), Lossless: pipeline.Lossless(cfg.Source), Attention: att,
 	}

@@ -26,7 +26,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/rotation"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Frame is where a target's directions are measured.
@@ -163,8 +163,8 @@ type Stage struct {
 	faces      map[uint64]*faceState
 	gen        uint64
 	drv        driver
-	events     []publish.EventMsg // of the last Apply or Suspend
-	sum, last  publish.AttentionMsg
+	events     []message.Event // of the last Apply or Suspend
+	sum, last  message.Attention
 	sent       bool                        // last was published
 	activeBuf  [numDriverEvents + 1]string // sum.Active's storage
 	lastActive [numDriverEvents + 1]string // last.Active's
@@ -241,7 +241,7 @@ func New(o Options) (*Stage, error) {
 		}
 	}
 	s.counters.init(s.names)
-	s.sum = publish.AttentionMsg{Profile: o.Profile, State: StateUnknown, Reason: ReasonNoFace, Active: s.activeBuf[:0]}
+	s.sum = message.Attention{Profile: o.Profile, State: StateUnknown, Reason: ReasonNoFace, Active: s.activeBuf[:0]}
 	return s, nil
 }
 
@@ -251,7 +251,7 @@ func New(o Options) (*Stage, error) {
 // pitch, or whose σ is above MaxStd, looks at no known target: its
 // attention is unknown. Tracks not seen in the frame are forgotten (an
 // engagement in progress ends).
-func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary int) {
+func (s *Stage) Apply(faces []message.Face, w, h int, now time.Time, primary int) {
 	if s == nil {
 		return
 	}
@@ -265,7 +265,7 @@ func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary 
 			s.faces[f.Track] = st
 		}
 		st.seen, st.seenAt = s.gen, now
-		f.Target, f.Attention, f.AttentionReason = publish.Label{On: true}, "", ""
+		f.Target, f.Attention, f.AttentionReason = message.Label{On: true}, "", ""
 		why := s.doubt(f)
 		cand := -1
 		if why == "" {
@@ -283,7 +283,7 @@ func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary 
 		if why != "" {
 			// The last known target is kept for when the face is trusted
 			// again; this frame says nothing of where it looks.
-			f.Dwell = publish.Num{}
+			f.Dwell = message.Num{}
 			f.Attention, f.AttentionReason = StateUnknown, why
 			if st.doubtAt.IsZero() {
 				st.doubtAt = now
@@ -313,7 +313,7 @@ func (s *Stage) Apply(faces []publish.FaceMsg, w, h int, now time.Time, primary 
 		if st.target >= 0 {
 			f.Target.Name, f.Target.Known = s.names[st.target], true
 		}
-		f.Dwell = publish.Some(math.Round(now.Sub(st.since).Seconds()*100) / 100)
+		f.Dwell = message.Some(math.Round(now.Sub(st.since).Seconds()*100) / 100)
 		switch s.o.Profile {
 		case ProfileNone:
 			f.Attention = StateAway
@@ -388,7 +388,7 @@ func (s *Stage) settle(st *faceState, doubtful bool, now time.Time) bool {
 }
 
 // doubt is why face f's direction cannot be trusted, "" if it can.
-func (s *Stage) doubt(f *publish.FaceMsg) string {
+func (s *Stage) doubt(f *message.Face) string {
 	switch {
 	case !f.Yaw.Set || !f.Pitch.Set:
 		return ReasonNoPose
@@ -400,10 +400,10 @@ func (s *Stage) doubt(f *publish.FaceMsg) string {
 
 // driverFrame runs the driver's rules on the primary face (the driver);
 // the other faces are passengers, of whom the profile says nothing.
-func (s *Stage) driverFrame(faces []publish.FaceMsg, now time.Time, primary int) {
+func (s *Stage) driverFrame(faces []message.Face, now time.Time, primary int) {
 	gated := s.speed.gated(s.o.Driver, s.o.Clock())
 	if primary < 0 || primary >= len(faces) {
-		s.events = s.drv.observe(s.events, now, false, false, now, 0, publish.Label{}, gated)
+		s.events = s.drv.observe(s.events, now, false, false, now, 0, message.Label{}, gated)
 		return
 	}
 	f := &faces[primary]
@@ -418,7 +418,7 @@ func (s *Stage) driverFrame(faces []publish.FaceMsg, now time.Time, primary int)
 
 // Events returns, once, the events that started or ended in the last
 // Apply or Suspend (valid until the next of those).
-func (s *Stage) Events() []publish.EventMsg {
+func (s *Stage) Events() []message.Event {
 	if s == nil {
 		return nil
 	}
@@ -449,26 +449,26 @@ func (s *Stage) Suspend(now time.Time, why string) {
 		delete(s.faces, id)
 	}
 	s.counters.frame(nil, s.events, time.Time{}, now)
-	s.sum.Track, s.sum.Target, s.sum.Since, s.sum.Dwell = publish.Num{}, publish.Label{On: true}, time.Time{}, publish.Num{}
+	s.sum.Track, s.sum.Target, s.sum.Since, s.sum.Dwell = message.Num{}, message.Label{On: true}, time.Time{}, message.Num{}
 	s.sum.State, s.sum.Reason, s.sum.Attending, s.sum.Active, s.sum.Time = StateUnknown, why, nil, s.activeBuf[:0], now
 	s.lastNow = time.Time{}
 }
 
 // summarise makes the attention summary of the primary face.
-func (s *Stage) summarise(faces []publish.FaceMsg, now time.Time, primary int) {
+func (s *Stage) summarise(faces []message.Face, now time.Time, primary int) {
 	m := &s.sum
 	m.Time, m.Active = now, s.activeBuf[:0]
 	if s.o.Profile == ProfileDriver {
 		m.Active = s.drv.activeKinds(m.Active)
 	}
 	if primary < 0 || primary >= len(faces) {
-		m.Track, m.Target, m.Since, m.Dwell, m.Attending = publish.Num{}, publish.Label{On: true}, time.Time{}, publish.Num{}, nil
+		m.Track, m.Target, m.Since, m.Dwell, m.Attending = message.Num{}, message.Label{On: true}, time.Time{}, message.Num{}, nil
 		m.State, m.Reason = StateUnknown, ReasonNoFace
 		return
 	}
 	f := &faces[primary]
 	st := s.faces[f.Track]
-	m.Track, m.Target, m.Dwell = publish.Some(float64(f.Track)), f.Target, f.Dwell
+	m.Track, m.Target, m.Dwell = message.Some(float64(f.Track)), f.Target, f.Dwell
 	if f.AttentionReason != "" {
 		m.Since, m.Attending, m.State, m.Reason = time.Time{}, nil, StateUnknown, f.AttentionReason
 		return
@@ -479,7 +479,7 @@ func (s *Stage) summarise(faces []publish.FaceMsg, now time.Time, primary int) {
 		m.Attending = &attending
 	}
 	if s.o.Profile == ProfileEngagement && st.eng.engaged() {
-		m.Active = append(m.Active, publish.EventEngagement)
+		m.Active = append(m.Active, message.EventEngagement)
 	}
 }
 
@@ -490,7 +490,7 @@ var attending, notAttending = true, false
 // Suspend, with the neutral pose's status (set, learnt, calibrating,
 // none); changed says whether it differs from the last one returned as
 // changed (Dwell and Time aside): the attention topic is change-driven.
-func (s *Stage) Summary(neutral string) (m *publish.AttentionMsg, changed bool) {
+func (s *Stage) Summary(neutral string) (m *message.Attention, changed bool) {
 	if s == nil {
 		return nil, false
 	}
@@ -511,7 +511,7 @@ func (s *Stage) Summary(neutral string) (m *publish.AttentionMsg, changed bool) 
 // direction, the one whose centre is nearest. The face's current target
 // holds until it is margin degrees outside it; another must be entered
 // margin degrees inside.
-func (s *Stage) target(f *publish.FaceMsg, w, h int, st *faceState) int {
+func (s *Stage) target(f *message.Face, w, h int, st *faceState) int {
 	if !f.Yaw.Set || !f.Pitch.Set {
 		return -1
 	}
@@ -549,7 +549,7 @@ func (s *Stage) target(f *publish.FaceMsg, w, h int, st *faceState) int {
 // clearance is how far, in degrees, face f's direction is from the border
 // of target i (inside it), or, for i < 0, from the nearest target (outside
 // them all); +Inf without targets.
-func (s *Stage) clearance(f *publish.FaceMsg, w, h int, i int) float64 {
+func (s *Stage) clearance(f *message.Face, w, h int, i int) float64 {
 	if i >= 0 {
 		t := &s.o.Targets[i]
 		yaw, pitch := s.direction(f, t.Frame, w, h)
@@ -565,7 +565,7 @@ func (s *Stage) clearance(f *publish.FaceMsg, w, h int, i int) float64 {
 }
 
 // direction is the face's head direction (yaw, pitch) in frame fr.
-func (s *Stage) direction(f *publish.FaceMsg, fr Frame, w, h int) (yaw, pitch float64) {
+func (s *Stage) direction(f *message.Face, fr Frame, w, h int) (yaw, pitch float64) {
 	yaw, pitch = f.Yaw.V, f.Pitch.V
 	if fr == Neutral {
 		return yaw, pitch
@@ -596,8 +596,8 @@ func (s *Stage) Ray(box [4]float64, w, h int) (yaw, pitch float64) {
 
 // Info is what Home Assistant is told of the stage: its profile, its
 // targets, the profile's states and the kinds of its events.
-func (s *Stage) Info() publish.AttentionInfo {
-	a := publish.AttentionInfo{Profile: s.o.Profile, Targets: append([]string(nil), s.names...)}
+func (s *Stage) Info() message.AttentionInfo {
+	a := message.AttentionInfo{Profile: s.o.Profile, Targets: append([]string(nil), s.names...)}
 	switch s.o.Profile {
 	case ProfileNone:
 		a.States = []string{StateLooking, StateAway}
@@ -606,7 +606,7 @@ func (s *Stage) Info() publish.AttentionInfo {
 		a.Events = driverKinds[:]
 	case ProfileEngagement:
 		a.States = []string{LevelDisengaged, LevelEngaging, LevelEngaged, LevelDisengaging}
-		a.Events = []string{publish.EventEngagement}
+		a.Events = []string{message.EventEngagement}
 	}
 	return a
 }

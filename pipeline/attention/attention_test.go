@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // face is a face of track 1 at the centre of a 640×480 frame, of box side
 // 100, with the given published angles.
-func face(yaw, pitch float64) publish.FaceMsg {
-	return publish.FaceMsg{Track: 1, Box: [4]float64{270, 190, 370, 290}, Yaw: publish.Some(yaw), Pitch: publish.Some(pitch), Roll: publish.Some(0)}
+func face(yaw, pitch float64) message.Face {
+	return message.Face{Track: 1, Box: [4]float64{270, 190, 370, 290}, Yaw: message.Some(yaw), Pitch: message.Some(pitch), Roll: message.Some(0)}
 }
 
 // run feeds one face's yaws, a frame every 100 ms, and returns the target
@@ -22,7 +22,7 @@ func run(t *testing.T, s *Stage, yaws []float64) []string {
 	t0 := time.Unix(1000, 0)
 	var out []string
 	for i, y := range yaws {
-		f := []publish.FaceMsg{face(y, 0)}
+		f := []message.Face{face(y, 0)}
 		s.Apply(f, 640, 480, t0.Add(time.Duration(i)*100*time.Millisecond), 0)
 		if !f[0].Target.On {
 			t.Fatal("no target field")
@@ -85,9 +85,9 @@ func TestHysteresisAtBorder(t *testing.T) {
 func TestDwell(t *testing.T) {
 	s := road(3, 200*time.Millisecond)
 	t0 := time.Unix(1000, 0)
-	var last publish.FaceMsg
+	var last message.Face
 	for i, y := range []float64{0, 0, 0, 40, 40, 40, 40, 40} {
-		f := []publish.FaceMsg{face(y, 0)}
+		f := []message.Face{face(y, 0)}
 		s.Apply(f, 640, 480, t0.Add(time.Duration(i)*100*time.Millisecond), 0)
 		last = f[0]
 		if i == 2 && (f[0].Target.Name != "road" || f[0].Dwell.V != 0.2) {
@@ -99,7 +99,7 @@ func TestDwell(t *testing.T) {
 		t.Errorf("away: %+v, dwell %v s, want none for 0.4 s", last.Target, last.Dwell.V)
 	}
 	// A face with no yaw looks at no known target.
-	f := []publish.FaceMsg{{Track: 2, Box: [4]float64{0, 0, 10, 10}}}
+	f := []message.Face{{Track: 2, Box: [4]float64{0, 0, 10, 10}}}
 	s.Apply(f, 640, 480, t0, 0)
 	if f[0].Target.Known || !f[0].Target.On {
 		t.Errorf("a face without angles: %+v", f[0].Target)
@@ -133,7 +133,7 @@ func TestRayCorrection(t *testing.T) {
 		// Looking along the camera's axis from x = cx: the face is turned
 		// away from the ray by its angle.
 		ray := math.Atan((cx-float64(w)/2)/focal) / deg
-		f := []publish.FaceMsg{{Track: 1, Box: [4]float64{cx - 40, 200, cx + 40, 280}, Yaw: publish.Some(-ray), Pitch: publish.Some(0), Roll: publish.Some(0)}}
+		f := []message.Face{{Track: 1, Box: [4]float64{cx - 40, 200, cx + 40, 280}, Yaw: message.Some(-ray), Pitch: message.Some(0), Roll: message.Some(0)}}
 		s.Apply(f, w, h, now, 0)
 		if f[0].Target.Name != "tv" && f[0].Target.Name != "tv_flat" {
 			t.Errorf("at x %.0f (ray %.1f°) looking along the axis: %q, want tv", cx, ray, f[0].Target.Name)
@@ -143,7 +143,7 @@ func TestRayCorrection(t *testing.T) {
 		}
 		// Looking into the lens from there: the camera target (where no
 		// configured target holds the face: "tv" does near the axis).
-		f = []publish.FaceMsg{{Track: 2, Box: f[0].Box, Yaw: publish.Some(2), Pitch: publish.Some(-1), Roll: publish.Some(0)}}
+		f = []message.Face{{Track: 2, Box: f[0].Box, Yaw: message.Some(2), Pitch: message.Some(-1), Roll: message.Some(0)}}
 		lens.Apply(f, w, h, now, 0)
 		if want := CameraTarget; math.Abs(ray) > 10 && f[0].Target.Name != want {
 			t.Errorf("at x %.0f looking into the lens: %q, want camera", cx, f[0].Target.Name)
@@ -206,13 +206,13 @@ func TestApplyDoesNotAllocate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := []publish.FaceMsg{face(5, 0), face(40, 3)}
+		f := []message.Face{face(5, 0), face(40, 3)}
 		f[1].Track = 2
 		now, n, events := time.Unix(1000, 0), 0, 0
 		step := func() {
 			now = now.Add(100 * time.Millisecond)
 			n++
-			f[0].Yaw = publish.Some(float64(n/40%2) * 60)
+			f[0].Yaw = message.Some(float64(n/40%2) * 60)
 			s.Apply(f, 640, 480, now, 0)
 			events += len(s.Events())
 			s.Summary(ProfileNone)
@@ -245,7 +245,7 @@ func BenchmarkApply(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := []publish.FaceMsg{face(5, 0), face(40, -5)}
+	f := []message.Face{face(5, 0), face(40, -5)}
 	f[1].Track = 2
 	now := time.Unix(1000, 0)
 	b.ReportAllocs()

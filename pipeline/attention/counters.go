@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/pipeline/metrics"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // counters are the stage's figures for /metrics, written by the frame
@@ -20,8 +20,8 @@ type counters struct {
 }
 
 // eventKinds are every event kind, in /metrics's order.
-var eventKinds = [...]string{publish.EventLongDistraction, publish.EventTimeSharing, publish.EventUnresponsive,
-	publish.EventUnmonitored, publish.EventEngagement}
+var eventKinds = [...]string{message.EventLongDistraction, message.EventTimeSharing, message.EventUnresponsive,
+	message.EventUnmonitored, message.EventEngagement}
 
 // maxFrameGap bounds the time one frame counts for: a longer gap between
 // two frames (a pause, a camera that stalled) is not time spent looking.
@@ -34,7 +34,7 @@ func (c *counters) init(targets []string) {
 
 // frame counts a frame at now (the one before at last; zero: none) whose
 // primary face's attention is m (nil: none counted), and its events.
-func (c *counters) frame(m *publish.AttentionMsg, evs []publish.EventMsg, last, now time.Time) {
+func (c *counters) frame(m *message.Attention, evs []message.Event, last, now time.Time) {
 	for i := range evs {
 		if evs[i].Phase != "start" {
 			continue

@@ -3,7 +3,7 @@ package attention
 import (
 	"time"
 
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // DriverRules are the driver profile's thresholds (config.DriverRules;
@@ -21,7 +21,7 @@ type DriverRules struct {
 	SpeedTimeout time.Duration // a speed older than this is forgotten
 }
 
-// Driver states (AttentionMsg.State, FaceMsg.Attention).
+// Driver states (message.Attention.State, message.Face.Attention).
 const (
 	StateAttentive    = "attentive"    // on a target of Attending
 	StateGlancing     = "glancing"     // away for less than Long
@@ -38,7 +38,7 @@ const (
 	numDriverEvents
 )
 
-var driverKinds = [numDriverEvents]string{publish.EventLongDistraction, publish.EventTimeSharing, publish.EventUnresponsive, publish.EventUnmonitored}
+var driverKinds = [numDriverEvents]string{message.EventLongDistraction, message.EventTimeSharing, message.EventUnresponsive, message.EventUnmonitored}
 
 // maxGlances bounds the glances kept for time sharing; beyond it the two
 // oldest are joined (the gap between them then counts as away: the error
@@ -71,7 +71,7 @@ type driver struct {
 	}
 	glances    [maxGlances]glance // closed glances, oldest first from head
 	head, n    int
-	lastTarget publish.Label
+	lastTarget message.Label
 }
 
 // reset forgets everything (the driver may be someone else after a pause
@@ -84,7 +84,7 @@ func (d *driver) reset() {
 // observe takes the primary face's attention at now: known (on the
 // driving task or not, since when) or unknown. It appends the events
 // that start or end to evs and returns them.
-func (d *driver) observe(evs []publish.EventMsg, now time.Time, known, onTask bool, since time.Time, track uint64, target publish.Label, gated bool) []publish.EventMsg {
+func (d *driver) observe(evs []message.Event, now time.Time, known, onTask bool, since time.Time, track uint64, target message.Label, gated bool) []message.Event {
 	if known {
 		d.track, d.observed, d.lastTarget = track, true, target
 		if d.unknown {
@@ -146,18 +146,18 @@ func (d *driver) state(now time.Time) string {
 }
 
 // start appends the start of event e, unless it is on.
-func (d *driver) start(evs []publish.EventMsg, e int, now, since time.Time, dur time.Duration) []publish.EventMsg {
+func (d *driver) start(evs []message.Event, e int, now, since time.Time, dur time.Duration) []message.Event {
 	a := &d.active[e]
 	if a.on {
 		return evs
 	}
 	a.on, a.at, a.since = true, now, since
-	return append(evs, publish.EventMsg{Kind: driverKinds[e], Phase: "start", Track: d.track, Time: now, Since: since,
+	return append(evs, message.Event{Kind: driverKinds[e], Phase: "start", Track: d.track, Time: now, Since: since,
 		DurationS: seconds(dur), Target: d.lastTarget})
 }
 
 // end appends the end of event e at t (why: what ended it), if it is on.
-func (d *driver) end(evs []publish.EventMsg, e int, t time.Time, why string) []publish.EventMsg {
+func (d *driver) end(evs []message.Event, e int, t time.Time, why string) []message.Event {
 	a := &d.active[e]
 	if !a.on {
 		return evs
@@ -170,12 +170,12 @@ func (d *driver) end(evs []publish.EventMsg, e int, t time.Time, why string) []p
 	if e == evSharing {
 		dur = t.Sub(a.at)
 	}
-	return append(evs, publish.EventMsg{Kind: driverKinds[e], Phase: "end", Track: d.track, Time: t, Since: a.since,
+	return append(evs, message.Event{Kind: driverKinds[e], Phase: "end", Track: d.track, Time: t, Since: a.since,
 		DurationS: seconds(dur), Target: d.lastTarget, Why: why})
 }
 
 // endAll ends every event in progress at t.
-func (d *driver) endAll(evs []publish.EventMsg, t time.Time, why string) []publish.EventMsg {
+func (d *driver) endAll(evs []message.Event, t time.Time, why string) []message.Event {
 	for e := range d.active {
 		evs = d.end(evs, e, t, why)
 	}

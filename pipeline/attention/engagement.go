@@ -3,7 +3,7 @@ package attention
 import (
 	"time"
 
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // EngagementRules are the engagement profile's (config.EngagementRules):
@@ -14,7 +14,7 @@ type EngagementRules struct {
 	On, Off time.Duration
 }
 
-// Engagement levels (AttentionMsg.State, FaceMsg.Attention); ROS4HRI's
+// Engagement levels (message.Attention.State, message.Face.Attention); ROS4HRI's
 // fifth, UNKNOWN, is the state "unknown".
 const (
 	LevelDisengaged  = "disengaged"  // not looking, or looking away for Off
@@ -29,13 +29,13 @@ type engagement struct {
 	level            string // "" until the face is first known
 	lookSince, awayT time.Time
 	engagedSince     time.Time // when the face began to look, for the event
-	target           publish.Label
+	target           message.Label
 }
 
 // observe takes the face's attention at now (looking at one of the
 // rules' targets since since, or not) and appends the event that starts
 // or ends.
-func (g *engagement) observe(evs []publish.EventMsg, r *EngagementRules, now time.Time, looking bool, since time.Time, track uint64, target publish.Label) []publish.EventMsg {
+func (g *engagement) observe(evs []message.Event, r *EngagementRules, now time.Time, looking bool, since time.Time, track uint64, target message.Label) []message.Event {
 	g.target = target
 	// At most three steps a frame: disengaged → engaging → engaged with
 	// an On of 0.
@@ -53,7 +53,7 @@ func (g *engagement) observe(evs []publish.EventMsg, r *EngagementRules, now tim
 				g.level = LevelDisengaged
 			case now.Sub(g.lookSince) >= r.On:
 				g.level, g.engagedSince = LevelEngaged, g.lookSince
-				return append(evs, publish.EventMsg{Kind: publish.EventEngagement, Phase: "start", Track: track, Time: now,
+				return append(evs, message.Event{Kind: message.EventEngagement, Phase: "start", Track: track, Time: now,
 					Since: g.engagedSince, DurationS: seconds(now.Sub(g.engagedSince)), Target: target})
 			default:
 				return evs
@@ -81,12 +81,12 @@ func (g *engagement) observe(evs []publish.EventMsg, r *EngagementRules, now tim
 
 // end appends the end of an engagement at t (why: what ended it); the
 // face is then disengaged.
-func (g *engagement) end(evs []publish.EventMsg, t time.Time, track uint64, why string) []publish.EventMsg {
+func (g *engagement) end(evs []message.Event, t time.Time, track uint64, why string) []message.Event {
 	g.level = LevelDisengaged
 	if t.Before(g.engagedSince) {
 		t = g.engagedSince
 	}
-	return append(evs, publish.EventMsg{Kind: publish.EventEngagement, Phase: "end", Track: track, Time: t,
+	return append(evs, message.Event{Kind: message.EventEngagement, Phase: "end", Track: track, Time: t,
 		Since: g.engagedSince, DurationS: seconds(t.Sub(g.engagedSince)), Target: g.target, Why: why})
 }
 

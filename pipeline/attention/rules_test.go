@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // t0 is the scripts' first frame time; frames come every 100 ms.
@@ -28,9 +28,9 @@ type segment struct {
 // timeline is what a script gave: every event, and each frame's state.
 type timeline struct {
 	start  time.Time // the first frame's
-	events []publish.EventMsg
+	events []message.Event
 	states []string
-	sums   []publish.AttentionMsg // the summaries that changed
+	sums   []message.Attention // the summaries that changed
 }
 
 // play feeds the script to s, a frame every 100 ms from t0.
@@ -43,7 +43,7 @@ func play(t *testing.T, s *Stage, script ...segment) timeline {
 	now := tl.start
 	for _, sg := range script {
 		for end := now.Add(sg.d); now.Before(end); now = now.Add(frame) {
-			var faces []publish.FaceMsg
+			var faces []message.Face
 			prim := -1
 			if !sg.lost {
 				f := face(sg.yaw, sg.pitch)
@@ -51,8 +51,8 @@ func play(t *testing.T, s *Stage, script ...segment) timeline {
 				if std == 0 {
 					std = 2
 				}
-				f.YawStd, f.PitchStd = publish.Some(std), publish.Some(std)
-				faces, prim = []publish.FaceMsg{f}, 0
+				f.YawStd, f.PitchStd = message.Some(std), message.Some(std)
+				faces, prim = []message.Face{f}, 0
 			}
 			s.Apply(faces, 640, 480, now, prim)
 			tl.events = append(tl.events, s.Events()...)
@@ -240,7 +240,7 @@ func TestSuspendEndsEvents(t *testing.T) {
 	play(t, s, segment{d: time.Second}, segment{d: 4 * time.Second, yaw: 75})
 	s.Suspend(t0.Add(time.Hour), ReasonPaused)
 	evs := s.Events()
-	if len(evs) != 1 || evs[0].Kind != publish.EventLongDistraction || evs[0].Phase != "end" || evs[0].Why != ReasonPaused ||
+	if len(evs) != 1 || evs[0].Kind != message.EventLongDistraction || evs[0].Phase != "end" || evs[0].Why != ReasonPaused ||
 		evs[0].Time != t0.Add(4900*time.Millisecond) {
 		t.Fatalf("events on pause %+v", evs)
 	}
@@ -320,7 +320,7 @@ func TestCounters(t *testing.T) {
 		t.Errorf("seconds per target %v", got)
 	}
 	for _, f := range s.EventCounts() {
-		if want := map[string]float64{publish.EventLongDistraction: 1}[f.Label]; f.Value != want {
+		if want := map[string]float64{message.EventLongDistraction: 1}[f.Label]; f.Value != want {
 			t.Errorf("%s: %g events, want %g", f.Label, f.Value, want)
 		}
 	}
@@ -363,8 +363,8 @@ func TestDoubtNearBorder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := []publish.FaceMsg{face(c.yaw, 0)}
-		f[0].YawStd, f[0].PitchStd = publish.Some(c.std), publish.Some(1)
+		f := []message.Face{face(c.yaw, 0)}
+		f[0].YawStd, f[0].PitchStd = message.Some(c.std), message.Some(1)
 		s.Apply(f, 640, 480, t0, 0)
 		got := f[0].Target.Name
 		if f[0].Attention == StateUnknown {
@@ -390,7 +390,7 @@ func TestRayFrameTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, x := range []float64{10, 300, 1150} { // across a 1280-pixel frame
-		f := []publish.FaceMsg{face(2, -6)}
+		f := []message.Face{face(2, -6)}
 		f[0].Track = uint64(i + 1)
 		f[0].Box = [4]float64{x, 300, x + 100, 400}
 		s.Apply(f, 1280, 720, t0, 0)
@@ -415,8 +415,8 @@ func TestDoubtDwell(t *testing.T) {
 		for i := range 60 {
 			// σ 6: the band's edge is 3° inside the border, at 19.5°; the
 			// yaw wanders ±1° around it, on the road throughout.
-			f := []publish.FaceMsg{face(19.5+math.Sin(float64(i)*2.1), 0)}
-			f[0].YawStd, f[0].PitchStd = publish.Some(6), publish.Some(1)
+			f := []message.Face{face(19.5+math.Sin(float64(i)*2.1), 0)}
+			f[0].YawStd, f[0].PitchStd = message.Some(6), message.Some(1)
 			s.Apply(f, 640, 480, t0.Add(time.Duration(i)*frame), 0)
 			if i > 0 && f[0].Attention != last {
 				n++

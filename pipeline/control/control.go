@@ -21,7 +21,7 @@ import (
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/web"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // ErrDetectOff: detection is switched off (the privacy switch): no frame
@@ -79,7 +79,7 @@ func readSwitch(stateDir string, log *slog.Logger) bool {
 	}
 	if err == nil {
 		var on bool
-		if on, err = publish.ParseSwitch(b); err == nil {
+		if on, err = message.ParseSwitch(b); err == nil {
 			return on
 		}
 	}
@@ -154,44 +154,44 @@ func onOff(on bool) string {
 
 // Handle carries out one command (publish.CommandHandler) and says what
 // to send back. An error means nothing was changed.
-func (c *Control) Handle(name string, payload []byte) (publish.Reply, error) {
+func (c *Control) Handle(name string, payload []byte) (message.Reply, error) {
 	switch name {
-	case publish.CommandDetect:
-		on, err := publish.ParseSwitch(payload)
+	case message.CommandDetect:
+		on, err := message.ParseSwitch(payload)
 		if err != nil {
-			return publish.Reply{}, err
+			return message.Reply{}, err
 		}
-		return publish.Reply{Detect: &on, Warning: c.SetDetect(on)}, nil
-	case publish.CommandSnapshot:
+		return message.Reply{Detect: &on, Warning: c.SetDetect(on)}, nil
+	case message.CommandSnapshot:
 		if !c.Detecting() {
-			return publish.Reply{}, ErrDetectOff
+			return message.Reply{}, ErrDetectOff
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		j, err := c.View.Snapshot(ctx)
 		if err != nil {
-			return publish.Reply{}, err
+			return message.Reply{}, err
 		}
-		return publish.Reply{Snapshot: j}, nil
-	case publish.CommandZero:
-		return publish.Reply{}, c.Neutral.Command(payload, c.Detecting())
-	case publish.CommandSpeed:
+		return message.Reply{Snapshot: j}, nil
+	case message.CommandZero:
+		return message.Reply{}, c.Neutral.Command(payload, c.Detecting())
+	case message.CommandSpeed:
 		if c.Speed == nil {
-			return publish.Reply{}, errors.New("speed is taken by the driver profile only (attention.profile: driver)")
+			return message.Reply{}, errors.New("speed is taken by the driver profile only (attention.profile: driver)")
 		}
 		v, err := parseSpeed(payload)
 		if err != nil {
-			return publish.Reply{}, err
+			return message.Reply{}, err
 		}
-		return publish.Reply{}, c.Speed(v)
-	case publish.CommandReload:
+		return message.Reply{}, c.Speed(v)
+	case message.CommandReload:
 		if c.Reload == nil {
-			return publish.Reply{}, errors.New("reload is not available here")
+			return message.Reply{}, errors.New("reload is not available here")
 		}
-		return publish.Reply{}, c.Reload()
+		return message.Reply{}, c.Reload()
 	}
-	known := []string{publish.CommandDetect, publish.CommandSnapshot, publish.CommandZero, publish.CommandReload, publish.CommandSpeed}
-	return publish.Reply{}, fmt.Errorf("unknown command %q (known: %s)", name, strings.Join(known, ", "))
+	known := []string{message.CommandDetect, message.CommandSnapshot, message.CommandZero, message.CommandReload, message.CommandSpeed}
+	return message.Reply{}, fmt.Errorf("unknown command %q (known: %s)", name, strings.Join(known, ", "))
 }
 
 // speedText is a speed as people write one: digits, and maybe a decimal

@@ -9,7 +9,7 @@ import (
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/infer/track"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Learning the neutral pose (zero.learn), as openpilot learns a driver's:
@@ -38,7 +38,7 @@ const (
 	saveEvery   = time.Minute
 )
 
-// Learning statuses (publish.LearnMsg.Status).
+// Learning statuses (message.Learn.Status).
 const (
 	Calibrating = "calibrating"
 	Learnt      = "learnt"
@@ -63,13 +63,13 @@ type learner struct {
 	lastSaved   time.Time
 	hist        [bins][bins]float32
 	near        []rotation.Matrix // scratch for the mean
-	lastPublish publish.LearnMsg  // what the state last said
+	lastPublish message.Learn     // what the state last said
 	progress    float64           // the most this learning has reached (progress never goes back)
 }
 
 // Learning returns what the state says of the learning, nil when it is
 // off or a neutral pose is set by hand or in the configuration.
-func (c *Neutral) Learning() *publish.LearnMsg {
+func (c *Neutral) Learning() *message.Learn {
 	if c == nil || !c.learn.on || c.manual() {
 		return nil
 	}
@@ -170,7 +170,7 @@ func (c *Neutral) adopt(now time.Time) {
 		return
 	}
 	y, p, r := rotation.Mean(l.near).Angles()
-	m := &publish.ZeroMsg{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "learnt", Frames: len(l.near), Set: now.UTC().Truncate(time.Second)}
+	m := &message.Zero{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "learnt", Frames: len(l.near), Set: now.UTC().Truncate(time.Second)}
 	if old := c.State(); old != nil && old.Source == "learnt" && math.Abs(old.Yaw-m.Yaw) < 0.5 && math.Abs(old.Pitch-m.Pitch) < 0.5 && math.Abs(old.Roll-m.Roll) < 0.5 {
 		return // hardly moved: keep the one in use (no allocation, no state message)
 	}
@@ -194,7 +194,7 @@ func (c *Neutral) adopt(now time.Time) {
 func (c *Neutral) setStatus(s string) {
 	l := &c.learn
 	l.status = s
-	msg := publish.LearnMsg{Status: s, Progress: 1}
+	msg := message.Learn{Status: s, Progress: 1}
 	if s == Calibrating {
 		// Poses held, and the estimate's steadiness, each half the way.
 		steady := 0.0

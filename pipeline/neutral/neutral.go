@@ -22,7 +22,7 @@ import (
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/infer/track"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // ErrDetectOff is what a measurement asked for while detection is off
@@ -30,7 +30,7 @@ import (
 var ErrDetectOff = errors.New("detection is off (privacy switch)")
 
 // zeroFile is the file, in the state directory, holding a measured
-// neutral pose (publish.ZeroMsg as JSON).
+// neutral pose (message.Zero as JSON).
 const zeroFile = "zero.json"
 
 // minZeroFrames is how many frames of the primary face a measured zero
@@ -40,7 +40,7 @@ const minZeroFrames = 3
 // neutralPose is a neutral pose as the state reports it and as the
 // rotation the frame loop composes with.
 type neutralPose struct {
-	msg *publish.ZeroMsg
+	msg *message.Zero
 	r   rotation.Matrix
 }
 
@@ -80,10 +80,10 @@ func Head(f track.Face) (rotation.Matrix, bool) {
 func New(stateDir string, cfg config.Zero, log *slog.Logger) *Neutral {
 	n := &Neutral{StateDir: stateDir, Log: log}
 	n.learn.on, n.learn.forget = cfg.Learn, cfg.Forget
-	n.learn.status, n.learn.lastPublish = Calibrating, publish.LearnMsg{Status: Calibrating}
+	n.learn.status, n.learn.lastPublish = Calibrating, message.Learn{Status: Calibrating}
 	n.load(cfg)
 	if p := n.pose.Load(); p != nil && p.msg.Source == "learnt" {
-		n.learn.learnt, n.learn.status, n.learn.lastPublish = true, Learnt, publish.LearnMsg{Status: Learnt, Progress: 1}
+		n.learn.learnt, n.learn.status, n.learn.lastPublish = true, Learnt, message.Learn{Status: Learnt, Progress: 1}
 	}
 	return n
 }
@@ -97,7 +97,7 @@ func (c *Neutral) load(cfg config.Zero) {
 		b, err := config.ReadFileLimited(f)
 		switch {
 		case err == nil:
-			var m publish.ZeroMsg
+			var m message.Zero
 			if err := json.Unmarshal(b, &m); err != nil || (m.Source != "measured" && m.Source != "learnt") || m.Source == "learnt" && !cfg.Learn || !(m.Yaw >= -180 && m.Yaw <= 180 && m.Pitch >= -180 && m.Pitch <= 180 && m.Roll >= -180 && m.Roll <= 180) {
 				c.Log.Warn("ignoring a damaged neutral pose", "file", f, "err", err)
 			} else {
@@ -110,13 +110,13 @@ func (c *Neutral) load(cfg config.Zero) {
 		}
 	}
 	if cfg.Yaw != 0 || cfg.Pitch != 0 || cfg.Roll != 0 {
-		c.set(&publish.ZeroMsg{Yaw: cfg.Yaw, Pitch: cfg.Pitch, Roll: cfg.Roll, Source: "config"})
+		c.set(&message.Zero{Yaw: cfg.Yaw, Pitch: cfg.Pitch, Roll: cfg.Roll, Source: "config"})
 	} else {
 		c.set(nil)
 	}
 }
 
-func (c *Neutral) set(m *publish.ZeroMsg) {
+func (c *Neutral) set(m *message.Zero) {
 	if m == nil {
 		c.pose.Store(nil)
 		return
@@ -136,7 +136,7 @@ func (c *Neutral) Rotation() *rotation.Matrix {
 }
 
 // State is the neutral pose for the state message (nil: none).
-func (c *Neutral) State() *publish.ZeroMsg {
+func (c *Neutral) State() *message.Zero {
 	if c == nil {
 		return nil
 	}
@@ -251,7 +251,7 @@ func (c *Neutral) finish(gen uint64) {
 		return
 	}
 	y, p, r := rotation.Mean(samples).Angles()
-	m := &publish.ZeroMsg{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "measured", Frames: len(samples), Set: time.Now().UTC()}
+	m := &message.Zero{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "measured", Frames: len(samples), Set: time.Now().UTC()}
 	if c.StateDir != "" {
 		b, _ := json.Marshal(m)
 		if err := config.WriteStateFile(filepath.Join(c.StateDir, zeroFile), b); err != nil {
@@ -266,7 +266,7 @@ func (c *Neutral) finish(gen uint64) {
 // fail reports a measurement that set nothing.
 func (c *Neutral) fail(err error) {
 	if c.OnFail != nil {
-		c.OnFail(publish.CommandZero, err)
+		c.OnFail(message.CommandZero, err)
 	} else {
 		c.Log.Warn("neutral pose not measured", "err", err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/edgepose/posed/infer/annotate"
 	"github.com/edgepose/posed/infer/feature"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // View makes annotated JPEGs of the processed frames for people who
@@ -65,7 +65,7 @@ func NewView(ctx context.Context) *View {
 // rate cap allows and the encoder is free. The axes are drawn from the
 // camera's angles (raw_* where a neutral pose made the published ones
 // relative): they must match the head in the picture.
-func (v *View) Offer(img *image.Gray, faces []publish.FaceMsg) {
+func (v *View) Offer(img *image.Gray, faces []message.Face) {
 	if v == nil || v.watchers.Load() == 0 {
 		return
 	}
@@ -93,11 +93,11 @@ func (v *View) Offer(img *image.Gray, faces []publish.FaceMsg) {
 }
 
 // drawn is what the view draws of a published face.
-func drawn(f *publish.FaceMsg) annotate.Face {
+func drawn(f *message.Face) annotate.Face {
 	b := f.Box
 	d := annotate.Face{Box: feature.Box{X: b[0], Y: b[1], W: b[2] - b[0], H: b[3] - b[1]}, ID: f.Track,
 		Target: f.Target.Name, State: f.Attention, Dwell: f.Dwell.V, HasDwell: f.Dwell.Set}
-	for a, n := range [3][2]publish.Num{{f.Yaw, f.RawYaw}, {f.Pitch, f.RawPitch}, {f.Roll, f.RawRoll}} {
+	for a, n := range [3][2]message.Num{{f.Yaw, f.RawYaw}, {f.Pitch, f.RawPitch}, {f.Roll, f.RawRoll}} {
 		if n[1].Set {
 			n[0] = n[1]
 		}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/pipeline/metrics"
-	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // feed offers the view a textured w×h frame with one face every period,
@@ -24,7 +24,7 @@ import (
 func feed(ctx context.Context, view *View, met *metrics.Metrics, w, h int, period time.Duration, noise bool) chan error {
 	done := make(chan error, 1)
 	img := image.NewGray(image.Rect(0, 0, w, h))
-	faces := []publish.FaceMsg{{Track: 7, Box: [4]float64{100, 60, 180, 140}, Yaw: publish.Some(30), Pitch: publish.Some(10), Roll: publish.Some(0)}}
+	faces := []message.Face{{Track: 7, Box: [4]float64{100, 60, 180, 140}, Yaw: message.Some(30), Pitch: message.Some(10), Roll: message.Some(0)}}
 	go func() {
 		t := time.NewTicker(period)
 		defer t.Stop()
@@ -164,7 +164,7 @@ func BenchmarkOfferAccepted(b *testing.B) {
 	v := &View{MaxFPS: 1e9, Quality: 80, work: make(chan struct{}, 1), updated: make(chan struct{})}
 	v.watchers.Add(1)
 	img := image.NewGray(image.Rect(0, 0, 640, 480))
-	faces := []publish.FaceMsg{{Track: 7, Box: [4]float64{100, 60, 180, 140}, Yaw: publish.Some(30), Pitch: publish.Some(10), Roll: publish.Some(0)}}
+	faces := []message.Face{{Track: 7, Box: [4]float64{100, 60, 180, 140}, Yaw: message.Some(30), Pitch: message.Some(10), Roll: message.Some(0)}}
 	b.ReportAllocs()
 	for b.Loop() {
 		v.Offer(img, faces)
@@ -179,8 +179,8 @@ func BenchmarkOfferAccepted(b *testing.B) {
 // box's corners back to a box, and the camera's angles (raw_*) where a
 // neutral pose made the published ones relative.
 func TestDrawnFace(t *testing.T) {
-	f := publish.FaceMsg{Track: 3, Box: [4]float64{10, 20, 110, 140}, Yaw: publish.Some(5), RawYaw: publish.Some(30),
-		Pitch: publish.Some(-4), RawPitch: publish.Some(2)}
+	f := message.Face{Track: 3, Box: [4]float64{10, 20, 110, 140}, Yaw: message.Some(5), RawYaw: message.Some(30),
+		Pitch: message.Some(-4), RawPitch: message.Some(2)}
 	d := drawn(&f)
 	if d.Box.X != 10 || d.Box.Y != 20 || d.Box.W != 100 || d.Box.H != 120 || d.ID != 3 {
 		t.Errorf("box %+v, id %d", d.Box, d.ID)

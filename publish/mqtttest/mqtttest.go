@@ -20,7 +20,7 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/edgepose/posed/publish/schema"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Mosquitto is a real broker, without persistence, on a free loopback port.
@@ -241,7 +241,7 @@ func Schemas(t testing.TB) map[string]*jsonschema.Schema {
 	c.AssertFormat()
 	out := map[string]*jsonschema.Schema{}
 	for _, name := range []string{"pose", "state", "camera", "stats", "ha", "error", "primary", "attention", "event"} {
-		b, err := schema.Files.ReadFile(name + ".json")
+		b, err := message.Schemas.ReadFile("schema/" + name + ".json")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package publish
+package message
 
 import (
 	"encoding/json"
@@ -78,8 +78,8 @@ func appendLabel(b []byte, l Label) []byte {
 // the same message (the tests hold them to it), into a buffer the caller
 // reuses: the frame loop publishes without allocating.
 
-// appendPose appends m as JSON.
-func appendPose(b []byte, m *PoseMsg) []byte {
+// AppendPose appends m as JSON.
+func AppendPose(b []byte, m *Pose) []byte {
 	b = append(b, `{"schema":`...)
 	b = strconv.AppendInt(b, int64(m.Schema), 10)
 	b = append(b, `,"device":`...)
@@ -112,8 +112,8 @@ func appendPose(b []byte, m *PoseMsg) []byte {
 	return append(b, '}')
 }
 
-// appendPrimary appends m as JSON.
-func appendPrimary(b []byte, m *PrimaryMsg) []byte {
+// AppendPrimary appends m as JSON.
+func AppendPrimary(b []byte, m *Primary) []byte {
 	b = append(b, `{"schema":`...)
 	b = strconv.AppendInt(b, int64(m.Schema), 10)
 	b = append(b, `,"device":`...)
@@ -132,7 +132,7 @@ func appendPrimary(b []byte, m *PrimaryMsg) []byte {
 }
 
 // appendFace appends f as JSON.
-func appendFace(b []byte, f *FaceMsg) []byte {
+func appendFace(b []byte, f *Face) []byte {
 	b = append(b, `{"track":`...)
 	b = strconv.AppendUint(b, f.Track, 10)
 	b = append(b, `,"box":[`...)

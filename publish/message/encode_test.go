@@ -1,4 +1,4 @@
-package publish
+package message
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // randomPose is a pose message with the values a frame gives and the
 // awkward ones it might: strings needing escapes, tiny and huge numbers,
 // unset angles, no faces or no zones, times in other zones.
-func randomPose(rng *rand.Rand) (*PoseMsg, int) {
+func randomPose(rng *rand.Rand) (*Pose, int) {
 	strs := []string{"", "cam", "/dev/video0", `a "quoted" \ path`, "<tag> & co", "tab\there\nnewline\x01\x1f",
 		"héllo wörld", "\u2028line\u2029sep", "bad \xff utf8", "emoji 🙂", "yaw+"}
 	str := func() string { return strs[rng.IntN(len(strs))] }
@@ -30,14 +30,14 @@ func randomPose(rng *rand.Rand) (*PoseMsg, int) {
 		return Some(num())
 	}
 	zone := time.FixedZone("x", rng.IntN(20)*1800-18000)
-	m := &PoseMsg{Schema: 1, Device: str(), Camera: str(), Seq: rng.Uint64(), LatencyMs: num(),
+	m := &Pose{Schema: 1, Device: str(), Camera: str(), Seq: rng.Uint64(), LatencyMs: num(),
 		Captured: time.Unix(rng.Int64N(2e9), rng.Int64N(1e9)).In(zone), Width: rng.IntN(4000) - 5, Height: rng.IntN(4000)}
 	n := rng.IntN(4)
 	if n > 0 || rng.IntN(2) == 0 {
-		m.Faces = []FaceMsg{}
+		m.Faces = []Face{}
 	}
 	for range n {
-		f := FaceMsg{Track: rng.Uint64N(1 << 40), Box: [4]float64{num(), num(), num(), num()}, Score: num(), View: str(),
+		f := Face{Track: rng.Uint64N(1 << 40), Box: [4]float64{num(), num(), num(), num()}, Score: num(), View: str(),
 			Yaw: opt(), Pitch: opt(), Roll: opt(), YawStd: opt(), PitchStd: opt(), RollStd: opt(),
 			RawYaw: opt(), RawPitch: opt(), RawRoll: opt()}
 		for range rng.IntN(3) {
@@ -70,24 +70,24 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		buf = appendPose(buf[:0], m)
+		buf = AppendPose(buf[:0], m)
 		if !bytes.Equal(buf, want) {
 			t.Fatalf("message %d:\n got %s\nwant %s", i, buf, want)
 		}
-		pm := &PrimaryMsg{Schema: 1, Device: m.Device, Seq: m.Seq, Captured: m.Captured}
+		pm := &Primary{Schema: 1, Device: m.Device, Seq: m.Seq, Captured: m.Captured}
 		if prim >= 0 {
 			pm.Face = &m.Faces[prim]
 		}
 		want, _ = json.Marshal(pm)
-		buf = appendPrimary(buf[:0], pm)
+		buf = AppendPrimary(buf[:0], pm)
 		if !bytes.Equal(buf, want) {
 			t.Fatalf("primary %d:\n got %s\nwant %s", i, buf, want)
 		}
 	}
 	// And it reads back as it was.
-	var back PoseMsg
+	var back Pose
 	m, _ := randomPose(rand.New(rand.NewPCG(3, 4)))
-	if err := json.Unmarshal(appendPose(nil, m), &back); err != nil {
+	if err := json.Unmarshal(AppendPose(nil, m), &back); err != nil {
 		t.Fatal(err)
 	}
 	for i := range m.Faces {
@@ -99,14 +99,14 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 
 // An unset Num is null where the field is not omitted (the HA summary).
 func TestNumNull(t *testing.T) {
-	b, err := json.Marshal(HAMsg{Schema: 1, Device: "cam", Track: Some(3), Yaw: Some(-1.5)})
+	b, err := json.Marshal(HA{Schema: 1, Device: "cam", Track: Some(3), Yaw: Some(-1.5)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := `{"schema":1,"device":"cam","faces":0,"track":3,"yaw":-1.5,"pitch":null,"roll":null}`; string(b) != want {
 		t.Errorf("got %s, want %s", b, want)
 	}
-	var h HAMsg
+	var h HA
 	if err := json.Unmarshal(b, &h); err != nil || h.Pitch.Set || h.Yaw != Some(-1.5) {
 		t.Errorf("read back %+v, %v", h, err)
 	}
@@ -118,9 +118,9 @@ func TestNumNull(t *testing.T) {
 // Encoding a frame's messages allocates nothing once the buffer has grown.
 func TestEncodersDoNotAllocate(t *testing.T) {
 	m, _ := randomPose(rand.New(rand.NewPCG(5, 6)))
-	buf := appendPose(nil, m)
-	if a := testing.AllocsPerRun(100, func() { buf = appendPose(buf[:0], m) }); a != 0 {
-		t.Errorf("appendPose allocates %.0f times", a)
+	buf := AppendPose(nil, m)
+	if a := testing.AllocsPerRun(100, func() { buf = AppendPose(buf[:0], m) }); a != 0 {
+		t.Errorf("AppendPose allocates %.0f times", a)
 	}
 }
 

@@ -1,11 +1,21 @@
-// Package publish sends posed's results over MQTT: per-frame pose
-// messages, a retained state and camera status, periodic statistics and
-// the availability topic (with the last will), through a publishing
-// goroutine that never blocks the frame loop. It can also run an embedded
-// broker.
-package publish
+// Package message is posed's published vocabulary: the topics and
+// commands under <prefix>/<device>/, the message types with their JSON
+// encoders (allocation-free for the per-frame ones), and the JSON Schemas
+// of every JSON topic (schema/, embedded as Schemas). It depends on the
+// standard library alone, so that a stage that makes messages (attention,
+// neutral) or a consumer written in Go need not compile the transport.
+package message
 
-import "time"
+import (
+	"embed"
+	"time"
+)
+
+// Schemas holds schema/<topic>.json for each JSON topic: pose, state,
+// camera, stats, ha, error, primary, attention, event.
+//
+//go:embed schema/*.json
+var Schemas embed.FS
 
 // SchemaVersion is the version of every message's layout (field "schema").
 // The JSON Schemas are in schema/.
@@ -14,17 +24,17 @@ const SchemaVersion = 1
 // Topics under <prefix>/<device>/.
 const (
 	TopicAvailable = "available" // "online" / "offline", retained, QoS 1, also the last will
-	TopicPose      = "pose"      // PoseMsg, one per processed frame with faces (and one when they go)
-	TopicState     = "state"     // StateMsg, retained
-	TopicStats     = "stats"     // StatsMsg, periodic
-	TopicCamera    = "camera"    // CameraMsg, retained
-	TopicHA        = "ha"        // HAMsg, retained, change-driven at a lower rate: what Home Assistant's sensors read
+	TopicPose      = "pose"      // Pose, one per processed frame with faces (and one when they go)
+	TopicState     = "state"     // State, retained
+	TopicStats     = "stats"     // Stats, periodic
+	TopicCamera    = "camera"    // Camera, retained
+	TopicHA        = "ha"        // HA, retained, change-driven at a lower rate: what Home Assistant's sensors read
 	TopicDetect    = "detect"    // "ON" / "OFF", retained: whether frames are processed (the privacy switch)
 	TopicSnapshot  = "snapshot"  // an annotated JPEG, on the snapshot command
-	TopicError     = "error"     // ErrorMsg: a command that was refused, and why
-	TopicPrimary   = "primary"   // PrimaryMsg, with every pose message
-	TopicAttention = "attention" // AttentionMsg, retained, when the primary face's attention changes
-	TopicEvent     = "event"     // EventMsg: distraction and engagement events, as they start and end
+	TopicError     = "error"     // Error: a command that was refused, and why
+	TopicPrimary   = "primary"   // Primary, with every pose message
+	TopicAttention = "attention" // Attention, retained, when the primary face's attention changes
+	TopicEvent     = "event"     // Event: distraction and engagement events, as they start and end
 	TopicSet       = "set/"      // commands arrive on set/<command>
 )
 
@@ -37,13 +47,13 @@ const (
 	CommandSpeed    = "speed"    // the vehicle's speed in km/h: the driver profile's warnings are off below attention.driver.min_speed
 )
 
-// ownSubtopics are the topics under <prefix>/<device>/ that posed alone
+// OwnSubtopics are the topics under <prefix>/<device>/ that posed alone
 // writes (the embedded broker refuses them to other clients).
-var ownSubtopics = []string{TopicAvailable, TopicPose, TopicState, TopicStats, TopicCamera, TopicHA, TopicDetect, TopicSnapshot, TopicError, TopicPrimary, TopicAttention, TopicEvent}
+var OwnSubtopics = []string{TopicAvailable, TopicPose, TopicState, TopicStats, TopicCamera, TopicHA, TopicDetect, TopicSnapshot, TopicError, TopicPrimary, TopicAttention, TopicEvent}
 
-// ErrorMsg is published on <prefix>/<device>/error when a command is
+// Error is published on <prefix>/<device>/error when a command is
 // refused; nothing was changed.
-type ErrorMsg struct {
+type Error struct {
 	Schema  int       `json:"schema"`
 	Device  string    `json:"device"`
 	Command string    `json:"command"`
@@ -51,11 +61,11 @@ type ErrorMsg struct {
 	Time    time.Time `json:"time"`
 }
 
-// FaceMsg is one face of a pose message. Angles in degrees (yaw > 0: the
+// Face is one face of a pose message. Angles in degrees (yaw > 0: the
 // nose points to the image's left; pitch > 0: looking up); their *_std are
 // the model's predictive standard deviations, calibrated on held-out
 // persons where the model file says how. Box is [x1, y1, x2, y2] in pixels.
-type FaceMsg struct {
+type Face struct {
 	Track    uint64     `json:"track"`
 	Box      [4]float64 `json:"box"`
 	Score    float64    `json:"score"`
@@ -85,8 +95,8 @@ type FaceMsg struct {
 	Zones           []string `json:"zones,omitempty"` // named zones the box centre is in
 }
 
-// PoseMsg is published on <prefix>/<device>/pose.
-type PoseMsg struct {
+// Pose is published on <prefix>/<device>/pose.
+type Pose struct {
 	Schema    int       `json:"schema"`
 	Device    string    `json:"device"`
 	Camera    string    `json:"camera"`
@@ -95,23 +105,23 @@ type PoseMsg struct {
 	LatencyMs float64   `json:"latency_ms"` // capture to publish
 	Width     int       `json:"width"`
 	Height    int       `json:"height"`
-	Faces     []FaceMsg `json:"faces"` // empty when the faces have gone
+	Faces     []Face    `json:"faces"` // empty when the faces have gone
 }
 
-// PrimaryMsg is published on <prefix>/<device>/primary with every pose
+// Primary is published on <prefix>/<device>/primary with every pose
 // message: the one face that matters, or null.
-type PrimaryMsg struct {
+type Primary struct {
 	Schema   int       `json:"schema"`
 	Device   string    `json:"device"`
 	Seq      uint64    `json:"seq"`
 	Captured time.Time `json:"captured"`
-	Face     *FaceMsg  `json:"face"`
+	Face     *Face     `json:"face"`
 }
 
-// AttentionMsg is the primary face's attention, retained on
+// Attention is the primary face's attention, retained on
 // <prefix>/<device>/attention and published when any field but Dwell and
 // Time changes.
-type AttentionMsg struct {
+type Attention struct {
 	Schema  int    `json:"schema"`
 	Device  string `json:"device"`
 	Profile string `json:"profile"` // none, driver, engagement
@@ -138,7 +148,7 @@ type AttentionMsg struct {
 	Time      time.Time `json:"time"`    // the frame it was decided on
 }
 
-// Event kinds (EventMsg.Kind).
+// Event kinds (Event.Kind).
 const (
 	EventLongDistraction = "long_distraction" // driver: away for attention.driver.long
 	EventTimeSharing     = "time_sharing"     // driver: glances away adding up to driver.shared within driver.window
@@ -147,10 +157,10 @@ const (
 	EventEngagement      = "engagement"       // engagement: from engaged to disengaged
 )
 
-// EventMsg is a distraction or engagement event, published on
+// Event is a distraction or engagement event, published on
 // <prefix>/<device>/event as it starts and as it ends (QoS 1, not
 // retained).
-type EventMsg struct {
+type Event struct {
 	Schema int    `json:"schema"`
 	Device string `json:"device"`
 	// ID is the event's own: the same id twice is one event delivered
@@ -175,8 +185,8 @@ type EventMsg struct {
 	Why       string  `json:"why,omitempty"` // end: returned (to the road), away (from the device), window, monitored, lost, speed, paused, camera_offline, stopped, restarted
 }
 
-// ZeroMsg is the neutral pose in the state message.
-type ZeroMsg struct {
+// Zero is the neutral pose in the state message.
+type Zero struct {
 	Yaw    float64   `json:"yaw"`
 	Pitch  float64   `json:"pitch"`
 	Roll   float64   `json:"roll"`
@@ -185,14 +195,14 @@ type ZeroMsg struct {
 	Set    time.Time `json:"set,omitzero"` // when it was measured (none for the configuration's)
 }
 
-// LearnMsg is the learning of the neutral pose (zero.learn) in the state.
-type LearnMsg struct {
+// Learn is the learning of the neutral pose (zero.learn) in the state.
+type Learn struct {
 	Status   string  `json:"status"`   // calibrating, learnt
 	Progress float64 `json:"progress"` // 0 to 1 while calibrating, by tenths
 }
 
-// StateMsg is the retained summary on <prefix>/<device>/state.
-type StateMsg struct {
+// State is the retained summary on <prefix>/<device>/state.
+type State struct {
 	Schema  int       `json:"schema"`
 	Device  string    `json:"device"`
 	Version string    `json:"version"`
@@ -201,14 +211,14 @@ type StateMsg struct {
 	Status  string    `json:"status"` // running, paused (detection switched off), stopped
 	Started time.Time `json:"started"`
 	Faces   int       `json:"faces"` // faces in the last processed frame
-	Zero    *ZeroMsg  `json:"zero,omitempty"`
+	Zero    *Zero     `json:"zero,omitempty"`
 	// Learning is present while the neutral pose is learnt (zero.learn)
 	// and none is set by hand or in the configuration.
-	Learning *LearnMsg `json:"learning,omitempty"`
+	Learning *Learn `json:"learning,omitempty"`
 }
 
-// CameraMsg is the retained camera status on <prefix>/<device>/camera.
-type CameraMsg struct {
+// Camera is the retained camera status on <prefix>/<device>/camera.
+type Camera struct {
 	Schema  int       `json:"schema"`
 	Device  string    `json:"device"`
 	Camera  string    `json:"camera"`
@@ -220,9 +230,9 @@ type CameraMsg struct {
 	Changed time.Time `json:"changed"`
 }
 
-// StatsMsg is published every stats interval on <prefix>/<device>/stats.
+// Stats is published every stats interval on <prefix>/<device>/stats.
 // Counters run from the start of the process.
-type StatsMsg struct {
+type Stats struct {
 	Schema          int     `json:"schema"`
 	Device          string  `json:"device"`
 	UptimeS         float64 `json:"uptime_s"`
@@ -241,4 +251,17 @@ type StatsMsg struct {
 	// not connected. Stats made while disconnected are dropped, not
 	// queued, so a subscriber rarely sees it: /healthz and the log say it.
 	ConnectionError string `json:"connection_error,omitempty"`
+}
+
+// HA is the retained message on <prefix>/<device>/ha that Home
+// Assistant's sensors read: the primary face's angles (null without one)
+// and the number of faces.
+type HA struct {
+	Schema int    `json:"schema"`
+	Device string `json:"device"`
+	Faces  int    `json:"faces"`
+	Track  Num    `json:"track"`
+	Yaw    Num    `json:"yaw"`
+	Pitch  Num    `json:"pitch"`
+	Roll   Num    `json:"roll"`
 }
