@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/publish/message"
@@ -54,13 +55,16 @@ type Neutral struct {
 	OnFail func(command string, err error)
 	// OnChange is called after the pose changes (measured, cleared).
 	OnChange func()
+	// Clock times a measurement (set/zero's seconds) and dates its result;
+	// nil: the wall clock.
+	Clock clock.Clock
 
 	pose      atomic.Pointer[neutralPose] // nil: none
 	cfg       config.Zero
 	measuring atomic.Bool
 	gen       atomic.Uint64     // bumped by each start, clear and stop: a measurement ends only if still the latest
-	timer     *time.Timer       // the measurement's end (guarded by mu)
-	mu        sync.Mutex        // guards samples and timer
+	stopTimer func() bool       // cancels the measurement's end (guarded by mu)
+	mu        sync.Mutex        // guards samples and stopTimer
 	samples   []rotation.Matrix // while measuring: the primary face's poses so far
 	learn     learner           // zero.learn (the frame loop's)
 	relearn   atomic.Bool       // set/zero clear: learning drops its poses at the next frame
@@ -205,7 +209,7 @@ func (c *Neutral) Command(payload []byte, detecting bool) error {
 	gen := c.gen.Add(1)
 	c.mu.Lock()
 	c.samples = c.samples[:0]
-	c.timer = time.AfterFunc(time.Duration(secs*float64(time.Second)), func() { c.finish(gen) })
+	c.stopTimer = clock.Or(c.Clock).AfterFunc(time.Duration(secs*float64(time.Second)), func() { c.finish(gen) })
 	c.mu.Unlock()
 	c.Log.Info("measuring the neutral pose", "seconds", secs)
 	return nil
@@ -216,9 +220,9 @@ func (c *Neutral) Command(payload []byte, detecting bool) error {
 func (c *Neutral) cancel() bool {
 	c.gen.Add(1)
 	c.mu.Lock()
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
+	if c.stopTimer != nil {
+		c.stopTimer()
+		c.stopTimer = nil
 	}
 	c.mu.Unlock()
 	return c.measuring.Swap(false)
@@ -244,14 +248,14 @@ func (c *Neutral) finish(gen uint64) {
 		return
 	}
 	c.measuring.Store(false)
-	c.timer = nil
+	c.stopTimer = nil
 	samples := append([]rotation.Matrix(nil), c.samples...)
 	if len(samples) < minZeroFrames {
 		c.fail(fmt.Errorf("the primary face was seen in %d frames while measuring, fewer than %d: neutral pose unchanged", len(samples), minZeroFrames))
 		return
 	}
 	y, p, r := rotation.Mean(samples).Angles()
-	m := &message.Zero{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "measured", Frames: len(samples), Set: time.Now().UTC()}
+	m := &message.Zero{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "measured", Frames: len(samples), Set: clock.Or(c.Clock).Now().UTC()}
 	if c.StateDir != "" {
 		b, _ := json.Marshal(m)
 		if err := config.WriteStateFile(filepath.Join(c.StateDir, zeroFile), b); err != nil {

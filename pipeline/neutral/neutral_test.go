@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/infer/track"
 )
 
@@ -18,8 +19,13 @@ func quietNeutral(dir string, logs *bytes.Buffer) *Neutral {
 	if logs == nil {
 		logs = &bytes.Buffer{}
 	}
-	return New(dir, config.Zero{Seconds: 3}, slog.New(slog.NewTextHandler(logs, nil)))
+	n := New(dir, config.Zero{Seconds: 3}, slog.New(slog.NewTextHandler(logs, nil)))
+	n.Clock = clock.NewManual(time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC))
+	return n
 }
+
+// advance moves a neutral's manual clock.
+func advance(c *Neutral, d time.Duration) { c.Clock.(*clock.Manual).Advance(d) }
 
 func frontFace() track.Face {
 	return track.Face{Angles: [3]float64{20, 5, 0}, Has: [3]bool{true, true, true}}
@@ -46,7 +52,7 @@ func TestZeroMeasurementCancelled(t *testing.T) {
 		} else {
 			c.Stop()
 		}
-		time.Sleep(400 * time.Millisecond)
+		advance(c, 400*time.Millisecond)
 		if z := c.State(); z != nil {
 			t.Errorf("%s during a measurement: neutral pose %+v set when it ended", how, z)
 		}
@@ -60,9 +66,13 @@ func TestZeroMeasurementCancelled(t *testing.T) {
 	for range 5 {
 		c.Sample(frontFace())
 	}
-	time.Sleep(300 * time.Millisecond)
-	if z := c.State(); z == nil || z.Frames != 5 {
-		t.Errorf("measured neutral pose %+v", z)
+	advance(c, 99*time.Millisecond)
+	if z := c.State(); z != nil {
+		t.Errorf("neutral pose %+v set before the measurement's 0.1 s ended", z)
+	}
+	advance(c, time.Millisecond)
+	if z := c.State(); z == nil || z.Frames != 5 || !z.Set.Equal(time.Date(2026, 11, 27, 8, 0, 0, 100e6, time.UTC)) {
+		t.Errorf("measured neutral pose %+v, want 5 frames set at the measurement's end", z)
 	}
 }
 
