@@ -14,6 +14,7 @@ import (
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/pipeline/build"
+	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/zones"
@@ -64,10 +65,10 @@ func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	l := &Loop{Tracker: tr, Publisher: pub, Metrics: metrics.NewMetrics(), Log: log,
-		Neutral: neutral.New("", config.Zero{Yaw: 5, Pitch: -3}, log),
-		Zoning:  zones.New(config.Zones{Named: map[string][]float64{"left": {0, 0, 320, 480}, "all": {0, 0, 640, 480}}}, config.Primary{Mode: "largest"}),
-		State:   message.State{Device: "cam", Camera: "test"}}
+	n := neutral.New("", config.Zero{Yaw: 5, Pitch: -3}, log)
+	z := zones.New(config.Zones{Named: map[string][]float64{"left": {0, 0, 320, 480}, "all": {0, 0, 640, 480}}}, config.Primary{Mode: "largest"})
+	l := &Loop{Tracker: tr, Publisher: pub, Metrics: metrics.NewMetrics(), Log: log, Neutral: n, Stages: []frame.Stage{z, n},
+		State: message.State{Device: "cam", Camera: "test"}}
 	f := &device.Frame{Gray: img, Time: time.Now()}
 	published := func() uint64 { n, _, _ := pub.Counters(); return n }
 	frame := func() {

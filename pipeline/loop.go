@@ -3,10 +3,12 @@
 //	device (camera or replay, turned upright: device.Oriented)
 //	  → capture goroutine → a one-frame slot (the newest frame wins)
 //	  → Tracker (infer/track: detection, tracking, pose)
-//	  → zones (pipeline/zones: the zones of each face, the primary face)
-//	  → neutral (pipeline/neutral: angles relative to the neutral pose)
-//	  → attention (pipeline/attention: the target each face looks at)
-//	  → Publisher (publish: MQTT) and the live view (pipeline/web)
+//	  → the stages, in order, each doing its part of one frame.Frame:
+//	    zones (pipeline/zones: the zones of each face, the primary face)
+//	    → neutral (pipeline/neutral: angles relative to the neutral pose)
+//	    → attention (pipeline/attention: the target each face looks at)
+//	    → the live view (pipeline/web)
+//	  → Publisher (publish: MQTT)
 //
 // The processing goroutine is the only one that publishes the frame's
 // messages, the state and the camera's status; pipeline/metrics counts it
@@ -28,12 +30,10 @@ import (
 
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/track"
-	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/control"
+	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
-	"github.com/edgepose/posed/pipeline/web"
-	"github.com/edgepose/posed/pipeline/zones"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -80,20 +80,18 @@ type Loop struct {
 	// re-opened. Notify also gets "READY=1" once the loop runs.
 	Watchdog time.Duration
 	Notify   func(state string)
-	// View, if not nil, is offered every processed frame (live view and
-	// snapshots; it costs nothing while nobody watches).
-	View *web.View
 	// Control, if not nil, can switch detection off: frames are then
 	// read and dropped unprocessed, and the state says "paused".
 	Control *control.Control
-	// Zoning, if not nil, names the zones of each face and chooses the
-	// primary face (else the largest).
-	Zoning *zones.Zoning
-	// Neutral, if not nil and set, makes the published angles relative to
-	// it, and measures it from the primary face when asked.
+	// Stages do their part of each processed frame, in order (cmd/posed
+	// builds the list: zones, neutral, attention, the live view); those
+	// that are frame.Idlers also hear when frames stop coming. A stage
+	// switched off is not in the list. Without a zones stage the primary
+	// face is the largest.
+	Stages []frame.Stage
+	// Neutral, if not nil, is the neutral pose the state message reports
+	// (its stage is in Stages).
 	Neutral *neutral.Neutral
-	// Attention, if not nil, says which target each face looks at.
-	Attention *attention.Stage
 	// Lossless makes capture wait for the processing of the frame before
 	// it instead of replacing it, so that every frame is processed: for a
 	// replay that no clock paces (Lossless(config.Source)). A camera's
@@ -107,13 +105,13 @@ type Loop struct {
 	// The learning's state, double-buffered (learningState).
 	learnBuf  [2]message.Learn
 	learnFlip bool
-	// attentionLive: frames reached the attention stage since it was
-	// last suspended.
-	attentionLive bool
-	// The pose message and its faces' storage, reused frame after frame.
+	// live: frames reached the stages since they were last idle.
+	live bool
+	// The frame the stages share, the pose message and the faces'
+	// storage, reused frame after frame.
+	fr    frame.Frame
 	msg   message.Pose
 	faces []message.Face
-	zones [][]string
 
 	mu      sync.Mutex
 	pending *device.Frame
@@ -150,7 +148,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	l.State.Schema, l.State.Status, l.State.Faces = message.SchemaVersion, l.status(), 0
 	l.State.Zero, l.State.Learning = l.Neutral.State(), l.learningState()
 	l.Publisher.Retain(message.TopicState, l.State)
-	l.publishAttention()
+	l.idle(frame.Starting)
 	defer l.stopped()
 
 	l.free = []*device.Frame{{}, {}, {}}
@@ -231,7 +229,7 @@ func (l *Loop) pingWatchdog(notify func(string), lastFrame int64) int64 {
 // in use.
 func (l *Loop) stopped() {
 	l.State.Status, l.State.Faces = "stopped", 0
-	l.suspendAttention(attention.ReasonStopped)
+	l.idle(frame.Stopped)
 	l.Publisher.NoFaces()
 	l.Publisher.Retain(message.TopicState, l.State)
 	l.Publisher.Retain(message.TopicCamera, message.Camera{Schema: message.SchemaVersion, Device: l.State.Device,
@@ -417,7 +415,7 @@ func (l *Loop) publishCamera() {
 			msg.Status, msg.Error, msg.RetryS = "offline", st.Err.Error(), st.Retry.Seconds()
 			l.Log.Warn("camera offline", "camera", l.State.Camera, "err", st.Err, "retry", st.Retry)
 			l.Publisher.NoFaces()
-			l.suspendAttention(attention.ReasonOffline)
+			l.idle(frame.Offline)
 		} else {
 			l.Log.Info("camera online", "camera", l.State.Camera)
 		}
@@ -438,8 +436,8 @@ func (l *Loop) status() string {
 // a pose message without faces (which also tells Home Assistant) and the
 // state.
 func (l *Loop) pause() {
-	if l.Attention != nil && l.attentionLive {
-		l.suspendAttention(attention.ReasonPaused)
+	if l.live {
+		l.idle(frame.Paused)
 	}
 	if l.State.Faces == 0 {
 		return
@@ -488,21 +486,21 @@ func (l *Loop) process(f *device.Frame) {
 	met.Refused.Add(uint64(tm.Refused))
 	met.LastFrame.Store(time.Now().UnixNano())
 	l.lastSeq, l.lastW, l.lastH = f.Seq, f.Gray.Rect.Dx(), f.Gray.Rect.Dy()
-	prim := l.Zoning.Primary(faces)
-	if prim >= 0 {
-		l.Neutral.Sample(faces[prim])
-		l.Neutral.Observe(&faces[prim], f.Time)
-	} else {
-		l.Neutral.Observe(nil, f.Time)
+	// The faces as published, made once and completed by the stages: the
+	// live view draws them, the publisher encodes them.
+	fr := &l.fr
+	*fr = frame.Frame{Seq: f.Seq, Time: f.Time, Image: f.Gray, Tracked: faces, Faces: l.faceMsgs(faces), Primary: -1, Neutral: "none"}
+	if len(faces) > 0 {
+		fr.Primary = 0 // the largest
 	}
-	// The faces as published, made once: the live view draws them, the
-	// publisher encodes them.
+	for _, s := range l.Stages {
+		s.Frame(fr)
+	}
+	l.live = true
+	l.report(fr)
+	prim := fr.Primary
 	l.msg = message.Pose{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
-		Faces: l.faceMsgs(faces)}
-	l.Attention.Apply(l.msg.Faces, l.msg.Width, l.msg.Height, f.Time, prim)
-	l.attentionLive = true
-	l.publishAttention()
-	l.View.Offer(f.Gray, l.msg.Faces)
+		Faces: fr.Faces}
 	if len(faces) > 0 || l.State.Faces > 0 {
 		l.Publisher.Pose(&l.msg, prim)
 		met.Stages[metrics.StageLatency].Observe(time.Since(f.Time))
@@ -513,16 +511,13 @@ func (l *Loop) process(f *device.Frame) {
 	}
 }
 
-// publishAttention publishes the attention stage's events, and its
-// summary of the primary face if it changed (retained).
-func (l *Loop) publishAttention() {
-	if l.Attention == nil {
-		return
-	}
-	for _, e := range l.Attention.Events() {
+// report publishes what the stages made of a frame beside its faces: the
+// attention events, and the attention summary if it changed (retained).
+func (l *Loop) report(fr *frame.Frame) {
+	for _, e := range fr.Events {
 		l.Publisher.Event(e)
 	}
-	if m, changed := l.Attention.Summary(l.neutralStatus()); changed {
+	if m := fr.Attention; m != nil {
 		m.Schema, m.Device = message.SchemaVersion, l.State.Device
 		if m.Time.IsZero() {
 			m.Time = time.Now() // before the first frame
@@ -531,43 +526,30 @@ func (l *Loop) publishAttention() {
 	}
 }
 
-// suspendAttention tells the attention stage that no frame is seen (why:
-// paused, camera offline, stopped): what was in progress ends.
-func (l *Loop) suspendAttention(why string) {
-	if l.Attention == nil {
-		return
-	}
-	l.Attention.Suspend(time.Now(), why)
-	l.attentionLive = false
-	l.publishAttention()
-}
-
-// neutralStatus is the neutral pose's status for the attention summary:
-// set (by hand or in the configuration), learnt, calibrating or none.
-func (l *Loop) neutralStatus() string {
-	if z := l.Neutral.State(); z != nil {
-		if z.Source == "learnt" {
-			return "learnt"
+// idle tells the stages that keep state across frames that none comes
+// (why: starting, paused, camera offline, stopped): what was in progress
+// ends, and what they say of it is published.
+func (l *Loop) idle(why string) {
+	fr := &l.fr
+	*fr = frame.Frame{Time: time.Now(), Primary: -1, Neutral: "none"}
+	for _, s := range l.Stages {
+		if i, ok := s.(frame.Idler); ok {
+			i.Idle(fr, why)
 		}
-		return "set"
 	}
-	if m := l.Neutral.Learning(); m != nil && m.Status == "calibrating" {
-		return "calibrating"
-	}
-	return "none"
+	l.live = false
+	l.report(fr)
 }
 
-// faceMsgs fills the loop's reused messages with faces: box, score, view,
-// angles (relative to the neutral pose where one is set, the camera's
-// beside) and zones. Nothing is allocated once the buffers have grown to
-// the most faces seen.
+// faceMsgs fills the loop's reused messages with faces as the tracker gave
+// them: box, score, view and the camera-relative angles; the stages add
+// the rest. Nothing is allocated once the buffer has grown to the most
+// faces seen.
 func (l *Loop) faceMsgs(faces []track.Face) []message.Face {
 	if cap(l.faces) < len(faces) {
 		l.faces = make([]message.Face, len(faces))
-		l.zones = append(l.zones, make([][]string, len(faces)-len(l.zones))...)
 	}
 	out := l.faces[:len(faces)]
-	n := l.Neutral.Rotation()
 	for i, f := range faces {
 		b := f.Box
 		m := message.Face{Track: f.ID, Box: [4]float64{r2(b.X), r2(b.Y), r2(b.X + b.W), r2(b.Y + b.H)}, Score: r2(f.Score), View: f.View.String()}
@@ -575,18 +557,6 @@ func (l *Loop) faceMsgs(faces []track.Face) []message.Face {
 			if f.Has[a] {
 				*dst[0], *dst[1] = num2(f.Angles[a]), num2(f.Std[a])
 			}
-		}
-		if y, p, r, ok := neutral.Relative(n, f); ok {
-			m.RawYaw, m.RawPitch, m.RawRoll = m.Yaw, m.Pitch, m.Roll
-			m.Yaw, m.Pitch = num2(y), num2(p)
-			if f.Has[2] {
-				m.Roll = num2(r)
-			}
-		}
-		cx, cy := b.Centre()
-		l.zones[i] = l.Zoning.AppendIn(l.zones[i][:0], cx, cy)
-		if len(l.zones[i]) > 0 {
-			m.Zones = l.zones[i]
 		}
 		out[i] = m
 	}
@@ -597,13 +567,6 @@ func (l *Loop) faceMsgs(faces []track.Face) []message.Face {
 func num2(v float64) message.Num { return message.Some(r2(v)) }
 
 // r2 rounds to two decimals, half away from zero.
-func r2(v float64) float64 { return float64(int64(v*100+0.5*sign(v))) / 100 }
+func r2(v float64) float64 { return message.Hundredths(v) }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-func sign(v float64) float64 {
-	if v < 0 {
-		return -1
-	}
-	return 1
-}

@@ -22,6 +22,7 @@ import (
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/control"
+	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/publish/message"
@@ -435,7 +436,7 @@ func TestLoopAttention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Loop{Source: src, Tracker: trk, Publisher: pub, Attention: att}
+	l := &Loop{Source: src, Tracker: trk, Publisher: pub, Stages: []frame.Stage{att}}
 	if err := l.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +466,7 @@ func TestLoopAttention(t *testing.T) {
 	att, _ = attention.FromConfig(a)
 	src, trk, pub = newScript([]any{uint64(1), uint64(2), uint64(3)}, map[uint64]int{1: 1, 2: 1, 3: 1})
 	src.step = 100 * time.Millisecond
-	l = &Loop{Source: src, Tracker: trk, Publisher: pub, Attention: att}
+	l = &Loop{Source: src, Tracker: trk, Publisher: pub, Stages: []frame.Stage{att}}
 	done := make(chan error, 1)
 	go func() { done <- l.Run(context.Background()) }()
 	if err := <-done; err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/zones"
@@ -57,8 +58,8 @@ func benchLoop() (*Loop, *device.Frame) {
 	if err != nil {
 		panic(err)
 	}
-	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.NewMetrics(), Neutral: n, Attention: att,
-		Zoning: zones.New(config.Zones{Named: map[string][]float64{"desk": {0, 0, 320, 480}}}, config.Primary{Mode: "largest"})}
+	z := zones.New(config.Zones{Named: map[string][]float64{"desk": {0, 0, 320, 480}}}, config.Primary{Mode: "largest"})
+	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.NewMetrics(), Neutral: n, Stages: []frame.Stage{z, n, att}}
 	l.free = []*device.Frame{}
 	f := &device.Frame{Gray: image.NewGray(image.Rect(0, 0, 640, 480)), Time: time.Now()}
 	return l, f

@@ -5,8 +5,6 @@ import (
 	"net"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/infer/detect"
-	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/publish"
 )
 
@@ -18,11 +16,12 @@ import (
 // and every reload run it, so that a reload refuses what start would fail
 // on instead of stopping posed.
 func checkStart(cfg config.Config, running *config.Config) error {
-	est, m, err := build.Estimator(cfg.Model)
+	d, err := newParts(cfg, nil, discard)
 	if err != nil {
 		return err
 	}
-	if _, err := build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration)); err != nil {
+	d.stop()
+	if err := d.loadTracker(cfg); err != nil {
 		return err
 	}
 	if _, err := cfg.MQTT.ReadPassword(); err != nil {

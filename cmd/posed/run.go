@@ -15,16 +15,9 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/device"
-	"github.com/edgepose/posed/infer/detect"
-	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline"
-	"github.com/edgepose/posed/pipeline/attention"
-	"github.com/edgepose/posed/pipeline/build"
-	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/metrics"
-	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/web"
-	"github.com/edgepose/posed/pipeline/zones"
 	"github.com/edgepose/posed/publish"
 	"github.com/edgepose/posed/publish/message"
 )
@@ -58,17 +51,13 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	vctx, stopView := context.WithCancel(context.Background())
 	defer stopView()
 	view := web.NewView(vctx)
-	n := neutral.New(cfg.StateDir, cfg.Zero, log)
-	defer n.Stop()
-	att, err := attention.FromConfig(cfg.Attention)
+	d, err := newParts(cfg, view, log)
 	if err != nil {
 		return err
 	}
-	ctl := control.New(cfg.StateDir, view, n, log)
+	defer d.stop()
+	ctl, att := d.control, d.attention
 	ctl.Reload = reload
-	if cfg.Attention.Profile == attention.ProfileDriver {
-		ctl.Speed = att.SetSpeed
-	}
 	if carry != nil && carry.detect != nil {
 		ctl.Restore(*carry.detect)
 	}
@@ -79,7 +68,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	if err != nil {
 		return err
 	}
-	n.OnFail = pub.CommandError
+	d.neutral.OnFail = pub.CommandError
 	if carry != nil {
 		defer func() { on := ctl.Detecting(); carry.detect = &on }()
 	}
@@ -91,10 +80,10 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 
 	// The model loads once the publisher listens for commands: after a
 	// reload, a command sent while it loads is carried out, not lost.
-	tracker, err := newTracker(cfg, log)
-	if err != nil {
+	if err := d.loadTracker(cfg); err != nil {
 		return err
 	}
+	logStart(cfg, d, log)
 	met := metrics.NewMetrics()
 	met.MQTT, met.MQTTErr = pub.Counters, pub.ConnectionError
 	met.Events = func() (int, uint64) { return pub.EventsHeld(), pub.EventsDropped() }
@@ -109,10 +98,10 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 
 	watchdog, _ := daemon.SdWatchdogEnabled(false) // WATCHDOG_USEC for this pid; 0 if off
 	loop := &pipeline.Loop{
-		Tracker: tracker, Publisher: pub, Metrics: met, Log: log,
+		Tracker: d.tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      message.State{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
-		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, View: view, Control: ctl, Neutral: n,
-		Zoning: zones.New(cfg.Zones, cfg.Primary), Lossless: pipeline.Lossless(cfg.Source), Attention: att,
+		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, Control: ctl, Neutral: d.neutral,
+		Stages: d.stages, Lossless: pipeline.Lossless(cfg.Source),
 	}
 	src := pipeline.NewSource(cfg.Source, loop.CameraStatus)
 	defer src.Close()
@@ -122,23 +111,14 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	return err
 }
 
-// newTracker builds the frame path of cfg (pipeline/build) and logs what
-// it runs.
-func newTracker(cfg config.Config, log *slog.Logger) (*track.Tracker, error) {
-	est, m, err := build.Estimator(cfg.Model)
-	if err != nil {
-		return nil, err
-	}
-	tracker, err := build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
-	if err != nil {
-		return nil, err
-	}
+// logStart logs what the daemon runs.
+func logStart(cfg config.Config, dm *parts, log *slog.Logger) {
+	m := dm.model
 	d := cfg.Detect
 	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
 		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "temperature", max(m.Temperature, 1),
 		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "expert", cfg.Model.ExpertPath(),
 		"verify", d.Verify, "scan_every", d.ScanEvery, "broker", config.RedactURL(cfg.MQTT.Broker))
-	return tracker, nil
 }
 
 // startEmbedded starts the embedded broker of mqtt.broker: embedded (m's

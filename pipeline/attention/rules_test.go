@@ -14,7 +14,7 @@ import (
 // t0 is the scripts' first frame time; frames come every 100 ms.
 var t0 = time.Unix(5000, 0)
 
-const frame = 100 * time.Millisecond
+const tick = 100 * time.Millisecond
 
 // segment is a stretch of a script: the primary face looking at (yaw,
 // pitch) for d, with standard deviation std (0: 2°), or no face (lost).
@@ -38,11 +38,11 @@ func play(t *testing.T, s *Stage, script ...segment) timeline {
 	t.Helper()
 	tl := timeline{start: t0}
 	if !s.lastNow.IsZero() {
-		tl.start = s.lastNow.Add(frame) // a script played after another goes on from it
+		tl.start = s.lastNow.Add(tick) // a script played after another goes on from it
 	}
 	now := tl.start
 	for _, sg := range script {
-		for end := now.Add(sg.d); now.Before(end); now = now.Add(frame) {
+		for end := now.Add(sg.d); now.Before(end); now = now.Add(tick) {
 			var faces []message.Face
 			prim := -1
 			if !sg.lost {
@@ -417,7 +417,7 @@ func TestDoubtDwell(t *testing.T) {
 			// yaw wanders ±1° around it, on the road throughout.
 			f := []message.Face{face(19.5+math.Sin(float64(i)*2.1), 0)}
 			f[0].YawStd, f[0].PitchStd = message.Some(6), message.Some(1)
-			s.Apply(f, 640, 480, t0.Add(time.Duration(i)*frame), 0)
+			s.Apply(f, 640, 480, t0.Add(time.Duration(i)*tick), 0)
 			if i > 0 && f[0].Attention != last {
 				n++
 			}

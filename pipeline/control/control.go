@@ -52,7 +52,8 @@ const detectFile = "detect"
 
 // New returns a control with the detection switch as the state directory
 // last recorded it (on if nothing was recorded), carrying out set/zero on
-// n (whose changes it signals). The switch fails closed: a recorded state
+// n (whose changes must reach Signal: the builder sets n.OnChange). The
+// switch fails closed: a recorded state
 // that cannot be read (damaged, too large, a directory, unreadable) starts
 // posed paused, and says so.
 func New(stateDir string, view *web.View, n *neutral.Neutral, log *slog.Logger) *Control {
@@ -60,7 +61,6 @@ func New(stateDir string, view *web.View, n *neutral.Neutral, log *slog.Logger) 
 	on := readSwitch(stateDir, log)
 	c.detect.Store(on)
 	c.apply(on)
-	n.OnChange = c.signal
 	return c
 }
 
@@ -94,8 +94,9 @@ func (c *Control) Restore(on bool) {
 	c.apply(on)
 }
 
-// signal tells the loop that the state changed.
-func (c *Control) signal() {
+// Signal tells the loop that the state changed (a switch, the neutral
+// pose): Changed fires.
+func (c *Control) Signal() {
 	select {
 	case c.changed <- struct{}{}:
 	default:
@@ -141,7 +142,7 @@ func (c *Control) SetDetect(on bool) (warning error) {
 		c.Log.Info("detection switched", "on", on)
 	}
 	c.apply(on)
-	c.signal()
+	c.Signal()
 	return warning
 }
 

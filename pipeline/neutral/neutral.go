@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/publish/message"
 )
 

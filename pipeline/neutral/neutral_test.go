@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/clock"
 )
 
 func quietNeutral(dir string, logs *bytes.Buffer) *Neutral {

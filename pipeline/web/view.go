@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgepose/posed/infer/annotate"
 	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -306,3 +307,7 @@ func (v *View) ServeSnapshot(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(j)
 }
+
+// Frame offers the frame and its faces as published to the live view
+// (frame.Stage).
+func (v *View) Frame(f *frame.Frame) { v.Offer(f.Image, f.Faces) }

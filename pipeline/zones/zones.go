@@ -18,6 +18,7 @@ type Zoning struct {
 	mode  string
 	point [2]float64
 	zone  string
+	buf   [][]string // each face's zone names (Frame)
 }
 
 // New makes the zoning of a (validated) configuration.

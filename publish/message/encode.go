@@ -283,3 +283,13 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// Hundredths rounds v to two decimals, half away from zero: the precision
+// of the published angles, boxes and scores.
+func Hundredths(v float64) float64 {
+	h := 0.5
+	if v < 0 {
+		h = -0.5
+	}
+	return float64(int64(v*100+h)) / 100
+}

@@ -1,0 +1,50 @@
+package neutral
+
+import (
+	"github.com/edgepose/posed/pipeline/frame"
+	"github.com/edgepose/posed/publish/message"
+)
+
+// Frame measures and learns the neutral pose from the frame's primary face,
+// makes every face's published angles relative to it (the camera's kept
+// beside, as raw_*) and says its status (frame.Stage).
+func (c *Neutral) Frame(f *frame.Frame) {
+	if f.Primary >= 0 {
+		c.Sample(f.Tracked[f.Primary])
+		c.Observe(&f.Tracked[f.Primary], f.Time)
+	} else {
+		c.Observe(nil, f.Time)
+	}
+	n := c.Rotation()
+	for i, t := range f.Tracked {
+		y, p, r, ok := Relative(n, t)
+		if !ok {
+			continue
+		}
+		m := &f.Faces[i]
+		m.RawYaw, m.RawPitch, m.RawRoll = m.Yaw, m.Pitch, m.Roll
+		m.Yaw, m.Pitch = message.Some(message.Hundredths(y)), message.Some(message.Hundredths(p))
+		if t.Has[2] {
+			m.Roll = message.Some(message.Hundredths(r))
+		}
+	}
+	f.Neutral = c.Status()
+}
+
+// Idle says the neutral pose's status while no frame comes (frame.Idler).
+func (c *Neutral) Idle(f *frame.Frame, why string) { f.Neutral = c.Status() }
+
+// Status is the neutral pose's status for the attention summary: set (by
+// hand or in the configuration), learnt, calibrating or none.
+func (c *Neutral) Status() string {
+	if z := c.State(); z != nil {
+		if z.Source == "learnt" {
+			return "learnt"
+		}
+		return "set"
+	}
+	if m := c.Learning(); m != nil && m.Status == Calibrating {
+		return "calibrating"
+	}
+	return "none"
+}
