@@ -68,7 +68,7 @@ type Loop struct {
 	Source    Source
 	Tracker   Tracker
 	Publisher Publisher
-	Metrics   *metrics.Metrics // metrics.NewMetrics() if nil
+	Metrics   *metrics.Metrics // metrics.New() if nil
 	Log       *slog.Logger
 	// State is the retained state message: Run fills in the number of
 	// faces, publishes it as running at the start and as stopped (with
@@ -82,7 +82,7 @@ type Loop struct {
 	Notify   func(state string)
 	// Control, if not nil, can switch detection off: frames are then
 	// read and dropped unprocessed, and the state says "paused".
-	Control *control.Control
+	Control *control.Commands
 	// Stages do their part of each processed frame, in order (cmd/posed
 	// builds the list: zones, neutral, attention, the live view); those
 	// that are frame.Idlers also hear when frames stop coming. A stage
@@ -91,7 +91,7 @@ type Loop struct {
 	Stages []frame.Stage
 	// Neutral, if not nil, is the neutral pose the state message reports
 	// (its stage is in Stages).
-	Neutral *neutral.Neutral
+	Neutral *neutral.Pose
 	// Lossless makes capture wait for the processing of the frame before
 	// it instead of replacing it, so that every frame is processed: for a
 	// replay that no clock paces (Lossless(config.Source)). A camera's
@@ -133,7 +133,7 @@ const maxBadLogged = 256
 // source ends (a replay that does not loop: nil) or fails for good.
 func (l *Loop) Run(ctx context.Context) error {
 	if l.Metrics == nil {
-		l.Metrics = metrics.NewMetrics()
+		l.Metrics = metrics.New()
 	}
 	if l.Log == nil {
 		l.Log = slog.Default()

@@ -291,7 +291,7 @@ func TestPausedKeepsWatchdogAndHealth(t *testing.T) {
 				mu.Unlock()
 			}
 		}}
-	l.Metrics = metrics.NewMetrics()
+	l.Metrics = metrics.New()
 	l.Metrics.CameraOnline.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

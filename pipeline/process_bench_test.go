@@ -59,7 +59,7 @@ func benchLoop() (*Loop, *device.Frame) {
 		panic(err)
 	}
 	z := zones.New(config.Zones{Named: map[string][]float64{"desk": {0, 0, 320, 480}}}, config.Primary{Mode: "largest"})
-	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.NewMetrics(), Neutral: n, Stages: []frame.Stage{z, n, att}}
+	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.New(), Neutral: n, Stages: []frame.Stage{z, n, att}}
 	l.free = []*device.Frame{}
 	f := &device.Frame{Gray: image.NewGray(image.Rect(0, 0, 640, 480)), Time: time.Now()}
 	return l, f

@@ -26,10 +26,10 @@ type parts struct {
 	// stages run on every processed frame, in this order.
 	stages    []frame.Stage
 	zoning    *zones.Zoning
-	neutral   *neutral.Neutral
+	neutral   *neutral.Pose
 	attention *attention.Stage
 	view      *web.View
-	control   *control.Control
+	control   *control.Commands
 
 	// The frame path (loadTracker): the model loads last, once the
 	// publisher listens for commands.

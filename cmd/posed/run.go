@@ -84,7 +84,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		return err
 	}
 	logStart(cfg, d, log)
-	met := metrics.NewMetrics()
+	met := metrics.New()
 	met.MQTT, met.MQTTErr = pub.Counters, pub.ConnectionError
 	met.Events = func() (int, uint64) { return pub.EventsHeld(), pub.EventsDropped() }
 	met.AttentionSeconds, met.AttentionEvents = att.TargetSeconds, att.EventCounts

@@ -28,13 +28,13 @@ import (
 // is processed, published or shown.
 var ErrDetectOff = neutral.ErrDetectOff
 
-// Control holds what commands change and carries them out: the detection
+// Commands holds what commands change and carries them out: the detection
 // switch (kept in the state directory across restarts), snapshots, and
 // reloading the configuration.
-type Control struct {
+type Commands struct {
 	StateDir string
 	View     *web.View
-	Neutral  *neutral.Neutral
+	Neutral  *neutral.Pose
 	// Reload loads the configuration again and, if it is valid, has posed
 	// restart with it; its error says why not. nil: reload refused.
 	Reload func() error
@@ -56,8 +56,8 @@ const detectFile = "detect"
 // switch fails closed: a recorded state
 // that cannot be read (damaged, too large, a directory, unreadable) starts
 // posed paused, and says so.
-func New(stateDir string, view *web.View, n *neutral.Neutral, log *slog.Logger) *Control {
-	c := &Control{StateDir: stateDir, View: view, Neutral: n, Log: log, changed: make(chan struct{}, 1)}
+func New(stateDir string, view *web.View, n *neutral.Pose, log *slog.Logger) *Commands {
+	c := &Commands{StateDir: stateDir, View: view, Neutral: n, Log: log, changed: make(chan struct{}, 1)}
 	on := readSwitch(stateDir, log)
 	c.detect.Store(on)
 	c.apply(on)
@@ -89,14 +89,14 @@ func readSwitch(stateDir string, log *slog.Logger) bool {
 
 // Restore sets the switch as a previous run in this process left it
 // (a reload), without recording it: it was recorded then, or could not be.
-func (c *Control) Restore(on bool) {
+func (c *Commands) Restore(on bool) {
 	c.detect.Store(on)
 	c.apply(on)
 }
 
 // Signal tells the loop that the state changed (a switch, the neutral
 // pose): Changed fires.
-func (c *Control) Signal() {
+func (c *Commands) Signal() {
 	select {
 	case c.changed <- struct{}{}:
 	default:
@@ -104,11 +104,11 @@ func (c *Control) Signal() {
 }
 
 // Detecting reports whether frames are to be processed.
-func (c *Control) Detecting() bool { return c == nil || c.detect.Load() }
+func (c *Commands) Detecting() bool { return c == nil || c.detect.Load() }
 
 // Changed is signalled when the detection switch or the neutral pose
 // changes.
-func (c *Control) Changed() <-chan struct{} {
+func (c *Commands) Changed() <-chan struct{} {
 	if c == nil {
 		return nil
 	}
@@ -116,7 +116,7 @@ func (c *Control) Changed() <-chan struct{} {
 }
 
 // apply makes the view follow on.
-func (c *Control) apply(on bool) {
+func (c *Commands) apply(on bool) {
 	if on {
 		c.View.Off(nil)
 	} else {
@@ -128,7 +128,7 @@ func (c *Control) apply(on bool) {
 // recorded (state directory missing, read-only, full) is switched all the
 // same — someone switching the camera's processing off must find it off —
 // and the returned warning says it will not survive a restart.
-func (c *Control) SetDetect(on bool) (warning error) {
+func (c *Commands) SetDetect(on bool) (warning error) {
 	if c.StateDir != "" {
 		v := "OFF\n"
 		if on {
@@ -155,7 +155,7 @@ func onOff(on bool) string {
 
 // Handle carries out one command (publish.CommandHandler) and says what
 // to send back. An error means nothing was changed.
-func (c *Control) Handle(name string, payload []byte) (message.Reply, error) {
+func (c *Commands) Handle(name string, payload []byte) (message.Reply, error) {
 	switch name {
 	case message.CommandDetect:
 		on, err := message.ParseSwitch(payload)

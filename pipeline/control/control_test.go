@@ -122,7 +122,7 @@ func TestHandleReplies(t *testing.T) {
 	}
 }
 
-func newControl(dir string, logs *bytes.Buffer) *Control {
+func newControl(dir string, logs *bytes.Buffer) *Commands {
 	if logs == nil {
 		logs = &bytes.Buffer{}
 	}

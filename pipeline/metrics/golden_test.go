@@ -65,7 +65,7 @@ var (
 // or a changed type breaks someone's dashboards and alerts: it must be
 // meant.
 func TestExpositionGolden(t *testing.T) {
-	m := NewMetrics()
+	m := New()
 	m.MQTT = func() (uint64, uint64, bool) { return 10, 1, true }
 	m.Events = func() (int, uint64) { return 3, 2 }
 	m.AttentionSeconds = func() []Figure { return []Figure{{"road", 12.5}, {"none", 3}, {"unknown", 0}} }

@@ -56,8 +56,8 @@ const (
 // stageNames are the stages' label values in /metrics.
 var stageNames = [numStages]string{"detect", "pose", "frame", "latency"}
 
-// NewMetrics returns zeroed metrics, started now.
-func NewMetrics() *Metrics {
+// New returns zeroed metrics, started now.
+func New() *Metrics {
 	m := &Metrics{Started: time.Now()}
 	for i := range m.Stages {
 		m.Stages[i] = newHistogram()

@@ -69,7 +69,7 @@ type learner struct {
 
 // Learning returns what the state says of the learning, nil when it is
 // off or a neutral pose is set by hand or in the configuration.
-func (c *Neutral) Learning() *message.Learn {
+func (c *Pose) Learning() *message.Learn {
 	if c == nil || !c.learn.on || c.manual() {
 		return nil
 	}
@@ -78,13 +78,13 @@ func (c *Neutral) Learning() *message.Learn {
 
 // manual reports a neutral pose measured on command or configured: it
 // wins over learning.
-func (c *Neutral) manual() bool {
+func (c *Pose) manual() bool {
 	p := c.pose.Load()
 	return p != nil && p.msg.Source != "learnt"
 }
 
 // Observe gives learning the frame's primary face (nil: none) at now.
-func (c *Neutral) Observe(f *track.Face, now time.Time) {
+func (c *Pose) Observe(f *track.Face, now time.Time) {
 	if c == nil || !c.learn.on {
 		return
 	}
@@ -158,7 +158,7 @@ func (l *learner) mode() (yaw, pitch float64) {
 
 // adopt makes the rotation mean of the poses near the estimate the
 // neutral pose in use, and keeps it in the state directory now and then.
-func (c *Neutral) adopt(now time.Time) {
+func (c *Pose) adopt(now time.Time) {
 	l := &c.learn
 	l.near = l.near[:0]
 	for i := range l.n {
@@ -191,7 +191,7 @@ func (c *Neutral) adopt(now time.Time) {
 
 // setStatus records the learning's status and progress, and has the state
 // published when either changes (progress by tenths).
-func (c *Neutral) setStatus(s string) {
+func (c *Pose) setStatus(s string) {
 	l := &c.learn
 	l.status = s
 	msg := message.Learn{Status: s, Progress: 1}

@@ -45,9 +45,9 @@ type neutralPose struct {
 	r   rotation.Matrix
 }
 
-// Neutral is the neutral pose and its measurement. The frame loop reads
+// Pose is the neutral pose and its measurement. The frame loop reads
 // the pose and the measuring flag without a lock.
-type Neutral struct {
+type Pose struct {
 	StateDir string
 	Log      *slog.Logger
 	// OnFail reports a measurement that ended without setting a pose
@@ -81,8 +81,8 @@ func Head(f track.Face) (rotation.Matrix, bool) {
 
 // New returns the neutral pose a measured one in stateDir, else cfg's
 // (none if all its angles are 0).
-func New(stateDir string, cfg config.Zero, log *slog.Logger) *Neutral {
-	n := &Neutral{StateDir: stateDir, Log: log}
+func New(stateDir string, cfg config.Zero, log *slog.Logger) *Pose {
+	n := &Pose{StateDir: stateDir, Log: log}
 	n.learn.on, n.learn.forget = cfg.Learn, cfg.Forget
 	n.learn.status, n.learn.lastPublish = Calibrating, message.Learn{Status: Calibrating}
 	n.load(cfg)
@@ -94,7 +94,7 @@ func New(stateDir string, cfg config.Zero, log *slog.Logger) *Neutral {
 
 // load sets the neutral pose: a measured one from the state directory,
 // else the configuration's (none if all its angles are 0).
-func (c *Neutral) load(cfg config.Zero) {
+func (c *Pose) load(cfg config.Zero) {
 	c.cfg = cfg
 	if c.StateDir != "" {
 		f := filepath.Join(c.StateDir, zeroFile)
@@ -120,7 +120,7 @@ func (c *Neutral) load(cfg config.Zero) {
 	}
 }
 
-func (c *Neutral) set(m *message.Zero) {
+func (c *Pose) set(m *message.Zero) {
 	if m == nil {
 		c.pose.Store(nil)
 		return
@@ -129,7 +129,7 @@ func (c *Neutral) set(m *message.Zero) {
 }
 
 // Rotation returns the neutral pose as a rotation, nil if none is set.
-func (c *Neutral) Rotation() *rotation.Matrix {
+func (c *Pose) Rotation() *rotation.Matrix {
 	if c == nil {
 		return nil
 	}
@@ -140,7 +140,7 @@ func (c *Neutral) Rotation() *rotation.Matrix {
 }
 
 // State is the neutral pose for the state message (nil: none).
-func (c *Neutral) State() *message.Zero {
+func (c *Pose) State() *message.Zero {
 	if c == nil {
 		return nil
 	}
@@ -152,7 +152,7 @@ func (c *Neutral) State() *message.Zero {
 
 // Sample gives a measurement under way the primary face of a processed
 // frame.
-func (c *Neutral) Sample(f track.Face) {
+func (c *Pose) Sample(f track.Face) {
 	if c == nil || !c.measuring.Load() {
 		return
 	}
@@ -170,7 +170,7 @@ func (c *Neutral) Sample(f track.Face) {
 // Command carries out set/zero: it starts measuring the neutral pose
 // over the payload's seconds (zero.seconds if none), or clears it
 // ("clear"). A measurement needs detection on.
-func (c *Neutral) Command(payload []byte, detecting bool) error {
+func (c *Pose) Command(payload []byte, detecting bool) error {
 	arg := strings.TrimSpace(string(payload))
 	secs := c.cfg.Seconds
 	switch {
@@ -217,7 +217,7 @@ func (c *Neutral) Command(payload []byte, detecting bool) error {
 
 // cancelZero stops a measurement under way (it sets nothing) and reports
 // whether there was one.
-func (c *Neutral) cancel() bool {
+func (c *Pose) cancel() bool {
 	c.gen.Add(1)
 	c.mu.Lock()
 	if c.stopTimer != nil {
@@ -231,7 +231,7 @@ func (c *Neutral) cancel() bool {
 // Stop ends the measurement with its pipeline (a reload, a shutdown): a
 // neutral pose being measured is dropped, not set later behind the next
 // pipeline's back.
-func (c *Neutral) Stop() {
+func (c *Pose) Stop() {
 	if c != nil && c.cancel() {
 		c.Log.Warn("neutral pose measurement interrupted (posed is restarting or stopping): send set/zero again")
 	}
@@ -240,7 +240,7 @@ func (c *Neutral) Stop() {
 // finishZero ends a measurement: the mean pose of the samples becomes the
 // neutral pose, kept in the state directory; too few samples is an error
 // on the error topic, and the neutral pose stays as it was.
-func (c *Neutral) finish(gen uint64) {
+func (c *Pose) finish(gen uint64) {
 	// Held to the end: a clear or stop waits for it, then undoes it.
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -268,7 +268,7 @@ func (c *Neutral) finish(gen uint64) {
 }
 
 // fail reports a measurement that set nothing.
-func (c *Neutral) fail(err error) {
+func (c *Pose) fail(err error) {
 	if c.OnFail != nil {
 		c.OnFail(message.CommandZero, err)
 	} else {
@@ -276,7 +276,7 @@ func (c *Neutral) fail(err error) {
 	}
 }
 
-func (c *Neutral) changed() {
+func (c *Pose) changed() {
 	if c.OnChange != nil {
 		c.OnChange()
 	}

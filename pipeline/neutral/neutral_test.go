@@ -15,7 +15,7 @@ import (
 	"github.com/edgepose/posed/pipeline/clock"
 )
 
-func quietNeutral(dir string, logs *bytes.Buffer) *Neutral {
+func quietNeutral(dir string, logs *bytes.Buffer) *Pose {
 	if logs == nil {
 		logs = &bytes.Buffer{}
 	}
@@ -25,7 +25,7 @@ func quietNeutral(dir string, logs *bytes.Buffer) *Neutral {
 }
 
 // advance moves a neutral's manual clock.
-func advance(c *Neutral, d time.Duration) { c.Clock.(*clock.Manual).Advance(d) }
+func advance(c *Pose, d time.Duration) { c.Clock.(*clock.Manual).Advance(d) }
 
 func frontFace() track.Face {
 	return track.Face{Angles: [3]float64{20, 5, 0}, Has: [3]bool{true, true, true}}

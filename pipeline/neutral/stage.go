@@ -8,7 +8,7 @@ import (
 // Frame measures and learns the neutral pose from the frame's primary face,
 // makes every face's published angles relative to it (the camera's kept
 // beside, as raw_*) and says its status (frame.Stage).
-func (c *Neutral) Frame(f *frame.Frame) {
+func (c *Pose) Frame(f *frame.Frame) {
 	if f.Primary >= 0 {
 		c.Sample(f.Tracked[f.Primary])
 		c.Observe(&f.Tracked[f.Primary], f.Time)
@@ -32,11 +32,11 @@ func (c *Neutral) Frame(f *frame.Frame) {
 }
 
 // Idle says the neutral pose's status while no frame comes (frame.Idler).
-func (c *Neutral) Idle(f *frame.Frame, why string) { f.Neutral = c.Status() }
+func (c *Pose) Idle(f *frame.Frame, why string) { f.Neutral = c.Status() }
 
 // Status is the neutral pose's status for the attention summary: set (by
 // hand or in the configuration), learnt, calibrating or none.
-func (c *Neutral) Status() string {
+func (c *Pose) Status() string {
 	if z := c.State(); z != nil {
 		if z.Source == "learnt" {
 			return "learnt"

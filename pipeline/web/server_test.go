@@ -22,7 +22,7 @@ func serveFlow(t *testing.T, l HTTPLimits) (string, *View, *HTTPServer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	view := NewView(ctx)
 	view.WriteTimeout, view.MaxFPS, view.Quality = 300*time.Millisecond, 50, 100
-	met := metrics.NewMetrics()
+	met := metrics.New()
 	done := feed(ctx, view, met, 640, 480, 20*time.Millisecond, true)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
