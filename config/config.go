@@ -290,10 +290,6 @@ type Track struct {
 	// detection too: a head does not turn that fast, a box sliding off a
 	// face does (the model then answers near its mean yaw). 0: off.
 	RecheckTurn float64 `yaml:"recheck_turn"`
-	// Doubt: a face whose direction is nearer than Doubt times its σ to
-	// the border of the target it would look at (or, at none, of the
-	// nearest) is uncertain too. 0: never.
-	Doubt float64 `yaml:"doubt"`
 }
 
 // Zones say where posed looks and name parts of the frame. Rectangles are
