@@ -267,18 +267,17 @@ type Track struct {
 	LostAfter int     `yaml:"lost_after"` // full-frame detections in a row that may miss a tracked face
 	MinIoU    float64 `yaml:"min_iou"`    // a detection continues a track above this overlap
 	// MaxStd drops a tracked face whose yaw uncertainty exceeds it (degrees,
-	// as published: calibrated where the model is): the model itself says
-	// it no longer sees a face. With the default model faces have a median
-	// of about 13° and rarely exceed 60°; background patches about 27°. (A
-	// two-member ensemble: faces median 7°, 99th percentile 33°; background
-	// median 28°, 90th percentile 82°.)
+	// as published: calibrated where the model is), unless a detection
+	// found it on this frame: the model itself says it no longer sees a
+	// face. Faces and background patches are far apart in σ for the
+	// shipped model; docs/measured.md has the figures.
 	MaxStd float64 `yaml:"max_std"`
 	// StartStd: a detection starts a track only if the model's yaw
 	// uncertainty from the detection's box is at most this (degrees): the
-	// model's check of the detector. At 30° it refuses half to two thirds
-	// of the detectors' phantoms on face-free pictures, and 4 of AFLW2000's
-	// 1475 faces on persons the model never saw (docs/measured.md); a face
-	// refused is tried again at the next detection. 0: off.
+	// model's check of the detector. A phantom is a patch the model does
+	// not take for a face; a face refused is tried again at the next
+	// detection (docs/measured.md, "The model checks the detector", has
+	// what it refuses). 0: off.
 	StartStd float64 `yaml:"start_std"`
 	// RecheckStd: a tracked face whose yaw uncertainty exceeds it (degrees)
 	// makes the next frame a full-frame detection instead of waiting for

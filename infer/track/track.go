@@ -27,10 +27,8 @@ type Config struct {
 	// says a face is there; the std then speaks for its pose only).
 	MaxStd float64
 	// StartStd: a detection starts a track only if the model, from the
-	// detection's box, gives a yaw std (degrees) of at most this. A
-	// phantom (a detection on background) is a patch the model does not
-	// recognise as a face; a face that fails is tried again at the next
-	// detection. 0: every detection starts a track.
+	// detection's box, gives a yaw std (degrees) of at most this; 0: every
+	// detection does (config's track.start_std says why).
 	StartStd float64
 	// RecheckStd: a tracked face whose yaw std (degrees) exceeds this
 	// makes the next frame a full detection instead of waiting for Every
