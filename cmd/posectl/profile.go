@@ -90,7 +90,19 @@ func runProfile(args []string, stdout io.Writer) error {
 			pairs = append(pairs, [2]*image.Gray{src, marked(v)})
 		}
 	}
-	f, err := os.Create(filepath.Join(*out, "labels.csv"))
+	if err := writeLabels(filepath.Join(*out, "labels.csv"), lines); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d views of %d faces to %s (%s)\n", len(lines), len(ss), *out, dataset.Terms("aflw2000"))
+	if *sheet != "" {
+		return writeSheet(*sheet, pairs)
+	}
+	return nil
+}
+
+// writeLabels writes a labels.csv (dataset's layout, made_from added).
+func writeLabels(path string, lines [][]string) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
@@ -101,14 +113,7 @@ func runProfile(args []string, stdout io.Writer) error {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %d views of %d faces to %s (%s)\n", len(lines), len(ss), *out, dataset.Terms("aflw2000"))
-	if *sheet != "" {
-		return writeSheet(*sheet, pairs)
-	}
-	return nil
+	return f.Close()
 }
 
 // marked is the view with its landmarks and its box drawn in white.

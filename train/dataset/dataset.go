@@ -179,19 +179,25 @@ func parseLabels(r io.Reader, dir, set string) ([]Sample, error) {
 		if !s.HasYaw && !s.HasPitch && !s.HasRoll {
 			return nil, fmt.Errorf("line %d: %s labels no angle (yaw, pitch and roll are empty)", line, rec[col["path"]])
 		}
-		if i, ok := col["series"]; ok && rec[i] != "" {
-			s.Series, _ = strconv.Atoi(rec[i])
-		}
-		if i, ok := col["made_from"]; ok {
-			s.MadeFrom = strings.TrimSpace(rec[i])
-		}
-		if i, ok := col["in_range_99"]; ok {
-			s.InRange = strings.TrimSpace(rec[i]) == "1"
-		}
+		optionalColumns(&s, col, rec)
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// optionalColumns reads the columns a data set may leave out: series,
+// made_from, in_range_99.
+func optionalColumns(s *Sample, col map[string]int, rec []string) {
+	if i, ok := col["series"]; ok && rec[i] != "" {
+		s.Series, _ = strconv.Atoi(rec[i])
+	}
+	if i, ok := col["made_from"]; ok {
+		s.MadeFrom = strings.TrimSpace(rec[i])
+	}
+	if i, ok := col["in_range_99"]; ok {
+		s.InRange = strings.TrimSpace(rec[i]) == "1"
+	}
 }
 
 // pointingName matches Pointing'04 file names: "personne" (original) or

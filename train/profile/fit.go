@@ -48,43 +48,13 @@ func (m *Mesh) Fit(lm [68][3]float64) (*Face, error) {
 	for i, p := range lm {
 		l[i] = [3]float64{p[0], -p[1], p[2]}
 	}
-	var src, dst [][3]float64
-	var verts []int
-	pairs := func(jaw bool, s float64, r rotation.Matrix, t [3]float64) {
-		src, dst, verts = src[:0], dst[:0], verts[:0]
-		for i, v := range m.Landmark {
-			if v >= 0 {
-				src, dst, verts = append(src, m.V[v]), append(dst, l[i]), append(verts, v)
-			}
-		}
-		if !jaw {
-			return
-		}
-		for i := 0; i < 17; i++ {
-			if i == 8 {
-				continue // the chin has its vertex
-			}
-			side := 0
-			if i > 8 {
-				side = 1
-			}
-			best, bd := -1, math.Inf(1)
-			for _, v := range m.Contour[side] {
-				q := apply(s, r, t, m.V[v])
-				if d := dist2(q, l[i]); d < bd {
-					best, bd = v, d
-				}
-			}
-			src, dst, verts = append(src, m.V[best]), append(dst, l[i]), append(verts, best)
-		}
-	}
-	pairs(false, 0, rotation.Matrix{}, [3]float64{})
+	src, dst := m.pairs(l, nil)
 	s, r, t, err := umeyama(src, dst)
 	if err != nil {
 		return nil, err
 	}
 	for it := 0; it < 3; it++ {
-		pairs(true, s, r, t)
+		src, dst = m.pairs(l, func(p [3]float64) [3]float64 { return apply(s, r, t, p) })
 		if s, r, t, err = umeyama(src, dst); err != nil {
 			return nil, err
 		}
@@ -130,6 +100,38 @@ func (m *Mesh) Fit(lm [68][3]float64) (*Face, error) {
 	c := apply(s, r, t, [3]float64{0, 0, -centreDepth})
 	f.Centre = [3]float64{c[0], -c[1], c[2]}
 	return f, nil
+}
+
+// pairs returns the mesh's points (src) matched to landmarks (dst, in the
+// right-handed frame): each landmark with a vertex; with place (the
+// current fit), also each jaw landmark and the vertex of its side's outline
+// that the fit puts nearest it.
+func (m *Mesh) pairs(l [68][3]float64, place func([3]float64) [3]float64) (src, dst [][3]float64) {
+	for i, v := range m.Landmark {
+		if v >= 0 {
+			src, dst = append(src, m.V[v]), append(dst, l[i])
+		}
+	}
+	if place == nil {
+		return src, dst
+	}
+	for i := 0; i < 17; i++ {
+		if i == 8 {
+			continue // the chin has its vertex
+		}
+		side := 0
+		if i > 8 {
+			side = 1
+		}
+		best, bd := -1, math.Inf(1)
+		for _, v := range m.Contour[side] {
+			if d := dist2(place(m.V[v]), l[i]); d < bd {
+				best, bd = v, d
+			}
+		}
+		src, dst = append(src, m.V[best]), append(dst, l[i])
+	}
+	return src, dst
 }
 
 // Pose returns the fitted rotation as yaw, pitch and roll in the labels'

@@ -55,7 +55,42 @@ func (m *Mesh) Turn(f *Face, src *image.Gray, lm [68][3]float64, yaw, pitch, rol
 	dst := image.NewGray(image.Rect(0, 0, w, h))
 
 	// The background: anchors placed in the picture (from) and where they go (to).
-	var from, to [][2]float64
+	from, to := m.anchors(f, q, w, h)
+	for _, t := range delaunay(to) {
+		warpTriangle(dst, src, [3][2]float64{to[t[0]], to[t[1]], to[t[2]]}, [3][2]float64{from[t[0]], from[t[1]], from[t[2]]}, nil, [3]float64{})
+	}
+
+	// The face: hidden vertices in the picture take their twin's texture.
+	seen := visible(f.P, m.T, w, h, 4*f.Scale)
+	depth := make([]float64, w*h)
+	for i := range depth {
+		depth[i] = math.Inf(-1)
+	}
+	front := m.frontSign()
+	for _, t := range m.T {
+		a, b, cc := q[t[0]], q[t[1]], q[t[2]]
+		if area(a, b, cc)*front <= 0 {
+			continue
+		}
+		tex := t
+		if !(seen[t[0]] && seen[t[1]] && seen[t[2]]) {
+			tw := [3]int32{m.Twin[t[0]], m.Twin[t[1]], m.Twin[t[2]]}
+			if seen[tw[0]] && seen[tw[1]] && seen[tw[2]] {
+				tex = tw
+			}
+		}
+		warpTriangle(dst, src,
+			[3][2]float64{{a[0], a[1]}, {b[0], b[1]}, {cc[0], cc[1]}},
+			[3][2]float64{{f.P[tex[0]][0], f.P[tex[0]][1]}, {f.P[tex[1]][0], f.P[tex[1]][1]}, {f.P[tex[2]][0], f.P[tex[2]][1]}},
+			depth, [3]float64{a[2], b[2], cc[2]})
+	}
+	return dst, out
+}
+
+// anchors returns the background warp's anchors in the picture (from) and
+// where they go (to): the mesh's outline where it stays in sight (q, the
+// turned mesh), two fixed rings about the face, and the picture's border.
+func (m *Mesh) anchors(f *Face, q [][3]float64, w, h int) (from, to [][2]float64) {
 	var cx, cy float64
 	bnd := m.boundary()
 	for _, v := range bnd {
@@ -93,35 +128,7 @@ func (m *Mesh) Turn(f *Face, src *image.Gray, lm [68][3]float64, yaw, pitch, rol
 			from, to = append(from, p), append(to, p)
 		}
 	}
-	for _, t := range delaunay(to) {
-		warpTriangle(dst, src, [3][2]float64{to[t[0]], to[t[1]], to[t[2]]}, [3][2]float64{from[t[0]], from[t[1]], from[t[2]]}, nil, [3]float64{})
-	}
-
-	// The face: hidden vertices in the picture take their twin's texture.
-	seen := visible(f.P, m.T, w, h, 4*f.Scale)
-	depth := make([]float64, w*h)
-	for i := range depth {
-		depth[i] = math.Inf(-1)
-	}
-	front := m.frontSign()
-	for _, t := range m.T {
-		a, b, cc := q[t[0]], q[t[1]], q[t[2]]
-		if area(a, b, cc)*front <= 0 {
-			continue
-		}
-		tex := t
-		if !(seen[t[0]] && seen[t[1]] && seen[t[2]]) {
-			tw := [3]int32{m.Twin[t[0]], m.Twin[t[1]], m.Twin[t[2]]}
-			if seen[tw[0]] && seen[tw[1]] && seen[tw[2]] {
-				tex = tw
-			}
-		}
-		warpTriangle(dst, src,
-			[3][2]float64{{a[0], a[1]}, {b[0], b[1]}, {cc[0], cc[1]}},
-			[3][2]float64{{f.P[tex[0]][0], f.P[tex[0]][1]}, {f.P[tex[1]][0], f.P[tex[1]][1]}, {f.P[tex[2]][0], f.P[tex[2]][1]}},
-			depth, [3]float64{a[2], b[2], cc[2]})
-	}
-	return dst, out
+	return from, to
 }
 
 // boundary returns the mesh's outline: the vertices of edges that belong to
