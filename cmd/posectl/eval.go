@@ -444,9 +444,6 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 		if u.Outputs != nil {
 			title += " for " + strings.Join(u.Outputs, ",")
 		}
-		if u.Product {
-			title += ", yaw pooled by product past the gate"
-		}
 	}
 	return reps, bank, title, nil
 }

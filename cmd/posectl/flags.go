@@ -233,9 +233,8 @@ func (r *refineFlags) register(fs *flag.FlagSet) {
 type refineListFlags struct {
 	iters, temps, gains string
 	eps                 float64
-	densest, average    bool
+	average             bool
 	mirror              bool
-	estimates           string
 }
 
 func (r *refineListFlags) register(fs *flag.FlagSet) {
@@ -245,9 +244,7 @@ func (r *refineListFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.mirror, "mirror", false, "also predict from the mirrored face and average (test-time augmentation, 2× the cost)")
 	fs.BoolVar(&r.average, "average", def.Average, "report the mean of every iteration's angles, not the last (-average=false: the last)")
 	fs.StringVar(&r.gains, "gain", "", "factor on each predicted box move (default 1); a comma-separated list measures each")
-	fs.BoolVar(&r.densest, "densest", false, "report the angles of the iteration whose features the model finds most likely, not the last")
 	fs.StringVar(&r.temps, "temperature", "", "temperature of the mixture weights at prediction (≥ 1; default the model's); a comma-separated list measures each")
-	fs.StringVar(&r.estimates, "estimate", "mean", "each angle as the mean or the median of its predictive mixture; \"mean,median\" measures both")
 }
 
 func (r *refineListFlags) settings() ([]pose.Settings, error) {
@@ -282,26 +279,11 @@ func (r *refineListFlags) settings() ([]pose.Settings, error) {
 			return nil, fmt.Errorf("%w: -iterations %d: want at least 1", errUsage, n)
 		}
 	}
-	var medians []bool
-	for _, e := range splitList(r.estimates) {
-		switch {
-		case e != "mean" && e != "median":
-			return nil, fmt.Errorf("%w: -estimate %q: want mean or median", errUsage, e)
-		case e == "median" && r.mirror:
-			return nil, fmt.Errorf("%w: -estimate median cannot be combined with -mirror", errUsage)
-		}
-		medians = append(medians, e == "median")
-	}
-	if len(medians) == 0 {
-		return nil, fmt.Errorf("%w: -estimate is empty: want mean, median or both", errUsage)
-	}
 	var out []pose.Settings
-	for _, med := range medians {
-		for _, t := range temps {
-			for _, g := range gains {
-				for _, n := range its {
-					out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Densest: r.densest, Average: r.average, Gain: g, Mirror: r.mirror, Median: med})
-				}
+	for _, t := range temps {
+		for _, g := range gains {
+			for _, n := range its {
+				out = append(out, pose.Settings{MaxIter: n, Eps: r.eps, Temperature: t, Average: r.average, Gain: g, Mirror: r.mirror})
 			}
 		}
 	}

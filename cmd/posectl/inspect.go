@@ -83,9 +83,6 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 		if xp.ByDensity {
 			fmt.Fprintf(w, ", or where it explains the features (or the mirrored ones) within %g nats of the model's log-density", xp.Margin)
 		}
-		if xp.Product {
-			fmt.Fprint(w, "; past the gate its yaw and the model's are pooled by product (each weighted by its precision)")
-		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "parameters  %d free (the BIC's count) per model, %d weights\n", p.NumFree(), members*(len(p.Pi)+len(p.C)+len(p.Gamma)+len(p.A)+len(p.B)+len(p.Sigma)))

@@ -256,7 +256,6 @@ type expertFlags struct {
 	k, members            int
 	seed                  uint64
 	outputs, density      string
-	pool                  string
 	repeat                string
 	augment, augmentSets  string
 }
@@ -310,11 +309,6 @@ func (x *expertFlags) expert() (pose.Expert, error) {
 		}
 		xp.ByDensity, xp.Margin = true, m
 	}
-	product, err := pose.ParsePool(x.pool)
-	if err != nil {
-		return pose.Expert{}, fmt.Errorf("%w: -profile-pool %v", errUsage, err)
-	}
-	xp.Product = product
 	return xp, nil
 }
 
@@ -329,7 +323,6 @@ func (x *expertFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&x.repeat, "profile-repeat", "", "weigh some data sets' turned faces more in the expert: set=N,… repeats each of their rows N times (e.g. aflw2000=2 for the faces in the wild)")
 	fs.StringVar(&x.augment, "profile-augment", "", "views of the training images that only the expert trains on, as -augment (e.g. rotate:1:20: one view turned in the image plane by up to ±20°); the model's rows do not change")
 	fs.StringVar(&x.augmentSets, "profile-augment-sets", "", "the data sets -profile-augment applies to (comma-separated; empty: all)")
-	fs.StringVar(&x.pool, "profile-pool", "linear", "how the expert's yaw joins the model's past the gate: linear (their mixture, the expert weighted -profile-weight) or product (the weighted product of their Gaussians: the weight scaled by the two answers' variances, the surer counting more)")
 	fs.StringVar(&x.density, "profile-density", "", "below the gate, also hand the expert the faces whose features (or mirrored features) it explains within this many nats of the model's log-density (empty: the gate alone)")
 }
 
@@ -361,9 +354,6 @@ func trainExpert(m *gllim.Model, bank *headpose.Bank, all []int, o headpose.Opti
 	s[pose.ExpertOutputs] = strings.Join(xp.Outputs, ",")
 	if xp.ByDensity {
 		s[pose.ExpertDensity] = strconv.FormatFloat(xp.Margin, 'g', -1, 64)
-	}
-	if xp.Product {
-		s[pose.ExpertPool] = "product"
 	}
 	// The daemon must be able to use what is written.
 	est, err := pose.New(m, pose.DefaultSettings())

@@ -41,22 +41,12 @@ type Settings struct {
 	// Temperature, if set, overrides the model's temperature of the
 	// mixture weights (gllim.Model.Temperature).
 	Temperature float64
-	// Densest reports the angles of the prediction whose features the
-	// model found most likely (highest log p(y)) among the iterations,
-	// instead of the last one; the box is still the last one refined.
-	Densest bool
 	// Average reports the mean of every iteration's angles (each a crop
 	// of its own box) instead of the last one's.
 	Average bool
 	// Gain scales each predicted box move (0 means 1, the paper's full
 	// step): below 1 the refinement damps the prediction's own noise.
 	Gain float64
-	// Median reports each angle as the median of its predictive marginal
-	// (the mixture of docs/method.md §4, blended with the profile expert's where it
-	// answers) instead of its mean: the answer of least expected absolute
-	// error, which a far component pulls less. The box moves stay the
-	// means. Not with Mirror.
-	Median bool
 }
 
 // DefaultSettings are the refinement the default model's card measures: at
@@ -85,7 +75,6 @@ type Estimator struct {
 	// Expert.ByDensity and Expert.Margin.
 	byDensity bool
 	margin    float64
-	product   bool // Expert.Product
 }
 
 // maxMargin bounds Expert.Margin: log-densities of p-HOG features are in
@@ -112,16 +101,6 @@ type Expert struct {
 	// which the gate on its yaw cannot.
 	ByDensity bool
 	Margin    float64
-	// Product pools the two answers for yaw, where the model's |yaw| is
-	// past the gate, as the weighted product of their Gaussians instead of
-	// their mixture: the expert's weight a becomes
-	// a·v₀ / (a·v₀ + (1 − a)·v), v₀ and v the model's and the expert's
-	// predictive variances of yaw (the mean of log-linear pooling,
-	// N(m₀, v₀)^(1−a)·N(m, v)^a). The surer answer counts more. The variance
-	// reported stays the mixture's at that weight, which keeps the two
-	// answers' disagreement. The other outputs, and faces handed over by
-	// density, keep a.
-	Product bool
 }
 
 // Settings a profile expert's model file carries in its training record
@@ -133,7 +112,7 @@ const (
 	ExpertWeight  = "profile_weight"  // Expert.Weight
 	ExpertOutputs = "profile_outputs" // Expert.Outputs, comma-separated ("": all)
 	ExpertDensity = "profile_density" // Expert.Margin where Expert.ByDensity ("": off)
-	ExpertPool    = "profile_pool"    // "product": Expert.Product; "" or "linear": the mixture
+	ExpertPool    = "profile_pool"    // "" or "linear" (the mixture): other poolings were tried and not kept
 )
 
 // ExpertOf reads how to use x, a profile expert's model, from its own
@@ -162,24 +141,12 @@ func ExpertOf(x *gllim.Model) (Expert, error) {
 			return Expert{}, fmt.Errorf("pose: profile expert: %s %q: %w", ExpertDensity, m, err)
 		}
 	}
-	if xp.Product, err = ParsePool(s[ExpertPool]); err != nil {
-		return Expert{}, fmt.Errorf("pose: profile expert: %s %w", ExpertPool, err)
+	if p := s[ExpertPool]; p != "" && p != "linear" {
+		return Expert{}, fmt.Errorf("pose: profile expert: %s %q: posed joins the two answers as a mixture (linear); pooling by product was an experiment, not kept: retrain the expert", ExpertPool, p)
 	}
 	return xp, nil
 }
 
-// ParsePool reads how a profile expert's yaw joins the model's (its
-// file's ExpertPool, posectl's -profile-pool): "linear" or "" their
-// mixture, "product" Expert.Product.
-func ParsePool(name string) (product bool, err error) {
-	switch name {
-	case "", "linear":
-		return false, nil
-	case "product":
-		return true, nil
-	}
-	return false, fmt.Errorf("%q: want linear or product", name)
-}
 
 // WithExpert returns a copy of e that hands turned heads to x.Model.
 // Where e's model predicts |yaw| ≥ x.Gate, the expert predicts from the
@@ -238,10 +205,7 @@ func (e *Estimator) WithExpert(xp Expert) (*Estimator, error) {
 	}
 	c := *e
 	c.expert, c.gate, c.expertW = f, gate, weights
-	c.byDensity, c.margin, c.product = xp.ByDensity, xp.Margin, xp.Product
-	if c.product && e.settings.Median {
-		return nil, fmt.Errorf("pose: median angles and a profile expert pooled by product cannot be combined")
-	}
+	c.byDensity, c.margin = xp.ByDensity, xp.Margin
 	c.expertStd = make([]float64, len(x.Outputs))
 	for i, o := range x.Outputs {
 		c.expertStd[i] = o.Uncertainty() / e.model.Outputs[i].Uncertainty()
@@ -260,9 +224,6 @@ func New(m *gllim.Model, s Settings) (*Estimator, error) {
 	}
 	if s.MaxIter < 1 {
 		return nil, fmt.Errorf("pose: max iterations %d: want at least 1", s.MaxIter)
-	}
-	if s.Median && s.Mirror {
-		return nil, fmt.Errorf("pose: median angles and the mirrored prediction cannot be combined")
 	}
 	f, err := gllim.NewForward(m)
 	if err != nil {
@@ -322,10 +283,9 @@ type Worker struct {
 	xpr    *gllim.Predictor // the profile expert's
 	xpred  gllim.Prediction
 	xmpred gllim.Prediction // the expert's answer for the mirrored face (Expert.ByDensity)
-	// The angles to report and their standard deviations (Settings.Densest).
+	// The angles to report and their standard deviations.
 	kept, keptStd [3]float64
-	sum, sumStd   [3]float64        // over the iterations (Settings.Average)
-	comps         []gllim.Component // an angle's marginal (Settings.Median)
+	sum, sumStd   [3]float64 // over the iterations (Settings.Average)
 }
 
 // NewWorker returns a Worker; it is not safe for concurrent use.
@@ -340,13 +300,8 @@ func (e *Estimator) NewWorker() *Worker {
 			w.negate[i] = o.Name == Yaw || o.Name == Roll || o.Name == DX
 		}
 	}
-	n := e.fwd.Members() * e.fwd.K
 	if e.expert != nil {
 		w.xpr, w.xpred, w.xmpred = e.expert.NewPredictor(), e.expert.NewPrediction(), e.expert.NewPrediction()
-		n += e.expert.Members() * e.expert.K
-	}
-	if e.settings.Median {
-		w.comps = make([]gllim.Component, 0, n)
 	}
 	return w
 }
@@ -356,12 +311,8 @@ func (e *Estimator) NewWorker() *Worker {
 // (the two answers are far from independent, so this does not shrink them).
 func (w *Worker) predict() {
 	w.pr.Predict(&w.pred, w.y)
-	side := 0.0
 	if w.e.expert != nil {
-		side = w.askExpert()
-	}
-	if w.e.settings.Median {
-		w.medians(side)
+		w.askExpert()
 	}
 	if !w.e.settings.Mirror {
 		return
@@ -424,8 +375,7 @@ func (w *Worker) askExpert() float64 {
 	}
 	n := len(w.pred.Mean)
 	// The blend of the two answers, output by output: mean and variance of
-	// the mixture (1 − a)·model + a·expert (yaw's a as Expert.Product
-	// sets it); covariances across outputs of
+	// the mixture (1 − a)·model + a·expert; covariances across outputs of
 	// different weights are dropped (the angles' σ is what is reported).
 	for i, m := range w.xpred.Mean {
 		a := e.expertW[i]
@@ -438,11 +388,6 @@ func (w *Worker) askExpert() float64 {
 		f := e.expertStd[i]
 		v := w.xpred.Cov[i*n+i] * f * f
 		m0, v0 := w.pred.Mean[i], w.pred.Cov[i*n+i]
-		if e.product && gated && i == e.angle[0] {
-			if d := a*v0 + (1-a)*v; d > 0 {
-				a = a * v0 / d // Expert.Product
-			}
-		}
 		mean := (1-a)*m0 + a*m
 		w.pred.Mean[i] = mean
 		w.pred.Cov[i*n+i] = (1-a)*(v0+(m0-mean)*(m0-mean)) + a*(v+(m-mean)*(m-mean))
@@ -467,38 +412,6 @@ func (w *Worker) askExpert() float64 {
 	return math.Copysign(1, yaw)
 }
 
-// medians replaces each angle of w.pred by the median of its predictive
-// marginal: the model's mixture, weighted 1 − a, and where the expert
-// answered for side (askExpert) the expert's, weighted a (its σ scaled, its
-// sign turned back for a face it saw mirrored).
-func (w *Worker) medians(side float64) {
-	e := w.e
-	for _, k := range e.angle {
-		if k < 0 {
-			continue
-		}
-		a := 0.0
-		if side != 0 {
-			a = e.expertW[k]
-		}
-		c := w.comps[:0]
-		if a < 1 {
-			c = w.pred.Marginal(c, k, 1-a)
-		}
-		if a > 0 {
-			n := len(c)
-			c = w.xpred.Marginal(c, k, a)
-			for j := n; j < len(c); j++ {
-				if side < 0 && w.negate[k] {
-					c[j].Mu = -c[j].Mu
-				}
-				c[j].Sd *= e.expertStd[k]
-			}
-		}
-		w.comps = c
-		w.pred.Mean[k] = gllim.MixtureMedian(c)
-	}
-}
 
 // Refines reports whether the worker's model predicts a box shift.
 func (w *Worker) Refines() bool { return w.e.Refines() }
@@ -522,7 +435,6 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 	e := w.e
 	b := box
 	var r Result
-	best := math.Inf(-1)
 	w.sum, w.sumStd = [3]float64{}, [3]float64{}
 	gain := e.settings.Gain
 	if gain == 0 {
@@ -532,10 +444,7 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 		w.ex.Extract(w.y, img, b)
 		w.predict()
 		r.Iterations = it
-		if !e.settings.Densest || w.pred.LogDensity > best {
-			best = w.pred.LogDensity
-			w.keep()
-		}
+		w.keep()
 		for i, k := range e.angle {
 			if k >= 0 {
 				w.sum[i] += w.pred.Mean[k]

@@ -265,135 +265,44 @@ func TestExpertOfDensity(t *testing.T) {
 	}
 }
 
-// Expert.Product pools yaw past the gate as the weighted product of two
-// Gaussians: the model at ±50° with variance 4, the expert at ±70° with
-// variance 1, weight 0.7, give the expert 0.7·4 / (0.7·4 + 0.3·1) and the
-// yaw 50 + 20·2.8/3.1 (the mixture's 64 without it), the reported σ the
-// mixture's at that weight. Roll keeps the weight 0.7; a face handed over
-// by density (below the gate) keeps it for yaw too. The setting is read
-// from the expert's file, and median angles refuse it.
-func TestProfileExpertProduct(t *testing.T) {
+// Past the gate the expert's answer joins the model's as a mixture of
+// weight 0.7: the model at ±50° with variance 4, the expert at ±70° with
+// variance 1 give the yaw 50 + 20·0.7 and the mixture's σ. The pooling is
+// read from the expert's file: linear (or unset) only; the product pooling
+// that was tried is refused with a reason.
+func TestProfileExpertMixture(t *testing.T) {
 	names := []string{Yaw, Roll, DX, DY}
 	img, box, _, _, _ := mirrorFixture()
-	wide := func(yaw float64) *gllim.Model {
+	x := constant(names, []float64{70, 5, 0, 0}, 0, 0)
+	for _, yaw := range []float64{50, -50} {
 		m := constant(names, []float64{yaw, 1, 0, 0}, 0, 0)
 		m.Params.GammaK(0)[0] = 4 // yaw's variance
-		return m
-	}
-	x := constant(names, []float64{70, 5, 0, 0}, 0, 0)
-	a := 0.7 * 4 / (0.7*4 + 0.3*1)
-	for _, yaw := range []float64{50, -50} {
-		for _, product := range []bool{false, true} {
-			e, err := New(wide(yaw), Settings{MaxIter: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if e, err = e.WithExpert(Expert{Model: x, Gate: 40, Weight: 0.7, Product: product}); err != nil {
-				t.Fatal(err)
-			}
-			r := e.NewWorker().Estimate(img, box)
-			w := 0.7
-			if product {
-				w = a
-			}
-			mean := 50 + 20*w
-			v := (1-w)*(4+(50-mean)*(50-mean)) + w*(1+(70-mean)*(70-mean))
-			want := [3]float64{math.Copysign(mean, yaw), 0, 0.3*1 + 0.7*math.Copysign(5, yaw)}
-			if math.Abs(r.Angles[0]-want[0]) > 1e-4 || math.Abs(r.Angles[2]-want[2]) > 1e-4 {
-				t.Errorf("model yaw %g, product %v: yaw %.5f, roll %.5f; want %.5f, %.5f", yaw, product, r.Angles[0], r.Angles[2], want[0], want[2])
-			}
-			if math.Abs(r.Std[0]-math.Sqrt(v)) > 1e-4 {
-				t.Errorf("model yaw %g, product %v: yaw σ %.5f, want %.5f", yaw, product, r.Std[0], math.Sqrt(v))
-			}
-		}
-	}
-	// Below the gate, handed over by density: the weight stays 0.7.
-	e, err := New(wide(10), Settings{MaxIter: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e, err = e.WithExpert(Expert{Model: x, Gate: 40, Weight: 0.7, Product: true, ByDensity: true, Margin: maxMargin}); err != nil {
-		t.Fatal(err)
-	}
-	// (The side is the likelier of the face and its mirror: either.)
-	if r := e.NewWorker().Estimate(img, box); math.Abs(r.Angles[0]-(0.3*10+0.7*70)) > 1e-4 && math.Abs(r.Angles[0]-(0.3*10-0.7*70)) > 1e-4 {
-		t.Errorf("by density: yaw %.5f, want %g or %g", r.Angles[0], 0.3*10+0.7*70, 0.3*10-0.7*70)
-	}
-	x.Training.Settings = map[string]string{ExpertProfile: "30", ExpertGate: "40", ExpertPool: "product"}
-	if xp, err := ExpertOf(x); err != nil || !xp.Product {
-		t.Errorf("ExpertOf with %s product: %+v, %v", ExpertPool, xp.Product, err)
-	}
-	x.Training.Settings[ExpertPool] = "geometric"
-	if _, err := ExpertOf(x); err == nil || !strings.Contains(err.Error(), ExpertPool) {
-		t.Errorf("%s geometric: error %v, want one naming %s", ExpertPool, err, ExpertPool)
-	}
-	delete(x.Training.Settings, ExpertPool)
-	if xp, err := ExpertOf(x); err != nil || xp.Product {
-		t.Errorf("without %s: product %v, %v; want the mixture", ExpertPool, xp.Product, err)
-	}
-	e, err = New(wide(50), Settings{MaxIter: 1, Median: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.WithExpert(Expert{Model: x, Gate: 40, Weight: 0.7, Product: true}); err == nil {
-		t.Error("median angles with a product-pooled expert accepted")
-	}
-}
-
-// With Settings.Median each angle is the median of the blended predictive
-// mixture: the expert's component of weight 0.7 at ±70° (σ 1°) and the
-// model's of weight 0.3 at ±50° put it where 0.3 + 0.7·Φ(x − 70) = ½,
-// x = 70 + Φ⁻¹(2/7), where the mean is 64°; an expert of weight 1 gives
-// its own median; alone, a one-component model's median is its mean. It allocates nothing, and Mirror cannot join it.
-func TestMedianAngles(t *testing.T) {
-	names := []string{Yaw, Roll, DX, DY}
-	img, box, _, _, _ := mirrorFixture()
-	want := 70 - 0.5659488219328631 // Φ⁻¹(2/7) = −0.565948…
-	for _, yaw := range []float64{50, -50} {
-		for _, med := range []bool{false, true} {
-			e, err := New(constant(names, []float64{yaw, 1, 0, 0}, 0, 0), Settings{MaxIter: 1, Median: med})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if e, err = e.WithExpert(Expert{Model: constant(names, []float64{70, 5, 0, 0}, 0, 0), Gate: 40, Weight: 0.7}); err != nil {
-				t.Fatal(err)
-			}
-			w := e.NewWorker()
-			r := w.Estimate(img, box)
-			exp := 64.0
-			if med {
-				exp = want
-			}
-			exp = math.Copysign(exp, yaw)
-			if math.Abs(r.Angles[0]-exp) > 1e-6 {
-				t.Errorf("model yaw %g, median %v: yaw %.6f, want %.6f", yaw, med, r.Angles[0], exp)
-			}
-			if a := testing.AllocsPerRun(10, func() { w.Estimate(img, box) }); a != 0 {
-				t.Errorf("model yaw %g, median %v: Estimate allocates %.0f times", yaw, med, a)
-			}
-		}
-	}
-	// An expert of weight 1 answers alone: its own component, mirrored back.
-	for _, yaw := range []float64{50, -50} {
-		e, err := New(constant(names, []float64{yaw, 1, 0, 0}, 0, 0), Settings{MaxIter: 1, Median: true})
+		e, err := New(m, Settings{MaxIter: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, err = e.WithExpert(Expert{Model: constant(names, []float64{70, 5, 0, 0}, 0, 0), Gate: 40, Weight: 1}); err != nil {
+		if e, err = e.WithExpert(Expert{Model: x, Gate: 40, Weight: 0.7}); err != nil {
 			t.Fatal(err)
 		}
-		if r := e.NewWorker().Estimate(img, box); math.Abs(r.Angles[0]-math.Copysign(70, yaw)) > 1e-9 {
-			t.Errorf("model yaw %g, expert of weight 1: median yaw %.9f, want %g", yaw, r.Angles[0], math.Copysign(70, yaw))
+		r := e.NewWorker().Estimate(img, box)
+		mean := 50 + 20*0.7
+		v := 0.3*(4+(50-mean)*(50-mean)) + 0.7*(1+(70-mean)*(70-mean))
+		want := [3]float64{math.Copysign(mean, yaw), 0, 0.3*1 + 0.7*math.Copysign(5, yaw)}
+		if math.Abs(r.Angles[0]-want[0]) > 1e-4 || math.Abs(r.Angles[2]-want[2]) > 1e-4 || math.Abs(r.Std[0]-math.Sqrt(v)) > 1e-4 {
+			t.Errorf("model yaw %g: yaw %.5f σ %.5f, roll %.5f; want %.5f σ %.5f, %.5f", yaw, r.Angles[0], r.Std[0], r.Angles[2], want[0], math.Sqrt(v), want[2])
 		}
 	}
-	e, err := New(constant(names, []float64{20, 1, 0, 0}, 0, 0), Settings{MaxIter: 1, Median: true})
-	if err != nil {
-		t.Fatal(err)
+	x.Training.Settings = map[string]string{ExpertProfile: "30", ExpertGate: "40"}
+	for _, pool := range []string{"", "linear"} {
+		x.Training.Settings[ExpertPool] = pool
+		if _, err := ExpertOf(x); err != nil {
+			t.Errorf("%s %q: %v", ExpertPool, pool, err)
+		}
 	}
-	if r := e.NewWorker().Estimate(img, box); math.Abs(r.Angles[0]-20) > 1e-9 {
-		t.Errorf("one component, no expert: median yaw %.9f, want 20", r.Angles[0])
-	}
-	if _, err := New(model(Yaw), Settings{MaxIter: 1, Median: true, Mirror: true}); err == nil {
-		t.Error("median angles with the mirrored prediction accepted")
+	for _, pool := range []string{"product", "geometric"} {
+		x.Training.Settings[ExpertPool] = pool
+		if _, err := ExpertOf(x); err == nil || !strings.Contains(err.Error(), ExpertPool) || !strings.Contains(err.Error(), "retrain") {
+			t.Errorf("%s %q: error %v, want one naming %s and what to do", ExpertPool, pool, err, ExpertPool)
+		}
 	}
 }

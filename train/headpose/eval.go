@@ -104,17 +104,11 @@ func (o EvalOptions) Name() string {
 	if g := o.Settings.Gain; g != 0 && g != 1 {
 		name += fmt.Sprintf(", gain %g", g)
 	}
-	if o.Settings.Densest {
-		name += ", densest"
-	}
 	if o.Settings.Average {
 		name += ", averaged"
 	}
 	if o.Settings.Mirror {
 		name += ", mirrored"
-	}
-	if o.Settings.Median {
-		name += ", median"
 	}
 	if o.NoExpert {
 		name += ", no expert"
