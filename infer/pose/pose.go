@@ -147,7 +147,6 @@ func ExpertOf(x *gllim.Model) (Expert, error) {
 	return xp, nil
 }
 
-
 // WithExpert returns a copy of e that hands turned heads to x.Model.
 // Where e's model predicts |yaw| ≥ x.Gate, the expert predicts from the
 // features — mirrored first if that yaw is negative, its yaw, roll and dx
@@ -411,7 +410,6 @@ func (w *Worker) askExpert() float64 {
 	}
 	return math.Copysign(1, yaw)
 }
-
 
 // Refines reports whether the worker's model predicts a box shift.
 func (w *Worker) Refines() bool { return w.e.Refines() }
