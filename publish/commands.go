@@ -30,6 +30,7 @@ const maxCommandPayload = 1024
 type command struct {
 	name    string
 	payload []byte
+	at      time.Time // when it arrived
 }
 
 // subscribeCommands subscribes to the command topics (on connect).
@@ -53,18 +54,25 @@ func (p *Publisher) subscribeCommands(c mqtt.Client) {
 			p.CommandError(name, fmt.Errorf("retained command ignored (commands are actions: publish them without the retain flag); clear it with: mosquitto_pub -r -n -t %s", m.Topic()))
 			return
 		}
-		cmd := command{name: name, payload: append([]byte(nil), m.Payload()...)}
-		select {
-		case p.cmdQueue <- cmd:
-		default:
-			p.CommandError(name, errors.New("too many commands at once: refused"))
-		}
+		p.queueCommand(command{name: name, payload: append([]byte(nil), m.Payload()...), at: time.Now()})
 	})
 	go func() {
 		if !t.WaitTimeout(tokenWait) || t.Error() != nil {
 			p.log.Warn("mqtt: cannot subscribe to the command topics", "topic", p.base+message.TopicSet+"+", "err", t.Error())
+			return
 		}
+		p.markSubscribed()
 	}()
+}
+
+// queueCommand hands a command to the command goroutine, or refuses it
+// when too many wait.
+func (p *Publisher) queueCommand(c command) {
+	select {
+	case p.cmdQueue <- c:
+	default:
+		p.CommandError(c.name, errors.New("too many commands at once: refused"))
+	}
 }
 
 // runCommands carries out commands one at a time; told to stop, it carries
@@ -90,6 +98,9 @@ func (p *Publisher) runCommands() {
 
 // runCommand carries out one command and reports how it went.
 func (p *Publisher) runCommand(c command) {
+	if p.hold(c) { // a reload is handing the publisher over
+		return
+	}
 	r, err := p.commands(c.name, c.payload)
 	if err != nil {
 		p.CommandError(c.name, err)

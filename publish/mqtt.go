@@ -73,6 +73,10 @@ type Publisher struct {
 	cmdQueue                     chan command
 	cmdStop, cmdDone             chan struct{} // runCommands: told to stop, stopped
 	cmdOnce                      sync.Once
+	handover                     handover      // a reload's (handover.go)
+	subscribed                   chan struct{} // closed at the first subscription to the commands
+	subMu                        sync.Mutex
+	subAt                        time.Time
 	lastHA                       message.HA
 	lastHATime                   time.Time // zero until the first HA message
 
@@ -206,14 +210,16 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	p.announced = p.discovery()
 	p.stale = p.staleDiscovery(p.announced)
 	p.client = mqtt.NewClient(o)
-	p.wg.Add(2)
-	go p.connectLoop()
-	go p.loop()
+	// Everything the connection's handlers touch exists before it starts.
+	p.subscribed = make(chan struct{})
 	if p.commands != nil {
 		p.cmdQueue = make(chan command, 8)
 		p.cmdStop, p.cmdDone = make(chan struct{}), make(chan struct{})
 		go p.runCommands()
 	}
+	p.wg.Add(2)
+	go p.connectLoop()
+	go p.loop()
 	return p, nil
 }
 
@@ -732,30 +738,9 @@ func (p *Publisher) Shutdown(ctx context.Context) error {
 	// Commands received are carried out first (a detect OFF sent just
 	// after a reload must not be lost), and their replies go out with the
 	// rest of the queue.
-	if p.cmdStop != nil {
-		p.cmdOnce.Do(func() { close(p.cmdStop) })
-		select {
-		case <-p.cmdDone:
-		case <-ctx.Done():
-		}
-	}
-	flushed := make(chan struct{})
-	select {
-	case p.queue <- outMsg{flush: flushed}:
-		select {
-		case <-flushed:
-		case <-ctx.Done():
-		}
-	case <-ctx.Done():
-	}
-	p.stopOnce.Do(func() { close(p.done) })
-	stopped := make(chan struct{})
-	go func() { p.wg.Wait(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		p.log.Warn("mqtt: publisher still busy at the shutdown deadline")
-	}
+	p.stopCommands(ctx)
+	p.flush(ctx)
+	p.stopLoops(ctx)
 	if p.print != nil {
 		fmt.Fprintf(p.print, "%s offline\n", p.base+message.TopicAvailable)
 	}
@@ -769,4 +754,41 @@ func (p *Publisher) Shutdown(ctx context.Context) error {
 	}
 	p.client.Disconnect(250)
 	return ctx.Err()
+}
+
+// stopCommands has the command goroutine carry out (or hold) what it
+// received, then stop.
+func (p *Publisher) stopCommands(ctx context.Context) {
+	if p.cmdStop != nil {
+		p.cmdOnce.Do(func() { close(p.cmdStop) })
+		select {
+		case <-p.cmdDone:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// flush waits until the publishing goroutine has sent what is queued.
+func (p *Publisher) flush(ctx context.Context) {
+	flushed := make(chan struct{})
+	select {
+	case p.queue <- outMsg{flush: flushed}:
+		select {
+		case <-flushed:
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
+	}
+}
+
+// stopLoops ends the publishing and connecting goroutines.
+func (p *Publisher) stopLoops(ctx context.Context) {
+	p.stopOnce.Do(func() { close(p.done) })
+	stopped := make(chan struct{})
+	go func() { p.wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		p.log.Warn("mqtt: publisher still busy at the shutdown deadline")
+	}
 }

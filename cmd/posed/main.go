@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/edgepose/posed/config"
 )
@@ -86,6 +87,14 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	var carry carried
+	defer func() {
+		// A run that failed to start leaves the last one's publisher held.
+		if carry.prev != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			carry.prev.Shutdown(sctx)
+		}
+	}()
 	for {
 		log := newLogger(cfg.Log, stderr)
 		for _, w := range secretWarnings(cfg, *cfgPath) {
@@ -190,6 +199,7 @@ func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, st
 			// newest configuration wins): a storm of SIGHUPs is one
 			// restart, one log line and one RELOADING=1.
 			if next == nil {
+				carry.reloading = true
 				log.Info("reloading the configuration")
 				notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 				cancel()

@@ -75,8 +75,21 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
+		if carry != nil && carry.reloading && handsOver(cfg.MQTT) {
+			pub.Hold(sctx) // the next run's publisher takes over (takeOver)
+			carry.prev = pub
+			return
+		}
 		pub.Shutdown(sctx)
 	}()
+	if carry != nil && carry.prev != nil {
+		done := takeOver(carry.prev, pub, log)
+		carry.prev = nil
+		defer func() { <-done }() // before this run's publisher stops
+	}
+	if carry != nil {
+		carry.reloading = false
+	}
 
 	// The model loads once the publisher listens for commands: after a
 	// reload, a command sent while it loads is carried out, not lost.
@@ -159,6 +172,46 @@ func serveHTTP(cfg config.Config, met *metrics.Metrics, view *web.View, log *slo
 // carried is what a run hands the next one after a reload.
 type carried struct {
 	detect *bool // the privacy switch (nil: none yet)
+	// reloading is set as a reload stops the run; prev is its publisher,
+	// held (still subscribed to the commands) until the next run's takes
+	// over.
+	reloading bool
+	prev      *publish.Publisher
+}
+
+// handsOver says whether a run on cfg keeps its publisher through a reload:
+// not with the embedded broker (it stops with the run), nor with a
+// configured client id (the next run's connection would take the old
+// one's place, and the old one's reconnection the new one's).
+func handsOver(cfg config.MQTT) bool {
+	return cfg.Broker != "embedded" && cfg.ClientID == ""
+}
+
+// takeOver ends the previous run's held publisher once pub has subscribed
+// to the commands (or after 5 s), and has pub carry out the commands the
+// old one received meanwhile. The returned channel closes when it is done.
+func takeOver(prev, pub *publish.Publisher, log *slog.Logger) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(5 * time.Second)
+		defer t.Stop()
+		select {
+		case <-pub.Subscribed():
+		case <-t.C:
+		}
+		since := pub.SubscribedAt()
+		if since.IsZero() {
+			since = time.Now() // never subscribed: nothing reached it
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if cmds := prev.Release(ctx, since, pub); len(cmds) > 0 {
+			log.Info("carrying out the commands received during the reload", "commands", len(cmds))
+			pub.Take(cmds)
+		}
+	}()
+	return done
 }
 
 // haURL is the device's configuration_url in Home Assistant: mqtt.ha_url,
