@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/png"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,13 +233,5 @@ func drawResults(path string, img *image.Gray, given []feature.Box, faces []trac
 		af[i] = annotate.Face{Box: f.Box, Angles: f.Angles, Has: f.Has}
 	}
 	annotate.Faces(out, af)
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, out); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writePNG(path, out)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
-	"image/png"
 	"io"
 	"math"
 	"os"
@@ -157,15 +156,7 @@ func writeSheet(path string, pairs [][2]*image.Gray) error {
 			draw.Draw(sheet, image.Rect(x, y, x+cell, y+cell), halve(g), image.Point{}, draw.Src)
 		}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, sheet); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writePNG(path, sheet)
 }
 
 func halve(g *image.Gray) *image.Gray {

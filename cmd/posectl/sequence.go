@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"image/png"
 	"io"
 	"math"
 	"os"
@@ -113,6 +114,19 @@ func transform(img *image.Gray, dx, dy, angle float64) *image.Gray {
 		}
 	}
 	return out
+}
+
+// writePNG writes img to path as a PNG.
+func writePNG(path string, img image.Image) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, img); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func writeJPEG(path string, img image.Image) error {
