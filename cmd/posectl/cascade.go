@@ -157,16 +157,9 @@ func runCascade(args []string, stdout io.Writer) error {
 	}
 	faces := cascade.Faces(trainS, imgs, boxes, view, jitter, o.Seed)
 	if *calibrate > 0 {
-		o.Calibration = make([]bool, len(faces.Windows))
-		persons, n := map[string]bool{}, 0
-		for i, k := range faces.Sample {
-			o.Calibration[i] = cascade.Calibrates(trainS[k], *calibrate)
-			if o.Calibration[i] {
-				persons[trainS[k].Set+"/"+trainS[k].Subject] = true
-				n++
-			}
-		}
-		fmt.Fprintf(stdout, "calibration: %d face windows of %d persons set the thresholds and grow no tree\n", n, len(persons))
+		var n, persons int
+		o.Calibration, n, persons = faces.Calibration(trainS, *calibrate)
+		fmt.Fprintf(stdout, "calibration: %d face windows of %d persons set the thresholds and grow no tree\n", n, persons)
 	}
 	bg, nPics := backgrounds(pics, trainS, imgs, boxes)
 	fmt.Fprintf(stdout, "view %s, %s: %d face windows from %d faces (%d faces did not fit their image), %d backgrounds (%d pictures, mirrored and turned, and %d photographs of people)\n",
@@ -178,17 +171,23 @@ func runCascade(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return writeCascade(stdout, *out, c, o.Checkpoint)
+}
+
+// writeCascade writes c to path and says where its stages end (read from
+// its training's checkpoint).
+func writeCascade(stdout io.Writer, path string, c *detect.Cascade, ckpt string) error {
 	b, err := c.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(*out, b, 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d trees of depth %d, %d bytes\n", *out, c.Trees(), c.Depth, len(b))
+	fmt.Fprintf(stdout, "wrote %s: %d trees of depth %d, %d bytes\n", path, c.Trees(), c.Depth, len(b))
 	// The stage ends are what a cut of the cascade keeps whole stages by
 	// (detect.TurnedStageEnds lists the shipped cascade's).
-	if ends, err := cascade.StageEnds(o.Checkpoint); err != nil {
+	if ends, err := cascade.StageEnds(ckpt); err != nil {
 		fmt.Fprintf(stdout, "stage ends unknown: %v\n", err)
 	} else {
 		fmt.Fprintf(stdout, "stage ends (trees in all after each stage): %s\n", strings.Trim(fmt.Sprint(ends), "[]"))

@@ -54,35 +54,6 @@ func TestCascadeSplitRefused(t *testing.T) {
 func cascadeCmd(args []string, out *bytes.Buffer) error    { return runCascade(args, out) }
 func detectionsCmd(args []string, out *bytes.Buffer) error { return runDetections(args, out) }
 
-// False detections are counted on frames of the pictures measured: each
-// whole picture at 640×480 and its 640×480 tiles. The held-out third of
-// the training folder, or (-face-free) every picture of a folder no
-// cascade mined.
-func TestFaceFreeFrames(t *testing.T) {
-	pic := func(name string, w, h int) cascade.Picture {
-		return cascade.Picture{Name: name, Img: cascade.Image{Pix: make([]uint8, w*h), W: w, H: h}}
-	}
-	pics := []cascade.Picture{pic("a.jpg", 1280, 960), pic("b.jpg", 700, 500), pic("c.jpg", 1920, 480)}
-	for _, c := range []struct {
-		measured func(string) bool
-		want     int
-	}{
-		{func(string) bool { return true }, (1 + 4) + (1 + 1) + (1 + 3)},
-		{func(n string) bool { return n == "a.jpg" }, 1 + 4},
-		{func(string) bool { return false }, 0},
-	} {
-		frames := faceFreeFrames(pics, c.measured)
-		if len(frames) != c.want {
-			t.Errorf("%d frames, want %d", len(frames), c.want)
-		}
-		for _, f := range frames {
-			if f.Rect.Dx() != 640 || f.Rect.Dy() != 480 {
-				t.Errorf("a frame of %v, want 640×480", f.Rect)
-			}
-		}
-	}
-}
-
 // posectl detections -folds N measures the folds whose cascade is given;
 // "-" in a fold's place leaves it out (to measure one fold's variant).
 func TestDetectionsMeasureGivenFolds(t *testing.T) {
@@ -124,22 +95,21 @@ func TestDetectionsCountPublished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := detectionSetup{"loose", func(int) *detect.Detector { return d }}
 	all := func(int) bool { return true }
-	r, err := measureDetections(st, "pointing04", some, func(dataset.Sample) int { return 0 }, all, check)
+	r, err := cascade.Measure(func(int) *detect.Detector { return d }, "pointing04", some, func(dataset.Sample) int { return 0 }, all, check.published())
 	if err != nil {
 		t.Fatal(err)
 	}
 	found := 0
-	for _, n := range r.found {
+	for _, n := range r.Found {
 		found += n
 	}
-	t.Logf("%d photos, %d faces found; false boxes %d (%d on the face), false faces published %d (%d)", r.photos, found, r.falses, r.near, r.pubFalses, r.pubNear)
-	if r.photos != len(some) || found < r.photos*3/4 {
-		t.Errorf("%d of %d photos measured, %d faces found", r.photos, len(some), found)
+	t.Logf("%d photos, %d faces found; false boxes %d (%d on the face), false faces published %d (%d)", r.Photos, found, r.Falses, r.Near, r.PubFalses, r.PubNear)
+	if r.Photos != len(some) || found < r.Photos*3/4 {
+		t.Errorf("%d of %d photos measured, %d faces found", r.Photos, len(some), found)
 	}
-	if r.falses < 10 || r.pubFalses*2 > r.falses || r.pubNear > r.near {
-		t.Errorf("false boxes %d (%d on the face), published %d (%d): want some boxes and at most half of them published", r.falses, r.near, r.pubFalses, r.pubNear)
+	if r.Falses < 10 || r.PubFalses*2 > r.Falses || r.PubNear > r.Near {
+		t.Errorf("false boxes %d (%d on the face), published %d (%d): want some boxes and at most half of them published", r.Falses, r.Near, r.PubFalses, r.PubNear)
 	}
 	if _, err := newStartCheck(filepath.Join(t.TempDir(), "none.gllim")); err == nil || !strings.Contains(err.Error(), "-model") {
 		t.Errorf("a missing model: %v, want an error naming -model", err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -73,15 +72,15 @@ func runDetections(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	frames := faceFreeFrames(pics, cascade.HeldOut)
-	fmt.Fprintf(stdout, "%d faces; %d face-free 640×480 frames from %d held-out pictures\n", len(samples), len(frames), heldOut(pics))
+	frames := cascade.FaceFreeFrames(pics, cascade.HeldOut)
+	fmt.Fprintf(stdout, "%d faces; %d face-free 640×480 frames from %d held-out pictures\n", len(samples), len(frames), cascade.CountHeldOut(pics))
 	var unseen []*image.Gray
 	if *unseenDir != "" {
 		more, err := cascade.ReadPictures(*unseenDir, cd.maxSide)
 		if err != nil {
 			return err
 		}
-		unseen = faceFreeFrames(more, func(string) bool { return true })
+		unseen = cascade.FaceFreeFrames(more, func(string) bool { return true })
 		fmt.Fprintf(stdout, "and %d from %d pictures no cascade mined (%s)\n", len(unseen), len(more), *unseenDir)
 	}
 	if cd.folds > 0 {
@@ -94,7 +93,7 @@ func runDetections(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "folds %s of %d measured, each by the cascade trained without it\n", strings.Join(folds, ", "), cd.folds)
 	}
 	p := cd.df.p
-	ff := scanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: p.Shift, Scale: p.Scale}, detect.Facefinder())
+	ff := cascade.ScanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: p.Shift, Scale: p.Scale}, detect.Facefinder())
 	fmt.Fprintf(stdout, "cost on the face-free frames, trees evaluated per window: facefinder %.2f", ff)
 	for i, set := range cs {
 		for j, c := range set {
@@ -102,7 +101,7 @@ func runDetections(args []string, stdout io.Writer) error {
 			if len(set) > 1 {
 				name += fmt.Sprintf("+%d", j)
 			}
-			fmt.Fprintf(stdout, ", turned cascade %s (both views) %.2f", name, scanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: *shift, Scale: *scale}, c, c.Mirrored()))
+			fmt.Fprintf(stdout, ", turned cascade %s (both views) %.2f", name, cascade.ScanCost(frames, detect.ScanParams{MinSize: p.MinSize, MaxSize: p.MaxSize, Shift: *shift, Scale: *scale}, c, c.Mirrored()))
 		}
 	}
 	fmt.Fprintln(stdout)
@@ -120,59 +119,59 @@ func runDetections(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s\n|%s\n", head, strings.Repeat("---|", strings.Count(head, "|")-1))
 	for _, st := range setups {
-		// False detections on the face-free frames: each part's detector's,
-		// averaged (facefinder alone is one detector for every part).
-		var dets []*detect.Detector
-		for k := range max(cd.folds, 1) {
-			if k < max(len(cs), 1) && st.det(k) != nil && !slices.Contains(dets, st.det(k)) {
-				dets = append(dets, st.det(k))
-			}
+		if err := detectionRows(stdout, st, cd, cs, samples, frames, unseen, check); err != nil {
+			return err
 		}
-		falses := func(on []*image.Gray) string {
-			n, published := 0, 0
-			for _, d := range dets {
-				for _, f := range on {
-					faces := d.Detect(f)
-					n += len(faces)
-					if check != nil {
-						published += len(check.process(faces, f))
-					}
-				}
-			}
-			pairs := float64(len(dets) * len(on))
-			if check != nil {
-				return fmt.Sprintf("%.3f → %.3f", float64(n)/pairs, float64(published)/pairs)
-			}
-			return fmt.Sprintf("%.3f", float64(n)/pairs)
+	}
+	return nil
+}
+
+// detectionRows prints a setup's rows of posectl detections' table: per
+// data set, the faces found by |yaw|, the false boxes per photograph, and
+// the phantoms per face-free frame (held-out, and unseen if any).
+func detectionRows(stdout io.Writer, st detectionSetup, cd cascadeData, cs []turnedSet, samples []dataset.Sample, frames, unseen []*image.Gray, check *startCheck) error {
+	// False detections on the face-free frames: each part's detector's,
+	// averaged (facefinder alone is one detector for every part).
+	var dets []*detect.Detector
+	for k := range max(cd.folds, 1) {
+		if k < max(len(cs), 1) && st.det(k) != nil && !slices.Contains(dets, st.det(k)) {
+			dets = append(dets, st.det(k))
 		}
-		held := falses(frames)
-		var fresh string
+	}
+	falses := func(on []*image.Gray) string {
+		raw, published := cascade.Phantoms(dets, on, check.published())
+		if check != nil {
+			return fmt.Sprintf("%.3f → %.3f", raw, published)
+		}
+		return fmt.Sprintf("%.3f", raw)
+	}
+	held := falses(frames)
+	var fresh string
+	if unseen != nil {
+		fresh = falses(unseen)
+	}
+	for _, set := range []string{"pointing04", "aflw2000"} {
+		r, err := cascade.Measure(st.det, set, samples, cd.part, cd.measured(cs), check.published())
+		if err != nil {
+			return err
+		}
+		if r.Photos == 0 {
+			continue
+		}
+		row := []string{st.name, set}
+		for b := range r.Found {
+			// The counts beside the share: runs on different folds add up.
+			row = append(row, fmt.Sprintf("%.0f %% (%d/%d)", 100*float64(r.Found[b])/float64(max(r.Total[b], 1)), r.Found[b], r.Total[b]))
+		}
+		falsePhoto := fmt.Sprintf("%.3f (%.3f on the face)", float64(r.Falses)/float64(r.Photos), float64(r.Near)/float64(r.Photos))
+		if check != nil {
+			falsePhoto += fmt.Sprintf(" → %.3f (%.3f)", float64(r.PubFalses)/float64(r.Photos), float64(r.PubNear)/float64(r.Photos))
+		}
+		row = append(row, falsePhoto, held)
 		if unseen != nil {
-			fresh = falses(unseen)
+			row = append(row, fresh)
 		}
-		for _, set := range []string{"pointing04", "aflw2000"} {
-			r, err := measureDetections(st, set, samples, cd.part, cd.measured(cs), check)
-			if err != nil {
-				return err
-			}
-			if r.photos == 0 {
-				continue
-			}
-			row := []string{st.name, set}
-			for b := range r.found {
-				// The counts beside the share: runs on different folds add up.
-				row = append(row, fmt.Sprintf("%.0f %% (%d/%d)", 100*float64(r.found[b])/float64(max(r.total[b], 1)), r.found[b], r.total[b]))
-			}
-			falsePhoto := fmt.Sprintf("%.3f (%.3f on the face)", float64(r.falses)/float64(r.photos), float64(r.near)/float64(r.photos))
-			if check != nil {
-				falsePhoto += fmt.Sprintf(" → %.3f (%.3f)", float64(r.pubFalses)/float64(r.photos), float64(r.pubNear)/float64(r.photos))
-			}
-			row = append(row, falsePhoto, held)
-			if unseen != nil {
-				row = append(row, fresh)
-			}
-			fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
-		}
+		fmt.Fprintf(stdout, "| %s |\n", strings.Join(row, " | "))
 	}
 	return nil
 }
@@ -198,6 +197,21 @@ func newStartCheck(path string) (*startCheck, error) {
 // its scene, whose detections are faces (already run, not run again).
 func (c *startCheck) process(faces []detect.Face, img *image.Gray) []track.Face {
 	return track.New(c.cfg, detected(faces), c.calib, c.wk).Process(img)
+}
+
+// published is process as Measure takes it: the boxes of the faces posed
+// publishes (nil for no check).
+func (c *startCheck) published() func([]detect.Face, *image.Gray) []feature.Box {
+	if c == nil {
+		return nil
+	}
+	return func(faces []detect.Face, g *image.Gray) []feature.Box {
+		var out []feature.Box
+		for _, f := range c.process(faces, g) {
+			out = append(out, f.Box)
+		}
+		return out
+	}
 }
 
 // detected is a frame's detections, handed to a tracker as its detector.
@@ -274,140 +288,6 @@ func detectionSetups(cd cascadeData, cs []turnedSet, minScores []float64, shift,
 		}})
 	}
 	return setups, nil
-}
-
-// detectionCounts are one detector's counts on one data set: faces found
-// and labelled per |yaw| bin (0–15, …, 75–90), false detections, those
-// overlapping the face, and photographs; with a startCheck, the false
-// faces posed publishes and those overlapping the face.
-type detectionCounts struct {
-	found, total         [6]int
-	falses, near, photos int
-	pubFalses, pubNear   int
-}
-
-// measureDetections runs st on the photographs of set whose part (partOf)
-// is measured, each by the part's detector, and, with check, counts the
-// faces posed would publish that are not the labelled one.
-func measureDetections(st detectionSetup, set string, samples []dataset.Sample, partOf func(dataset.Sample) int, measured func(int) bool, check *startCheck) (detectionCounts, error) {
-	bins := []float64{0, 15, 30, 45, 60, 75, 1000}
-	var r detectionCounts
-	for _, s := range samples {
-		if s.Set != set || !s.HasYaw {
-			continue
-		}
-		h := partOf(s)
-		if !measured(h) {
-			continue // trained on: not measured
-		}
-		g, err := dataset.LoadGray(s.Path)
-		if err != nil {
-			return r, err
-		}
-		faces := st.det(h).Detect(g)
-		b := 0
-		for b+1 < len(bins)-1 && math.Abs(s.Yaw) >= bins[b+1] {
-			b++
-		}
-		r.total[b]++
-		hit := false
-		for _, f := range faces {
-			if feature.Finds(f.Box, s.Box) {
-				hit = true
-			} else {
-				r.falses++
-				if overlaps(f.Box, s.Box) {
-					r.near++
-				}
-			}
-		}
-		if hit {
-			r.found[b]++
-		}
-		if check != nil {
-			for _, f := range check.process(faces, g) {
-				if !feature.Finds(f.Box, s.Box) {
-					r.pubFalses++
-					if overlaps(f.Box, s.Box) {
-						r.pubNear++
-					}
-				}
-			}
-		}
-		r.photos++
-	}
-	return r, nil
-}
-
-// overlaps reports whether a detection that does not match the face still
-// covers part of it (a misplaced box rather than a phantom face).
-func overlaps(det, label feature.Box) bool {
-	return det.X < label.X+label.W && label.X < det.X+det.W && det.Y < label.Y+label.H && label.Y < det.Y+det.H
-}
-
-// faceFreeFrames are 640×480 frames of the pictures measured (by name):
-// each whole picture scaled to 640×480, and its 640×480 tiles.
-func faceFreeFrames(pics []cascade.Picture, measured func(name string) bool) []*image.Gray {
-	var out []*image.Gray
-	for _, p := range pics {
-		if !measured(p.Name) {
-			continue
-		}
-		g := p.Img.Gray()
-		out = append(out, scaleGray(g, 640, 480))
-		for y := 0; y+480 <= p.Img.H; y += 480 {
-			for x := 0; x+640 <= p.Img.W; x += 640 {
-				out = append(out, g.SubImage(image.Rect(x, y, x+640, y+480)).(*image.Gray))
-			}
-		}
-	}
-	return out
-}
-
-// scanCost is the trees the views evaluate per window over frames (the
-// turned cascade's two views, as the daemon runs them, or facefinder): a
-// cascade's cost that no machine's noise moves.
-func scanCost(frames []*image.Gray, p detect.ScanParams, views ...*detect.Cascade) float64 {
-	var sc detect.Scanner
-	var w []detect.Window
-	for _, f := range frames {
-		for _, v := range views {
-			w = sc.Scan(w[:0], v, f.Pix, f.Stride, f.Rect.Dy(), f.Rect.Dx(), p)
-		}
-	}
-	return float64(sc.TreeEvals()) / float64(max(sc.Windows(), 1))
-}
-
-func heldOut(pics []cascade.Picture) int {
-	n := 0
-	for _, p := range pics {
-		if cascade.HeldOut(p.Name) {
-			n++
-		}
-	}
-	return n
-}
-
-// scaleGray resamples g to w×h, each pixel the mean of the source pixels
-// it covers (nearest when enlarging).
-func scaleGray(g *image.Gray, w, h int) *image.Gray {
-	out := image.NewGray(image.Rect(0, 0, w, h))
-	sw, sh := g.Rect.Dx(), g.Rect.Dy()
-	for y := range h {
-		y0, y1 := y*sh/h, max((y+1)*sh/h, y*sh/h+1)
-		for x := range w {
-			x0, x1 := x*sw/w, max((x+1)*sw/w, x*sw/w+1)
-			sum := 0
-			for yy := y0; yy < y1; yy++ {
-				for xx := x0; xx < x1; xx++ {
-					sum += int(g.Pix[yy*g.Stride+xx])
-				}
-			}
-			n := (y1 - y0) * (x1 - x0)
-			out.Pix[y*out.Stride+x] = uint8((sum + n/2) / n)
-		}
-	}
-	return out
 }
 
 // turnedSet is the turned-face cascades of one detector (a fold's, a

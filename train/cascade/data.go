@@ -68,6 +68,21 @@ func Calibrates(s dataset.Sample, n int) bool {
 	return h.Sum32()%uint32(n) == 0
 }
 
+// Calibration marks the windows of f whose person Calibrates (1 in n) and
+// counts them and their persons: the faces that set the stage thresholds
+// (Options.Calibration).
+func (f FaceSet) Calibration(samples []dataset.Sample, n int) (marks []bool, windows, persons int) {
+	marks = make([]bool, len(f.Windows))
+	seen := map[string]bool{}
+	for i, k := range f.Sample {
+		if marks[i] = Calibrates(samples[k], n); marks[i] {
+			seen[samples[k].Set+"/"+samples[k].Subject] = true
+			windows++
+		}
+	}
+	return marks, windows, len(seen)
+}
+
 // FaceSet holds the face windows a cascade trains on.
 type FaceSet struct {
 	Images  []Image
