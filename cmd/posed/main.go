@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/edgepose/posed/config"
 )
@@ -87,14 +86,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	var carry carried
-	defer func() {
-		// A run that failed to start leaves the last one's publisher held.
-		if carry.prev != nil {
-			sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			carry.prev.Shutdown(sctx)
-		}
-	}()
+	defer carry.shutdownHeld() // a run that failed to start leaves the last one's publisher held
 	for {
 		log := newLogger(cfg.Log, stderr)
 		for _, w := range secretWarnings(cfg, *cfgPath) {

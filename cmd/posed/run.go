@@ -72,24 +72,8 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	if carry != nil {
 		defer func() { on := ctl.Detecting(); carry.detect = &on }()
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		if carry != nil && carry.reloading && handsOver(cfg.MQTT) {
-			pub.Hold(sctx) // the next run's publisher takes over (takeOver)
-			carry.prev = pub
-			return
-		}
-		pub.Shutdown(sctx)
-	}()
-	if carry != nil && carry.prev != nil {
-		done := takeOver(carry.prev, pub, log)
-		carry.prev = nil
-		defer func() { <-done }() // before this run's publisher stops
-	}
-	if carry != nil {
-		carry.reloading = false
-	}
+	defer carry.endPublisher(cfg.MQTT, pub)
+	defer carry.startPublisher(pub, log)() // before this run's publisher ends
 
 	// The model loads once the publisher listens for commands: after a
 	// reload, a command sent while it loads is carried out, not lost.
@@ -177,6 +161,46 @@ type carried struct {
 	// over.
 	reloading bool
 	prev      *publish.Publisher
+}
+
+// startPublisher has pub take over from the last run's held publisher, if
+// any; the function it returns waits until that is done.
+func (c *carried) startPublisher(pub *publish.Publisher, log *slog.Logger) (wait func()) {
+	if c == nil {
+		return func() {}
+	}
+	c.reloading = false
+	if c.prev == nil {
+		return func() {}
+	}
+	done := takeOver(c.prev, pub, log)
+	c.prev = nil
+	return func() { <-done }
+}
+
+// endPublisher ends a run's publisher: held for the next run when a reload
+// stops the run and it can hand over (handsOver), else shut down
+// ("offline").
+func (c *carried) endPublisher(cfg config.MQTT, pub *publish.Publisher) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if c != nil && c.reloading && handsOver(cfg) {
+		pub.Hold(ctx) // the next run's publisher takes over (takeOver)
+		c.prev = pub
+		return
+	}
+	pub.Shutdown(ctx)
+}
+
+// shutdownHeld shuts down a publisher left held by a run after which none
+// started (posed stops).
+func (c *carried) shutdownHeld() {
+	if c.prev != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		c.prev.Shutdown(ctx)
+		c.prev = nil
+	}
 }
 
 // handsOver says whether a run on cfg keeps its publisher through a reload:
