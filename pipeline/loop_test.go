@@ -21,6 +21,7 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
@@ -432,11 +433,11 @@ func TestLoopAttention(t *testing.T) {
 	// (the scripted face is 2.3° inside the camera cone's edge).
 	a := config.Default().Attention
 	a.Doubt = 0
-	att, err := attention.FromConfig(a)
+	att, err := build.Attention(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Loop{Source: src, Tracker: trk, Publisher: pub, Stages: []frame.Stage{att}}
+	l := &Loop{Source: src, Tracker: trk, Publisher: pub, Stages: []frame.Stage{Attention(att)}}
 	if err := l.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -463,10 +464,10 @@ func TestLoopAttention(t *testing.T) {
 	a.Doubt = 0
 	a.Profile, a.Targets = "driver", map[string]config.AttentionTarget{"road": {Yaw: []float64{-5, 5}, Pitch: []float64{-5, 5}}}
 	a.Driver.Long = 100 * time.Millisecond
-	att, _ = attention.FromConfig(a)
+	att, _ = build.Attention(a)
 	src, trk, pub = newScript([]any{uint64(1), uint64(2), uint64(3)}, map[uint64]int{1: 1, 2: 1, 3: 1})
 	src.step = 100 * time.Millisecond
-	l = &Loop{Source: src, Tracker: trk, Publisher: pub, Stages: []frame.Stage{att}}
+	l = &Loop{Source: src, Tracker: trk, Publisher: pub, Stages: []frame.Stage{Attention(att)}}
 	done := make(chan error, 1)
 	go func() { done <- l.Run(context.Background()) }()
 	if err := <-done; err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
-	"github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
@@ -54,12 +54,12 @@ func benchLoop() (*Loop, *device.Frame) {
 	n := neutral.New("", config.Zero{Yaw: 5, Pitch: 2}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	a := config.Default().Attention
 	a.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}, "tv": {Cone: []float64{30, 0, 10}, Frame: "camera"}}
-	att, err := attention.FromConfig(a)
+	att, err := build.Attention(a)
 	if err != nil {
 		panic(err)
 	}
 	z := zones.New(config.Zones{Named: map[string][]float64{"desk": {0, 0, 320, 480}}}, config.Primary{Mode: "largest"})
-	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.New(), Neutral: n, Stages: []frame.Stage{z, n, att}}
+	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.New(), Neutral: n, Stages: []frame.Stage{z, n, Attention(att)}}
 	l.free = []*device.Frame{}
 	f := &device.Frame{Gray: image.NewGray(image.Rect(0, 0, 640, 480)), Time: time.Now()}
 	return l, f

@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -174,7 +175,7 @@ func tallyDecisions(rows []faceRow, road config.AttentionTarget, cone, maxStd, d
 	stage := func(targets map[string]config.AttentionTarget, camera, std, doubt float64) (*attention.Stage, error) {
 		a := config.Default().Attention
 		a.Targets, a.Camera, a.Margin, a.MaxStd, a.Doubt = targets, camera, 0, std, doubt
-		return attention.FromConfig(a)
+		return build.Attention(a)
 	}
 	roadSt, err := stage(map[string]config.AttentionTarget{"road": road}, 0, maxStd, doubt)
 	if err != nil {

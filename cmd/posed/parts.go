@@ -8,6 +8,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline"
 	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/pipeline/control"
@@ -42,7 +43,7 @@ type parts struct {
 // that commands drive. log hears what the stages report (a damaged state
 // file). Nothing is started; stop ends a measurement under way.
 func newParts(cfg config.Config, view *web.View, log *slog.Logger) (*parts, error) {
-	att, err := attention.FromConfig(cfg.Attention)
+	att, err := build.Attention(cfg.Attention)
 	if err != nil {
 		return nil, err // it names the attention block
 	}
@@ -57,7 +58,7 @@ func newParts(cfg config.Config, view *web.View, log *slog.Logger) (*parts, erro
 	if cfg.Attention.Profile == attention.ProfileDriver {
 		d.control.Speed = att.SetSpeed
 	}
-	d.stages = []frame.Stage{d.zoning, d.neutral, d.attention}
+	d.stages = []frame.Stage{d.zoning, d.neutral, pipeline.Attention(d.attention)}
 	if view != nil {
 		d.stages = append(d.stages, view)
 	}

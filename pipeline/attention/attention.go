@@ -24,7 +24,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/publish/message"
 )
@@ -609,35 +608,4 @@ func (s *Stage) Info() message.AttentionInfo {
 		a.Events = []string{message.EventEngagement}
 	}
 	return a
-}
-
-// FromConfig is the stage of the configuration's attention block: its
-// targets, and the built-in "camera" (a cone of attention.camera degrees
-// around looking into the lens) unless that radius is 0; the configured
-// targets win over it where they hold the face.
-func FromConfig(a config.Attention) (*Stage, error) {
-	d, e := a.Driver, a.Engagement
-	o := Options{FOV: a.FOV, Margin: a.Margin, Dwell: a.Dwell, MaxStd: a.MaxStd, Doubt: a.Doubt, Profile: a.Profile,
-		Driver: DriverRules{Attending: d.Attending, Long: d.Long, Shared: d.Shared, Window: d.Window, Unresponsive: d.Unresponsive,
-			Unmonitored: d.Unmonitored, MinSpeed: d.MinSpeed, SpeedTimeout: d.SpeedTimeout},
-		Engagement: EngagementRules{Targets: e.Targets, On: e.On, Off: e.Off}}
-	if a.Camera > 0 {
-		o.Targets = append(o.Targets, Target{Name: CameraTarget, Frame: Ray, Radius: a.Camera, Fallback: true})
-	}
-	for name, t := range a.Targets {
-		tg := Target{Name: name}
-		switch t.Frame {
-		case "camera":
-			tg.Frame = Camera
-		case "ray":
-			tg.Frame = Ray
-		}
-		if t.Cone != nil {
-			tg.Yaw[0], tg.Pitch[0], tg.Radius = t.Cone[0], t.Cone[1], t.Cone[2]
-		} else {
-			tg.Yaw, tg.Pitch = [2]float64{t.Yaw[0], t.Yaw[1]}, [2]float64{t.Pitch[0], t.Pitch[1]}
-		}
-		o.Targets = append(o.Targets, tg)
-	}
-	return New(o)
 }

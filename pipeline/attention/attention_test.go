@@ -1,4 +1,4 @@
-package attention
+package attention_test
 
 import (
 	"math"
@@ -6,8 +6,11 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	. "github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/publish/message"
 )
+
+const deg = math.Pi / 180
 
 // face is a face of track 1 at the centre of a 640×480 frame, of box side
 // 100, with the given published angles.
@@ -113,7 +116,7 @@ func TestDwell(t *testing.T) {
 // neutral frame (uncorrected) loses them at the edges; the built-in camera
 // target follows those who look into the lens wherever they stand.
 func TestRayCorrection(t *testing.T) {
-	s, err := FromConfig(config.Attention{FOV: 90, Margin: 0, Dwell: 0, Camera: 10,
+	s, err := fromConfig(config.Attention{FOV: 90, Margin: 0, Dwell: 0, Camera: 10,
 		Targets: map[string]config.AttentionTarget{
 			"tv":      {Yaw: []float64{-8, 8}, Pitch: []float64{-8, 8}, Frame: "camera"},
 			"tv_flat": {Yaw: []float64{-8, 8}, Pitch: []float64{-8, 8}},
@@ -121,7 +124,7 @@ func TestRayCorrection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lens, err := FromConfig(config.Attention{FOV: 90, Camera: 10,
+	lens, err := fromConfig(config.Attention{FOV: 90, Camera: 10,
 		Targets: map[string]config.AttentionTarget{"tv": {Yaw: []float64{-8, 8}, Pitch: []float64{-8, 8}, Frame: "camera"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +169,7 @@ func TestRoadBlock(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := FromConfig(c.Attention)
+	s, err := fromConfig(c.Attention)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +205,7 @@ func TestApplyDoesNotAllocate(t *testing.T) {
 		a.Profile = profile
 		a.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}}
 		a.Driver.Long, a.Driver.Unresponsive, a.Engagement.Targets = time.Second, 2*time.Second, []string{"road"}
-		s, err := FromConfig(a)
+		s, err := fromConfig(a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +244,7 @@ func BenchmarkApply(b *testing.B) {
 		"cluster":      {Yaw: []float64{-10, 10}, Pitch: []float64{-45, -25}},
 	}
 	a.Profile, a.Driver.Attending = ProfileDriver, []string{"road", "left_mirror", "right_mirror", "cluster"}
-	s, err := FromConfig(a)
+	s, err := fromConfig(a)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package attention
+package attention_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	. "github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -37,8 +39,8 @@ type timeline struct {
 func play(t *testing.T, s *Stage, script ...segment) timeline {
 	t.Helper()
 	tl := timeline{start: t0}
-	if !s.lastNow.IsZero() {
-		tl.start = s.lastNow.Add(tick) // a script played after another goes on from it
+	if last, ok := played[s]; ok {
+		tl.start = last.Add(tick) // a script played after another goes on from it
 	}
 	now := tl.start
 	for _, sg := range script {
@@ -55,6 +57,7 @@ func play(t *testing.T, s *Stage, script ...segment) timeline {
 				faces, prim = []message.Face{f}, 0
 			}
 			s.Apply(faces, 640, 480, now, prim)
+			played[s] = now
 			tl.events = append(tl.events, s.Events()...)
 			st := "-"
 			if prim >= 0 {
@@ -80,7 +83,20 @@ func (tl timeline) kinds() string {
 	return strings.Join(b, " ")
 }
 
-func driverStage(t *testing.T, mod func(*config.Attention)) *Stage {
+// played is the last frame each stage was given by play.
+var played = map[*Stage]time.Time{}
+
+// fromConfig is the stage of an attention block, as posed builds it
+// (pipeline/build), with clock as its wall clock if given.
+func fromConfig(a config.Attention, clock ...func() time.Time) (*Stage, error) {
+	o := build.AttentionOptions(a)
+	if len(clock) > 0 {
+		o.Clock = clock[0]
+	}
+	return New(o)
+}
+
+func driverStage(t *testing.T, mod func(*config.Attention), clock ...func() time.Time) *Stage {
 	t.Helper()
 	a := config.Default().Attention
 	a.Profile = "driver"
@@ -90,7 +106,7 @@ func driverStage(t *testing.T, mod func(*config.Attention)) *Stage {
 	if mod != nil {
 		mod(&a)
 	}
-	s, err := FromConfig(a)
+	s, err := fromConfig(a, clock...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +220,7 @@ func TestUncertainIsUnknown(t *testing.T) {
 // speed older than speed_timeout is forgotten.
 func TestSpeedGating(t *testing.T) {
 	wall := time.Unix(9000, 0)
-	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 })
-	s.o.Clock = func() time.Time { return wall }
+	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 }, func() time.Time { return wall })
 	if err := s.SetSpeed(10); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +270,7 @@ func TestSuspendEndsEvents(t *testing.T) {
 func TestEngagementLevels(t *testing.T) {
 	a := config.Default().Attention
 	a.Profile = "engagement"
-	s, err := FromConfig(a)
+	s, err := fromConfig(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +374,7 @@ func TestDoubtNearBorder(t *testing.T) {
 		yaw, std float64
 		want     string // target, or ? for unknown
 	}{{20, 4, "road"}, {20, 6, "?"}, {0, 40, "?"}, {0, 20, "road"}, {30, 10, ""}, {30, 20, "?"}, {80, 25, ""}} {
-		s, err := FromConfig(a)
+		s, err := fromConfig(a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,7 +400,7 @@ func TestDoubtNearBorder(t *testing.T) {
 func TestRayFrameTarget(t *testing.T) {
 	a := config.Default().Attention
 	a.Camera, a.Targets = 0, map[string]config.AttentionTarget{"tv": {Cone: []float64{0, -7, 14}, Frame: "ray"}}
-	s, err := FromConfig(a)
+	s, err := fromConfig(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +422,7 @@ func TestDoubtDwell(t *testing.T) {
 	flips := func(dwell time.Duration) int {
 		a := config.Default().Attention
 		a.Targets, a.Camera, a.Doubt, a.Dwell = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}}, 0, 0.5, dwell
-		s, err := FromConfig(a)
+		s, err := fromConfig(a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,8 +470,7 @@ func TestOutOfDoubt(t *testing.T) {
 // only below min_speed − SpeedMargin.
 func TestSpeedHysteresis(t *testing.T) {
 	wall := time.Unix(9000, 0)
-	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 })
-	s.o.Clock = func() time.Time { return wall }
+	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 }, func() time.Time { return wall })
 	var tl timeline
 	play(t, s, segment{d: time.Second})
 	for i := range 40 { // 12 s away

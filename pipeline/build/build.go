@@ -1,8 +1,9 @@
 // Package build makes posed's frame path from its configuration: the pose
 // model with its profile expert, the cascades, the face network and the
-// tracker that runs them on each frame. The daemon (its start,
-// -check-config and every reload) and posectl's measurements build it
-// here, so that what posectl measures is what posed publishes.
+// tracker that runs them on each frame, and the attention stage's options.
+// The daemon (its start, -check-config and every reload) and posectl's
+// measurements build it here, so that what posectl measures is what posed
+// publishes, and the stages themselves know their own options only.
 package build
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/infer/yunet"
+	"github.com/edgepose/posed/pipeline/attention"
 )
 
 // Estimator loads the model of cfg and, where there is one, its profile
@@ -100,4 +102,41 @@ func Tracker(cfg config.Config, est *pose.Estimator, calib detect.Calibration) (
 		}
 	}
 	return track.New(cfg.TrackConfig(), det, calib, est.NewWorker(), opts...), nil
+}
+
+// AttentionOptions are the attention stage's options from the
+// configuration's attention block: its
+// targets, and the built-in "camera" (a cone of attention.camera degrees
+// around looking into the lens) unless that radius is 0; the configured
+// targets win over it where they hold the face.
+func AttentionOptions(a config.Attention) attention.Options {
+	d, e := a.Driver, a.Engagement
+	o := attention.Options{FOV: a.FOV, Margin: a.Margin, Dwell: a.Dwell, MaxStd: a.MaxStd, Doubt: a.Doubt, Profile: a.Profile,
+		Driver: attention.DriverRules{Attending: d.Attending, Long: d.Long, Shared: d.Shared, Window: d.Window, Unresponsive: d.Unresponsive,
+			Unmonitored: d.Unmonitored, MinSpeed: d.MinSpeed, SpeedTimeout: d.SpeedTimeout},
+		Engagement: attention.EngagementRules{Targets: e.Targets, On: e.On, Off: e.Off}}
+	if a.Camera > 0 {
+		o.Targets = append(o.Targets, attention.Target{Name: attention.CameraTarget, Frame: attention.Ray, Radius: a.Camera, Fallback: true})
+	}
+	for name, t := range a.Targets {
+		tg := attention.Target{Name: name}
+		switch t.Frame {
+		case "camera":
+			tg.Frame = attention.Camera
+		case "ray":
+			tg.Frame = attention.Ray
+		}
+		if t.Cone != nil {
+			tg.Yaw[0], tg.Pitch[0], tg.Radius = t.Cone[0], t.Cone[1], t.Cone[2]
+		} else {
+			tg.Yaw, tg.Pitch = [2]float64{t.Yaw[0], t.Yaw[1]}, [2]float64{t.Pitch[0], t.Pitch[1]}
+		}
+		o.Targets = append(o.Targets, tg)
+	}
+	return o
+}
+
+// Attention is the attention stage of the configuration's attention block.
+func Attention(a config.Attention) (*attention.Stage, error) {
+	return attention.New(AttentionOptions(a))
 }
