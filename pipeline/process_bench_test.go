@@ -58,7 +58,7 @@ func benchLoop() (*Loop, *device.Frame) {
 	if err != nil {
 		panic(err)
 	}
-	z := zones.New(config.Zones{Named: map[string][]float64{"desk": {0, 0, 320, 480}}}, config.Primary{Mode: "largest"})
+	z := zones.New(zones.Options{Named: map[string][4]float64{"desk": {0, 0, 320, 480}}, Mode: "largest"})
 	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.New(), Neutral: n, Stages: []frame.Stage{z, n, Attention(att)}}
 	l.free = []*device.Frame{}
 	f := &device.Frame{Gray: image.NewGray(image.Rect(0, 0, 640, 480)), Time: time.Now()}

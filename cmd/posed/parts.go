@@ -48,7 +48,7 @@ func newParts(cfg config.Config, view *web.View, log *slog.Logger) (*parts, erro
 		return nil, err // it names the attention block
 	}
 	d := &parts{
-		zoning:    zones.New(cfg.Zones, cfg.Primary),
+		zoning:    zones.New(build.ZoneOptions(cfg.Zones, cfg.Primary)),
 		neutral:   neutral.New(cfg.StateDir, cfg.Zero, log),
 		attention: att,
 		view:      view,

@@ -29,7 +29,7 @@ func TestPartsOrderAndWiring(t *testing.T) {
 	for _, s := range p.stages {
 		kinds = append(kinds, fmt.Sprintf("%T", s))
 	}
-	if got, want := strings.Join(kinds, " "), "*zones.Zoning *neutral.Pose *attention.Stage *web.View"; got != want {
+	if got, want := strings.Join(kinds, " "), "*zones.Zoning *neutral.Pose pipeline.attentionStage *web.View"; got != want {
 		t.Errorf("stages %s, want %s", got, want)
 	}
 	if p.neutral.OnChange == nil || p.control.Speed == nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/infer/yunet"
 	"github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/zones"
 )
 
 // Estimator loads the model of cfg and, where there is one, its profile
@@ -139,4 +140,17 @@ func AttentionOptions(a config.Attention) attention.Options {
 // Attention is the attention stage of the configuration's attention block.
 func Attention(a config.Attention) (*attention.Stage, error) {
 	return attention.New(AttentionOptions(a))
+}
+
+// ZoneOptions are the zoning's options from the configuration's zones and
+// primary blocks.
+func ZoneOptions(z config.Zones, p config.Primary) zones.Options {
+	o := zones.Options{Named: map[string][4]float64{}, Mode: p.Mode, Zone: p.Zone}
+	for name, r := range z.Named {
+		o.Named[name] = [4]float64{r[0], r[1], r[2], r[3]}
+	}
+	if len(p.Point) == 2 {
+		o.Point = [2]float64{p.Point[0], p.Point[1]}
+	}
+	return o
 }

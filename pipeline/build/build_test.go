@@ -6,6 +6,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
@@ -64,5 +65,44 @@ func TestTrackerFollowsConfig(t *testing.T) {
 	bad.Detect.VerifyScore = 2
 	if _, err := Tracker(bad, est, detect.Identity); err == nil {
 		t.Error("a verify_score of 2 built a tracker")
+	}
+}
+
+// The stages' options say what the configuration says: zones and the
+// primary face's rule; attention's targets, the built-in camera cone and
+// a configured cone.
+func TestStageOptionsFollowConfig(t *testing.T) {
+	c, err := config.Parse([]byte(`
+zones: {named: {driver: [0, 0, 320, 480]}}
+primary: {mode: nearest, point: [150, 160]}
+attention:
+  camera: 12
+  targets:
+    road: {yaw: [-20, 20], pitch: [-10, 10]}
+    tv: {cone: [30, 5, 8], frame: camera}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := ZoneOptions(c.Zones, c.Primary)
+	if z.Named["driver"] != [4]float64{0, 0, 320, 480} || z.Mode != "nearest" || z.Point != [2]float64{150, 160} {
+		t.Errorf("zone options %+v", z)
+	}
+	a := AttentionOptions(c.Attention)
+	got := map[string]attention.Target{}
+	for _, tg := range a.Targets {
+		got[tg.Name] = tg
+	}
+	if cam := got[attention.CameraTarget]; cam.Radius != 12 || !cam.Fallback || cam.Frame != attention.Ray {
+		t.Errorf("camera target %+v, want a 12° fallback cone around the ray", cam)
+	}
+	if road := got["road"]; road.Yaw != [2]float64{-20, 20} || road.Pitch != [2]float64{-10, 10} || road.Radius != 0 {
+		t.Errorf("road %+v", road)
+	}
+	if tv := got["tv"]; tv.Yaw[0] != 30 || tv.Pitch[0] != 5 || tv.Radius != 8 || tv.Frame != attention.Camera {
+		t.Errorf("tv %+v", tv)
+	}
+	if s, err := Attention(c.Attention); err != nil || s == nil {
+		t.Errorf("the stage: %v", err)
 	}
 }

@@ -6,7 +6,6 @@ package zones
 import (
 	"sort"
 
-	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/track"
 )
 
@@ -21,19 +20,27 @@ type Zoning struct {
 	buf   [][]string // each face's zone names (Frame)
 }
 
-// New makes the zoning of a (validated) configuration.
-func New(z config.Zones, p config.Primary) *Zoning {
-	out := &Zoning{rects: map[string][4]float64{}, mode: p.Mode, zone: p.Zone}
-	for name, r := range z.Named {
+// Options are a zoning's: the named rectangles [x1, y1, x2, y2] (pixels
+// of the turned frame) and how the primary face is chosen: "largest", the
+// "nearest" to Point, or the largest in "zone" Zone.
+type Options struct {
+	Named map[string][4]float64
+	Mode  string
+	Point [2]float64
+	Zone  string
+}
+
+// New makes the zoning of o (validated: pipeline/build makes it from the
+// configuration's zones and primary blocks).
+func New(o Options) *Zoning {
+	out := &Zoning{rects: map[string][4]float64{}, mode: o.Mode, zone: o.Zone, point: o.Point}
+	for name, r := range o.Named {
 		out.names = append(out.names, name)
-		out.rects[name] = [4]float64{r[0], r[1], r[2], r[3]}
+		out.rects[name] = r
 	}
 	sort.Strings(out.names)
 	for _, n := range out.names {
 		out.rect = append(out.rect, out.rects[n])
-	}
-	if len(p.Point) == 2 {
-		out.point = [2]float64{p.Point[0], p.Point[1]}
 	}
 	return out
 }

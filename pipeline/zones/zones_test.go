@@ -4,19 +4,18 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
 )
 
 // Zones by box centre; the primary face by each mode.
 func TestZoning(t *testing.T) {
-	zones := config.Zones{Named: map[string][]float64{"driver": {0, 0, 320, 480}, "passenger": {320, 0, 640, 480}, "left": {0, 0, 200, 480}}}
+	zones := map[string][4]float64{"driver": {0, 0, 320, 480}, "passenger": {320, 0, 640, 480}, "left": {0, 0, 200, 480}}
 	faces := []track.Face{
 		{ID: 1, Box: feature.Box{X: 400, Y: 100, W: 120, H: 120}}, // passenger, largest
 		{ID: 2, Box: feature.Box{X: 100, Y: 100, W: 80, H: 80}},   // driver and left
 	}
-	z := New(zones, config.Primary{Mode: "largest"})
+	z := New(Options{Named: zones, Mode: "largest"})
 	if got := z.In(faces[1].Box.Centre()); !slices.Equal(got, []string{"driver", "left"}) {
 		t.Errorf("zones of face 2: %v", got)
 	}
@@ -24,19 +23,20 @@ func TestZoning(t *testing.T) {
 		t.Errorf("zones outside every zone: %v", got)
 	}
 	for _, c := range []struct {
-		p    config.Primary
+		p    Options
 		want int
 	}{
-		{config.Primary{Mode: "largest"}, 0},
-		{config.Primary{Mode: "nearest", Point: []float64{150, 150}}, 1},
-		{config.Primary{Mode: "zone", Zone: "driver"}, 1},
-		{config.Primary{Mode: "zone", Zone: "passenger"}, 0},
+		{Options{Mode: "largest"}, 0},
+		{Options{Mode: "nearest", Point: [2]float64{150, 150}}, 1},
+		{Options{Mode: "zone", Zone: "driver"}, 1},
+		{Options{Mode: "zone", Zone: "passenger"}, 0},
 	} {
-		if got := New(zones, c.p).Primary(faces); got != c.want {
+		c.p.Named = zones
+		if got := New(c.p).Primary(faces); got != c.want {
 			t.Errorf("%+v: primary %d, want %d", c.p, got, c.want)
 		}
 	}
-	if got := New(zones, config.Primary{Mode: "zone", Zone: "left"}).Primary(faces[:1]); got != -1 {
+	if got := New(Options{Named: zones, Mode: "zone", Zone: "left"}).Primary(faces[:1]); got != -1 {
 		t.Errorf("no face in the zone: %d, want -1", got)
 	}
 	if got := (*Zoning)(nil).Primary(nil); got != -1 {
