@@ -388,7 +388,7 @@ func (m MQTT) ReadPassword() (string, error) {
 	if m.PasswordFile == "" {
 		return m.Password, nil
 	}
-	b, err := ReadFileLimited(m.PasswordFile)
+	b, err := regular.ReadFile(m.PasswordFile)
 	if err != nil {
 		return "", fmt.Errorf("mqtt.password_file: %w", err)
 	}
@@ -441,7 +441,7 @@ func DefaultDevice() string {
 	if err != nil || h == "" {
 		h = "posed"
 	}
-	id, _ := ReadFileLimited("/etc/machine-id")
+	id, _ := regular.ReadFile("/etc/machine-id")
 	return deviceOf(h, string(id))
 }
 
@@ -525,61 +525,10 @@ func Default() Config {
 	}
 }
 
-// MaxFileSize bounds a configuration file (and a password file): posed
-// reads no more, so that a path such as /dev/zero is an error, not a hang.
-const MaxFileSize = 1 << 20
-
-// ReadFileLimited reads the file at path, refusing one larger than
-// MaxFileSize and anything but a regular file (package regular).
-func ReadFileLimited(path string) ([]byte, error) {
-	f, err := regular.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxFileSize)
-	}
-	return data, nil
-}
-
-// WriteStateFile replaces the file at path with data (mode 0640) through
-// a temporary file renamed over it, so that a crash leaves the old
-// content or the new, never a part: the small files posed keeps in its
-// state directory. The temporary file gets a name of its own, created
-// anew (never a file or link already there), so that nothing planted in
-// the directory is written through.
-func WriteStateFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o640)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp) // a full disk leaves no temporary file behind
-		return err
-	}
-	return nil
-}
-
 // Load reads the YAML file at path over the defaults. The error lists every
 // problem found.
 func Load(path string) (Config, error) {
-	data, err := ReadFileLimited(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}

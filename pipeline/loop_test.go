@@ -278,7 +278,7 @@ func (s *streamSource) Next(ctx context.Context, f *device.Frame) error {
 // "last frame … ago".)
 func TestPausedKeepsWatchdogAndHealth(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
-	ctl := control.New("", nil, neutral.New("", config.Zero{}, log), log)
+	ctl := control.New("", nil, neutral.New("", neutral.Options{}, log), log)
 	ctl.SetDetect(false)
 	trk := &scriptTracker{faces: map[uint64]int{}, processed: make(chan struct{}, 100)}
 	var mu sync.Mutex
@@ -335,7 +335,7 @@ func (s *endSource) Next(_ context.Context, f *device.Frame) error {
 func TestEndOfCaptureKeepsPrivacy(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for run := range 32 {
-		ctl := control.New("", nil, neutral.New("", config.Zero{}, log), log)
+		ctl := control.New("", nil, neutral.New("", neutral.Options{}, log), log)
 		ctl.SetDetect(false)
 		trk := &scriptTracker{faces: map[uint64]int{1: 1}, processed: make(chan struct{}, 4)}
 		l := &Loop{Source: &endSource{}, Tracker: trk, Publisher: &recorder{}, Control: ctl, Log: log}

@@ -51,7 +51,7 @@ func benchLoop() (*Loop, *device.Frame) {
 		{ID: 1, Box: feature.Box{X: 100, Y: 80, W: 90, H: 90}, Angles: [3]float64{20, -5, 2}, Std: [3]float64{4, 5, 6}, Has: [3]bool{true, true, true}},
 		{ID: 2, Box: feature.Box{X: 400, Y: 100, W: 60, H: 60}, Angles: [3]float64{-50, 3, 0}, Std: [3]float64{4, 5, 6}, Has: [3]bool{true, true, true}},
 	}
-	n := neutral.New("", config.Zero{Yaw: 5, Pitch: 2}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	n := neutral.New("", neutral.Options{Yaw: 5, Pitch: 2}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	a := config.Default().Attention
 	a.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}, "tv": {Cone: []float64{30, 0, 10}, Frame: "camera"}}
 	att, err := build.Attention(a)

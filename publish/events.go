@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -80,7 +80,7 @@ func newEventHold(path string, log *slog.Logger) *eventHold {
 	if path == "" {
 		return h
 	}
-	b, err := config.ReadFileLimited(path)
+	b, err := regular.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return h
 	}
@@ -119,7 +119,7 @@ func (h *eventHold) save() {
 	}
 	b, err := json.Marshal(heldState{Held: h.q, Open: h.open})
 	if err == nil {
-		err = config.WriteStateFile(h.path, b)
+		err = regular.WriteFile(h.path, b)
 	}
 	if err != nil && !h.saveErr {
 		h.log.Warn("mqtt: cannot keep the attention events waiting in the state directory: a restart would lose them", "file", h.path, "err", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -205,7 +206,7 @@ const discoveryStateFile = "ha-discovery.json"
 func (p *Publisher) staleDiscovery(current []string) []string {
 	var old []string
 	if p.stateDir != "" {
-		if b, err := config.ReadFileLimited(filepath.Join(p.stateDir, discoveryStateFile)); err == nil {
+		if b, err := regular.ReadFile(filepath.Join(p.stateDir, discoveryStateFile)); err == nil {
 			if err := json.Unmarshal(b, &old); err != nil {
 				p.log.Warn("publish: ignoring a damaged discovery state file", "dir", p.stateDir, "err", err)
 				old = nil
@@ -234,7 +235,7 @@ func (p *Publisher) saveDiscovery() {
 		return
 	}
 	b, _ := json.Marshal(p.announced)
-	if err := config.WriteStateFile(filepath.Join(p.stateDir, discoveryStateFile), b); err != nil {
+	if err := regular.WriteFile(filepath.Join(p.stateDir, discoveryStateFile), b); err != nil {
 		p.log.Warn("publish: cannot record the Home Assistant entities announced", "err", err)
 	}
 }

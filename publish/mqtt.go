@@ -25,6 +25,7 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -231,7 +232,7 @@ func TLSConfig(cfg config.MQTT) (*tls.Config, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CA != "" {
-		pem, err := config.ReadFileLimited(cfg.CA)
+		pem, err := regular.ReadFile(cfg.CA)
 		if err != nil {
 			return nil, fmt.Errorf("publish: mqtt.ca: %w", err)
 		}
@@ -260,13 +261,13 @@ func NewClientID(device string) string {
 }
 
 // loadKeyPair reads a client certificate and its key (regular files of at
-// most config.MaxFileSize each) into a key pair.
+// most regular.MaxSize each) into a key pair.
 func loadKeyPair(cert, key string) (tls.Certificate, error) {
-	c, err := config.ReadFileLimited(cert)
+	c, err := regular.ReadFile(cert)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	k, err := config.ReadFileLimited(key)
+	k, err := regular.ReadFile(key)
 	if err != nil {
 		return tls.Certificate{}, err
 	}

@@ -49,7 +49,7 @@ func newParts(cfg config.Config, view *web.View, log *slog.Logger) (*parts, erro
 	}
 	d := &parts{
 		zoning:    zones.New(build.ZoneOptions(cfg.Zones, cfg.Primary)),
-		neutral:   neutral.New(cfg.StateDir, cfg.Zero, log),
+		neutral:   neutral.New(cfg.StateDir, build.NeutralOptions(cfg.Zero), log),
 		attention: att,
 		view:      view,
 	}

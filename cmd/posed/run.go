@@ -14,6 +14,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/pipeline"
 	"github.com/edgepose/posed/pipeline/metrics"
@@ -290,7 +291,7 @@ func embeddedAuth(m *config.MQTT, device string) (publish.BrokerAuth, error) {
 	}
 	a.PosedUser, a.PosedPassword = m.Username, pw
 	if m.EmbeddedUsers != "" {
-		data, err := config.ReadFileLimited(m.EmbeddedUsers)
+		data, err := regular.ReadFile(m.EmbeddedUsers)
 		if err != nil {
 			return a, fmt.Errorf("mqtt.embedded_users: %w", err)
 		}

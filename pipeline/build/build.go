@@ -18,6 +18,7 @@ import (
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/infer/yunet"
 	"github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/zones"
 )
 
@@ -153,4 +154,9 @@ func ZoneOptions(z config.Zones, p config.Primary) zones.Options {
 		o.Point = [2]float64{p.Point[0], p.Point[1]}
 	}
 	return o
+}
+
+// NeutralOptions are the neutral pose's options from the zero block.
+func NeutralOptions(z config.Zero) neutral.Options {
+	return neutral.Options{Yaw: z.Yaw, Pitch: z.Pitch, Roll: z.Roll, Seconds: z.Seconds, Learn: z.Learn, Forget: z.Forget}
 }

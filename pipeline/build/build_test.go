@@ -3,10 +3,12 @@ package build
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
@@ -69,12 +71,13 @@ func TestTrackerFollowsConfig(t *testing.T) {
 }
 
 // The stages' options say what the configuration says: zones and the
-// primary face's rule; attention's targets, the built-in camera cone and
+// primary face's rule; the neutral pose; attention's targets, the built-in camera cone and
 // a configured cone.
 func TestStageOptionsFollowConfig(t *testing.T) {
 	c, err := config.Parse([]byte(`
 zones: {named: {driver: [0, 0, 320, 480]}}
 primary: {mode: nearest, point: [150, 160]}
+zero: {yaw: -20, pitch: 5, seconds: 2, learn: true, forget: 45s}
 attention:
   camera: 12
   targets:
@@ -87,6 +90,9 @@ attention:
 	z := ZoneOptions(c.Zones, c.Primary)
 	if z.Named["driver"] != [4]float64{0, 0, 320, 480} || z.Mode != "nearest" || z.Point != [2]float64{150, 160} {
 		t.Errorf("zone options %+v", z)
+	}
+	if n := NeutralOptions(c.Zero); n != (neutral.Options{Yaw: -20, Pitch: 5, Seconds: 2, Learn: true, Forget: 45 * time.Second}) {
+		t.Errorf("neutral options %+v", n)
 	}
 	a := AttentionOptions(c.Attention)
 	got := map[string]attention.Target{}

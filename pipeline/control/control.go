@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/web"
 	"github.com/edgepose/posed/publish/message"
@@ -73,7 +73,7 @@ func readSwitch(stateDir string, log *slog.Logger) bool {
 		return true
 	}
 	path := filepath.Join(stateDir, detectFile)
-	b, err := config.ReadFileLimited(path)
+	b, err := regular.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
@@ -134,7 +134,7 @@ func (c *Commands) SetDetect(on bool) (warning error) {
 		if on {
 			v = "ON\n"
 		}
-		if err := config.WriteStateFile(filepath.Join(c.StateDir, detectFile), []byte(v)); err != nil {
+		if err := regular.WriteFile(filepath.Join(c.StateDir, detectFile), []byte(v)); err != nil {
 			warning = fmt.Errorf("switched %s, but not recorded (%w): after a restart it will be as recorded before", onOff(on), err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/pipeline/neutral"
 )
 
@@ -22,7 +22,7 @@ func TestSwitchFailsClosed(t *testing.T) {
 		"garbage":     func(dir string) { os.WriteFile(filepath.Join(dir, detectFile), []byte("\x00maybe"), 0o600) },
 		"a directory": func(dir string) { os.Mkdir(filepath.Join(dir, detectFile), 0o700) },
 		"over 1 MiB": func(dir string) {
-			os.WriteFile(filepath.Join(dir, detectFile), bytes.Repeat([]byte("ON\n"), config.MaxFileSize), 0o600)
+			os.WriteFile(filepath.Join(dir, detectFile), bytes.Repeat([]byte("ON\n"), regular.MaxSize), 0o600)
 		},
 		"a state directory that is a file": nil,
 	}
@@ -127,5 +127,5 @@ func newControl(dir string, logs *bytes.Buffer) *Commands {
 		logs = &bytes.Buffer{}
 	}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	return New(dir, nil, neutral.New("", config.Zero{}, log), log)
+	return New(dir, nil, neutral.New("", neutral.Options{}, log), log)
 }

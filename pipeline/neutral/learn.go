@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/publish/message"
@@ -182,7 +182,7 @@ func (c *Pose) adopt(now time.Time) {
 	if c.StateDir != "" && now.Sub(l.lastSaved) >= saveEvery {
 		l.lastSaved = now
 		b, _ := json.Marshal(m)
-		if err := config.WriteStateFile(filepath.Join(c.StateDir, zeroFile), b); err != nil {
+		if err := regular.WriteFile(filepath.Join(c.StateDir, zeroFile), b); err != nil {
 			c.Log.Warn("the learnt neutral pose will not outlive a restart", "err", err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/track"
 )
 
@@ -40,7 +39,7 @@ func gazes(rng *rand.Rand, yaw, pitch float64) func() track.Face {
 func TestLearntNeutralPose(t *testing.T) {
 	dir := t.TempDir()
 	var logs bytes.Buffer
-	n := New(dir, config.Zero{Seconds: 3, Learn: true, Forget: 30 * time.Second}, slog.New(slog.NewTextHandler(&logs, nil)))
+	n := New(dir, Options{Seconds: 3, Learn: true, Forget: 30 * time.Second}, slog.New(slog.NewTextHandler(&logs, nil)))
 	changes := 0
 	n.OnChange = func() { changes++ }
 	if l := n.Learning(); l == nil || l.Status != Calibrating || l.Progress != 0 {
@@ -83,7 +82,7 @@ func TestLearntNeutralPose(t *testing.T) {
 		t.Errorf("%d state changes, rotation %v", changes, n.Rotation())
 	}
 	// Kept across a restart.
-	n2 := New(dir, config.Zero{Seconds: 3, Learn: true, Forget: 30 * time.Second}, slog.New(slog.NewTextHandler(&logs, nil)))
+	n2 := New(dir, Options{Seconds: 3, Learn: true, Forget: 30 * time.Second}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if z2 := n2.State(); z2 == nil || z2.Source != "learnt" || z2.Yaw != z.Yaw || n2.Learning().Status != Learnt {
 		t.Errorf("after a restart: %+v, %+v", z2, n2.Learning())
 	}
@@ -105,7 +104,7 @@ func TestLearntNeutralPose(t *testing.T) {
 		t.Errorf("the next person: learnt %+v, want -10, 5", z)
 	}
 	// A configured zero wins: no learning.
-	n3 := New("", config.Zero{Yaw: 5, Seconds: 3, Learn: true, Forget: time.Minute}, slog.New(slog.NewTextHandler(&logs, nil)))
+	n3 := New("", Options{Yaw: 5, Seconds: 3, Learn: true, Forget: time.Minute}, slog.New(slog.NewTextHandler(&logs, nil)))
 	f := next()
 	n3.Observe(&f, now)
 	if n3.Learning() != nil || n3.State().Source != "config" {
@@ -118,7 +117,7 @@ func TestLearntNeutralPose(t *testing.T) {
 // them (it was, within 1.5 s), and the next person's is learnt from
 // theirs.
 func TestClearRelearns(t *testing.T) {
-	n := New(t.TempDir(), config.Zero{Seconds: 3, Learn: true, Forget: 30 * time.Second}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	n := New(t.TempDir(), Options{Seconds: 3, Learn: true, Forget: 30 * time.Second}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	rng := rand.New(rand.NewPCG(3, 4))
 	now := time.Unix(1000, 0)
 	run := func(next func() track.Face, frames int) {

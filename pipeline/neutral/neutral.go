@@ -19,7 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline/clock"
@@ -60,7 +60,7 @@ type Pose struct {
 	Clock clock.Clock
 
 	pose      atomic.Pointer[neutralPose] // nil: none
-	cfg       config.Zero
+	cfg       Options
 	measuring atomic.Bool
 	gen       atomic.Uint64     // bumped by each start, clear and stop: a measurement ends only if still the latest
 	stopTimer func() bool       // cancels the measurement's end (guarded by mu)
@@ -79,9 +79,20 @@ func Head(f track.Face) (rotation.Matrix, bool) {
 	return rotation.Head(f.Angles[0], f.Angles[1], f.Angles[2]), true
 }
 
+// Options are the neutral pose's: one set by hand (angles in degrees; all
+// 0: none), how long set/zero averages the primary face, and whether the
+// pose is learnt while none is set, forgotten after Forget without a
+// primary face. pipeline/build makes them from the zero block.
+type Options struct {
+	Yaw, Pitch, Roll float64
+	Seconds          float64
+	Learn            bool
+	Forget           time.Duration
+}
+
 // New returns the neutral pose a measured one in stateDir, else cfg's
 // (none if all its angles are 0).
-func New(stateDir string, cfg config.Zero, log *slog.Logger) *Pose {
+func New(stateDir string, cfg Options, log *slog.Logger) *Pose {
 	n := &Pose{StateDir: stateDir, Log: log}
 	n.learn.on, n.learn.forget = cfg.Learn, cfg.Forget
 	n.learn.status, n.learn.lastPublish = Calibrating, message.Learn{Status: Calibrating}
@@ -94,11 +105,11 @@ func New(stateDir string, cfg config.Zero, log *slog.Logger) *Pose {
 
 // load sets the neutral pose: a measured one from the state directory,
 // else the configuration's (none if all its angles are 0).
-func (c *Pose) load(cfg config.Zero) {
+func (c *Pose) load(cfg Options) {
 	c.cfg = cfg
 	if c.StateDir != "" {
 		f := filepath.Join(c.StateDir, zeroFile)
-		b, err := config.ReadFileLimited(f)
+		b, err := regular.ReadFile(f)
 		switch {
 		case err == nil:
 			var m message.Zero
@@ -258,7 +269,7 @@ func (c *Pose) finish(gen uint64) {
 	m := &message.Zero{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "measured", Frames: len(samples), Set: clock.Or(c.Clock).Now().UTC()}
 	if c.StateDir != "" {
 		b, _ := json.Marshal(m)
-		if err := config.WriteStateFile(filepath.Join(c.StateDir, zeroFile), b); err != nil {
+		if err := regular.WriteFile(filepath.Join(c.StateDir, zeroFile), b); err != nil {
 			c.Log.Warn("the neutral pose is set but will not outlive a restart", "err", err)
 		}
 	}

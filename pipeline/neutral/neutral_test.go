@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline/clock"
 )
@@ -19,7 +18,7 @@ func quietNeutral(dir string, logs *bytes.Buffer) *Pose {
 	if logs == nil {
 		logs = &bytes.Buffer{}
 	}
-	n := New(dir, config.Zero{Seconds: 3}, slog.New(slog.NewTextHandler(logs, nil)))
+	n := New(dir, Options{Seconds: 3}, slog.New(slog.NewTextHandler(logs, nil)))
 	n.Clock = clock.NewManual(time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC))
 	return n
 }
@@ -87,7 +86,7 @@ func TestZeroFileAndConfigState(t *testing.T) {
 	if !strings.Contains(logs.String(), "cannot read the measured neutral pose") {
 		t.Errorf("an unreadable %s is not logged: %s", zeroFile, logs.String())
 	}
-	c := New("", config.Zero{Yaw: 10}, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	c := New("", Options{Yaw: 10}, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	b, _ := json.Marshal(c.State())
 	if strings.Contains(string(b), "set") {
 		t.Errorf("a configured neutral pose: %s", b)
