@@ -261,8 +261,8 @@ func TestDiscoveryRemovalSentOnce(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, discoveryStateFile), []byte(`["homeassistant/sensor/posed_gone_yaw/config"]`), 0o640)
 	col := mqtttest.Collect(t, broker.Addr(), "homeassistant/sensor/posed_gone_yaw/config")
-	proxy := newCutter(t, broker.Addr())
-	cfg := testMQTT(proxy.ln.Addr().String())
+	proxy := mqtttest.NewGate(t, broker.Addr())
+	cfg := testMQTT(proxy.Addr())
 	cfg.Discovery = true
 	p, err := New(cfg, "cam", quiet(), nil, WithStateDir(dir))
 	if err != nil {
@@ -270,7 +270,7 @@ func TestDiscoveryRemovalSentOnce(t *testing.T) {
 	}
 	defer shutdown(p, time.Second)
 	col.WaitFor(t, "the stale entity cleared", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) == 1 })
-	proxy.cut()
+	proxy.Cut()
 	deadline := time.Now().Add(15 * time.Second)
 	for p.reconnects.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -236,59 +235,14 @@ func TestNoBrokerNeverBlocksThenConnects(t *testing.T) {
 	}
 }
 
-// cutter is a TCP proxy to the broker whose connections can be cut, as a
-// network that fails does: no MQTT DISCONNECT reaches the broker.
-type cutter struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newCutter(t *testing.T, target string) *cutter {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cutter{ln: ln}
-	t.Cleanup(func() { ln.Close(); c.cut() })
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			c.mu.Lock()
-			c.conns = append(c.conns, in, out)
-			c.mu.Unlock()
-			go func() { io.Copy(out, in); out.Close() }()
-			go func() { io.Copy(in, out); in.Close() }()
-		}
-	}()
-	return c
-}
-
-func (c *cutter) cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, x := range c.conns {
-		x.Close()
-	}
-	c.conns = nil
-}
-
 // When the connection dies the broker publishes the last will, "offline";
 // the publisher reconnects on its own, says "online" again and counts the
 // reconnect; a clean close says "offline" itself.
 func TestLastWillAndReconnect(t *testing.T) {
 	broker := mqtttest.Start(t)
 	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/available")
-	proxy := newCutter(t, broker.Addr())
-	p, err := New(testMQTT(proxy.ln.Addr().String()), "cam", quiet(), nil)
+	proxy := mqtttest.NewGate(t, broker.Addr())
+	p, err := New(testMQTT(proxy.Addr()), "cam", quiet(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +256,7 @@ func TestLastWillAndReconnect(t *testing.T) {
 		}
 	}
 	col.WaitFor(t, "online", 5*time.Second, avail("online"))
-	proxy.cut()
+	proxy.Cut()
 	col.WaitFor(t, "the last will", 5*time.Second, avail("online", "offline"))
 	col.WaitFor(t, "online after the reconnect", 15*time.Second, avail("online", "offline", "online"))
 	if n := p.reconnects.Load(); n != 1 {
@@ -321,19 +275,19 @@ func TestLastWillAndReconnect(t *testing.T) {
 func TestBrokerPasswordNotLogged(t *testing.T) {
 	broker := mqtttest.Start(t)
 	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/available")
-	proxy := newCutter(t, broker.Addr())
+	proxy := mqtttest.NewGate(t, broker.Addr())
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-	cfg := testMQTT(proxy.ln.Addr().String())
-	cfg.Broker = "tcp://posed:s3cret-pw@" + proxy.ln.Addr().String()
+	cfg := testMQTT(proxy.Addr())
+	cfg.Broker = "tcp://posed:s3cret-pw@" + proxy.Addr()
 	p, err := New(cfg, "cam", log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer shutdown(p, time.Second)
 	col.WaitFor(t, "online", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 0 })
-	proxy.cut()
+	proxy.Cut()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()

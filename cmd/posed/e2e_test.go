@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -1070,8 +1069,8 @@ func TestDriveThroughATunnel(t *testing.T) {
 	// posed reaches the broker through a gate, the tunnel: the consumer
 	// stays connected through the outage, so that it cannot miss what
 	// posed sends the moment it is back.
-	tunnel := newGate(t, broker.Addr())
-	cfg := testConfig(t, seq, "tcp://"+tunnel.addr())
+	tunnel := mqtttest.NewGate(t, broker.Addr())
+	cfg := testConfig(t, seq, "tcp://"+tunnel.Addr())
 	cfg.Source.FPS, cfg.Source.Unpaced, cfg.Source.Loop = 10, true, true
 	cfg.StateDir = t.TempDir()
 	cfg.Metrics.Listen = mqtttest.FreeAddr(t)
@@ -1089,7 +1088,7 @@ func TestDriveThroughATunnel(t *testing.T) {
 	defer stop()
 	events.WaitFor(t, "the first events", 30*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) >= 2 })
 	frames := func() float64 { return metric(t, cfg.Metrics.Listen, "posed_frames_processed_total") }
-	tunnel.close()
+	tunnel.Close()
 	start := frames()
 	for deadline := time.Now().Add(3 * time.Minute); frames() < start+5400; {
 		if time.Now().After(deadline) {
@@ -1097,7 +1096,7 @@ func TestDriveThroughATunnel(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	tunnel.open()
+	tunnel.Open()
 	// Every event started by now must arrive. (Not every event started by
 	// the time of each look: the drive goes on, and on a busy machine new
 	// ones can start as fast as the held ones are delivered.)
@@ -1145,70 +1144,4 @@ func TestDriveThroughATunnel(t *testing.T) {
 	if starts < 20 {
 		t.Errorf("%d distractions started in the drive: the test drove too little", starts)
 	}
-}
-
-// gate is a TCP proxy to a broker that can be closed, as a tunnel closes a
-// car's network: its connections are cut and new ones refused until it
-// opens again; the broker and its other clients go on.
-type gate struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	shut   bool
-	conns  []net.Conn
-}
-
-func newGate(t *testing.T, target string) *gate {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gate{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); g.close() })
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			g.mu.Lock()
-			shut := g.shut
-			g.mu.Unlock()
-			if shut {
-				in.Close()
-				continue
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			g.mu.Lock()
-			g.conns = append(g.conns, in, out)
-			g.mu.Unlock()
-			go func() { io.Copy(out, in); out.Close() }()
-			go func() { io.Copy(in, out); in.Close() }()
-		}
-	}()
-	return g
-}
-
-func (g *gate) addr() string { return g.ln.Addr().String() }
-
-// close cuts the connections through the gate and refuses new ones.
-func (g *gate) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.shut = true
-	for _, c := range g.conns {
-		c.Close()
-	}
-	g.conns = nil
-}
-
-// open lets connections through again.
-func (g *gate) open() {
-	g.mu.Lock()
-	g.shut = false
-	g.mu.Unlock()
 }

@@ -7,6 +7,7 @@ package mqtttest
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -270,4 +271,80 @@ func Validate(t testing.TB, s *jsonschema.Schema, m Msg) {
 	if err := s.Validate(v); err != nil {
 		t.Errorf("%s does not match its schema: %v\n%s", m.Topic, err, m.Payload)
 	}
+}
+
+// Gate is a TCP proxy to a broker whose connections can be cut, as a
+// network that fails cuts them (no MQTT DISCONNECT reaches the broker),
+// and that can stay closed, refusing new connections, as a tunnel does,
+// while the broker and its other clients go on.
+type Gate struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	shut  bool
+	conns []net.Conn
+}
+
+// NewGate starts a gate to the broker at target (host:port).
+func NewGate(t testing.TB, target string) *Gate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Gate{ln: ln}
+	t.Cleanup(func() { ln.Close(); g.Cut() })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			g.mu.Lock()
+			shut := g.shut
+			g.mu.Unlock()
+			if shut {
+				in.Close()
+				continue
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			g.mu.Lock()
+			g.conns = append(g.conns, in, out)
+			g.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return g
+}
+
+// Addr is the gate's host:port, for the client to connect to.
+func (g *Gate) Addr() string { return g.ln.Addr().String() }
+
+// Cut closes the connections through the gate; new ones get through.
+func (g *Gate) Cut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.conns {
+		c.Close()
+	}
+	g.conns = nil
+}
+
+// Close cuts the connections and refuses new ones until Open.
+func (g *Gate) Close() {
+	g.mu.Lock()
+	g.shut = true
+	g.mu.Unlock()
+	g.Cut()
+}
+
+// Open lets connections through again.
+func (g *Gate) Open() {
+	g.mu.Lock()
+	g.shut = false
+	g.mu.Unlock()
 }
