@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/profile"
 )
@@ -153,20 +154,8 @@ func writeSheet(path string, pairs [][2]*image.Gray) error {
 	for i, pr := range pairs {
 		for k, g := range pr {
 			x, y := (i%perRow*2+k)*cell, i/perRow*cell
-			draw.Draw(sheet, image.Rect(x, y, x+cell, y+cell), halve(g), image.Point{}, draw.Src)
+			draw.Draw(sheet, image.Rect(x, y, x+cell, y+cell), cascade.ScaleGray(g, g.Rect.Dx()/2, g.Rect.Dy()/2), image.Point{}, draw.Src)
 		}
 	}
 	return writePNG(path, sheet)
-}
-
-func halve(g *image.Gray) *image.Gray {
-	w, h := g.Rect.Dx()/2, g.Rect.Dy()/2
-	o := image.NewGray(image.Rect(0, 0, w, h))
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			i := 2*y*g.Stride + 2*x
-			o.Pix[y*o.Stride+x] = uint8((int(g.Pix[i]) + int(g.Pix[i+1]) + int(g.Pix[i+g.Stride]) + int(g.Pix[i+g.Stride+1]) + 2) / 4)
-		}
-	}
-	return o
 }

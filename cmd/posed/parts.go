@@ -26,10 +26,8 @@ import (
 type parts struct {
 	// stages run on every processed frame, in this order.
 	stages    []frame.Stage
-	zoning    *zones.Zoning
 	neutral   *neutral.Pose
 	attention *attention.Stage
-	view      *web.View
 	control   *control.Commands
 
 	// The frame path (loadTracker): the model loads last, once the
@@ -47,18 +45,13 @@ func newParts(cfg config.Config, view *web.View, log *slog.Logger) (*parts, erro
 	if err != nil {
 		return nil, err // it names the attention block
 	}
-	d := &parts{
-		zoning:    zones.New(build.ZoneOptions(cfg.Zones, cfg.Primary)),
-		neutral:   neutral.New(cfg.StateDir, build.NeutralOptions(cfg.Zero), log),
-		attention: att,
-		view:      view,
-	}
+	d := &parts{neutral: neutral.New(cfg.StateDir, build.NeutralOptions(cfg.Zero), log), attention: att}
 	d.control = control.New(cfg.StateDir, view, d.neutral, log)
 	d.neutral.OnChange = d.control.Signal
 	if cfg.Attention.Profile == attention.ProfileDriver {
 		d.control.Speed = att.SetSpeed
 	}
-	d.stages = []frame.Stage{d.zoning, d.neutral, pipeline.Attention(d.attention)}
+	d.stages = []frame.Stage{zones.New(build.ZoneOptions(cfg.Zones, cfg.Primary)), d.neutral, pipeline.Attention(d.attention)}
 	if view != nil {
 		d.stages = append(d.stages, view)
 	}

@@ -21,10 +21,6 @@ type Face struct {
 	// Centre is the point the head turns about: 90 mm behind the mean
 	// face's nose tip, near the neck's axis.
 	Centre [3]float64
-	// Residual is the root mean square distance, in pixels, between the
-	// landmarks and their vertices after the rigid fit (before the
-	// residual warp takes it to about zero).
-	Residual float64
 }
 
 const (
@@ -62,13 +58,10 @@ func (m *Mesh) Fit(lm [68][3]float64) (*Face, error) {
 	// Residuals at the matched vertices, spread by RBF interpolation.
 	n := len(src)
 	res := mat.NewDense(n, 3, nil)
-	var sq float64
 	for i := range src {
 		q := apply(s, r, t, src[i])
 		for k := 0; k < 3; k++ {
-			d := dst[i][k] - q[k]
-			res.Set(i, k, d)
-			sq += d * d
+			res.Set(i, k, dst[i][k]-q[k])
 		}
 	}
 	kern := func(a, b [3]float64) float64 { return math.Exp(-dist2(a, b) / (2 * warpSigma * warpSigma)) }
@@ -83,7 +76,7 @@ func (m *Mesh) Fit(lm [68][3]float64) (*Face, error) {
 	if err := w.Solve(K, res); err != nil {
 		return nil, fmt.Errorf("profile: residual warp: %w", err)
 	}
-	f := &Face{P: make([][3]float64, len(m.V)), R: r, Scale: s, Residual: math.Sqrt(sq / float64(n))}
+	f := &Face{P: make([][3]float64, len(m.V)), R: r, Scale: s}
 	for v, p := range m.V {
 		q := apply(s, r, t, p)
 		for j := 0; j < n; j++ {

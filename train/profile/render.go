@@ -66,7 +66,7 @@ func (m *Mesh) Turn(f *Face, src *image.Gray, lm [68][3]float64, yaw, pitch, rol
 	for i := range depth {
 		depth[i] = math.Inf(-1)
 	}
-	front := m.frontSign()
+	front := m.front
 	for _, t := range m.T {
 		a, b, cc := q[t[0]], q[t[1]], q[t[2]]
 		if area(a, b, cc)*front <= 0 {
@@ -92,7 +92,7 @@ func (m *Mesh) Turn(f *Face, src *image.Gray, lm [68][3]float64, yaw, pitch, rol
 // turned mesh), two fixed rings about the face, and the picture's border.
 func (m *Mesh) anchors(f *Face, q [][3]float64, w, h int) (from, to [][2]float64) {
 	var cx, cy float64
-	bnd := m.boundary()
+	bnd := m.bnd
 	for _, v := range bnd {
 		cx += f.P[v][0] / float64(len(bnd))
 		cy += f.P[v][1] / float64(len(bnd))
@@ -134,9 +134,6 @@ func (m *Mesh) anchors(f *Face, q [][3]float64, w, h int) (from, to [][2]float64
 // boundary returns the mesh's outline: the vertices of edges that belong to
 // one triangle only, in index order.
 func (m *Mesh) boundary() []int {
-	if m.bnd != nil {
-		return m.bnd
-	}
 	count := map[[2]int32]int{}
 	for _, t := range m.T {
 		for i := 0; i < 3; i++ {
@@ -153,12 +150,13 @@ func (m *Mesh) boundary() []int {
 			on[e[0]], on[e[1]] = true, true
 		}
 	}
+	var out []int
 	for v, ok := range on {
 		if ok {
-			m.bnd = append(m.bnd, v)
+			out = append(out, v)
 		}
 	}
-	return m.bnd
+	return out
 }
 
 // frontSign is the sign of the signed area, in the picture's frame (y

@@ -43,7 +43,8 @@ type Mesh struct {
 	// [0] the face's right side (ibug landmarks 1–8), [1] its left (10–17).
 	Contour [2][]int
 
-	bnd []int // the outline, found once (boundary)
+	bnd   []int   // the outline (boundary), found at load
+	front float64 // the sign of a front-facing triangle's area (frontSign)
 }
 
 // Files of the Surrey Face Model read by LoadSFM, as eos ships them.
@@ -73,6 +74,7 @@ func LoadSFM(dir string) (*Mesh, error) {
 	if err := m.readTwins(filepath.Join(dir, twinFile)); err != nil {
 		return nil, err
 	}
+	m.bnd, m.front = m.boundary(), m.frontSign()
 	return m, nil
 }
 

@@ -58,7 +58,6 @@ type View struct {
 	// the source's set.
 	Sample    dataset.Sample
 	Landmarks [68][3]float64
-	Residual  float64 // the rigid fit's error, pixels
 }
 
 // Make turns sample s (an AFLW2000-3D face, its .mat beside its picture)
@@ -77,7 +76,7 @@ func (m *Mesh) Make(s dataset.Sample, turn float64) (*View, error) {
 		return nil, fmt.Errorf("%s: %w", s.Path, err)
 	}
 	out, lm2 := m.Turn(f, img, lm, s.Yaw, s.Pitch, s.Roll, turn)
-	v := &View{Image: out, Sample: s, Landmarks: lm2, Residual: f.Residual}
+	v := &View{Image: out, Sample: s, Landmarks: lm2}
 	v.Sample.Yaw += turn
 	v.Sample.MadeFrom = s.Origin()
 	minX, minY, maxX, maxY := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
