@@ -92,24 +92,8 @@ func (p *Publisher) Take(cmds []Command) {
 	}
 }
 
-// Subscribed is closed once the command topics are subscribed, with the
-// time it happened (SubscribedAt).
+// Subscribed is closed once the command topics are first subscribed.
 func (p *Publisher) Subscribed() <-chan struct{} { return p.subscribed }
 
-// SubscribedAt is when the command topics were first subscribed (zero
-// before).
-func (p *Publisher) SubscribedAt() time.Time {
-	p.subMu.Lock()
-	defer p.subMu.Unlock()
-	return p.subAt
-}
-
 // markSubscribed records the first subscription.
-func (p *Publisher) markSubscribed() {
-	p.subMu.Lock()
-	defer p.subMu.Unlock()
-	if p.subAt.IsZero() {
-		p.subAt = time.Now()
-		close(p.subscribed)
-	}
-}
+func (p *Publisher) markSubscribed() { p.subOnce.Do(func() { close(p.subscribed) }) }

@@ -76,8 +76,7 @@ type Publisher struct {
 	cmdOnce                      sync.Once
 	handover                     handover      // a reload's (handover.go)
 	subscribed                   chan struct{} // closed at the first subscription to the commands
-	subMu                        sync.Mutex
-	subAt                        time.Time
+	subOnce                      sync.Once
 	lastHA                       message.HA
 	lastHATime                   time.Time // zero until the first HA message
 

@@ -225,10 +225,9 @@ func takeOver(prev, pub *publish.Publisher, log *slog.Logger) <-chan struct{} {
 		case <-pub.Subscribed():
 		case <-t.C:
 		}
-		since := pub.SubscribedAt()
-		if since.IsZero() {
-			since = time.Now() // never subscribed: nothing reached it
-		}
+		// Commands the old connection received from now on reached the
+		// new one too (or none did: it never subscribed).
+		since := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		if cmds := prev.Release(ctx, since, pub); len(cmds) > 0 {
