@@ -552,21 +552,15 @@ func (l *Loop) faceMsgs(faces []track.Face) []message.Face {
 	out := l.faces[:len(faces)]
 	for i, f := range faces {
 		b := f.Box
-		m := message.Face{Track: f.ID, Box: [4]float64{r2(b.X), r2(b.Y), r2(b.X + b.W), r2(b.Y + b.H)}, Score: r2(f.Score), View: f.View.String()}
+		m := message.Face{Track: f.ID, Box: [4]float64{message.Hundredths(b.X), message.Hundredths(b.Y), message.Hundredths(b.X + b.W), message.Hundredths(b.Y + b.H)}, Score: message.Hundredths(f.Score), View: f.View.String()}
 		for a, dst := range [3][2]*message.Num{{&m.Yaw, &m.YawStd}, {&m.Pitch, &m.PitchStd}, {&m.Roll, &m.RollStd}} {
 			if f.Has[a] {
-				*dst[0], *dst[1] = num2(f.Angles[a]), num2(f.Std[a])
+				*dst[0], *dst[1] = message.Hundredth(f.Angles[a]), message.Hundredth(f.Std[a])
 			}
 		}
 		out[i] = m
 	}
 	return out
 }
-
-// num2 is v rounded to two decimals.
-func num2(v float64) message.Num { return message.Some(r2(v)) }
-
-// r2 rounds to two decimals, half away from zero.
-func r2(v float64) float64 { return message.Hundredths(v) }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

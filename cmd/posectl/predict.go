@@ -8,7 +8,6 @@ import (
 	"image"
 	"image/color"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline/build"
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/train/dataset"
 )
 
@@ -171,7 +171,7 @@ func (p *predictor) image(path string) (*image.Gray, []feature.Box, []track.Face
 		faces = slices.Clone(p.frames.Process(img))
 	}
 	for i, f := range faces {
-		out := faceJSON{Image: path, Face: i, Box: corners(f.Box), Score: round2(f.Score), Iterations: p.iters}
+		out := faceJSON{Image: path, Face: i, Box: corners(f.Box), Score: message.Hundredths(f.Score), Iterations: p.iters}
 		if p.fixed != nil {
 			c := corners(*p.fixed)
 			out.Detected = c[:]
@@ -180,7 +180,7 @@ func (p *predictor) image(path string) (*image.Gray, []feature.Box, []track.Face
 		}
 		for a, dst := range [][2]**float64{{&out.Yaw, &out.YawStd}, {&out.Pitch, &out.PitchStd}, {&out.Roll, &out.RollStd}} {
 			if f.Has[a] {
-				v, s := round2(f.Angles[a]), round2(f.Std[a])
+				v, s := message.Hundredths(f.Angles[a]), message.Hundredths(f.Std[a])
 				*dst[0], *dst[1] = &v, &s
 			}
 		}
@@ -195,10 +195,9 @@ func (p *predictor) image(path string) (*image.Gray, []feature.Box, []track.Face
 // a script tells it from a broken model or image).
 var errNoFace = errors.New("no face found")
 
-func round2(v float64) float64 { return math.Round(v*100) / 100 }
-
+// corners is a box as [x1, y1, x2, y2], to the hundredth as posed publishes it.
 func corners(b feature.Box) [4]float64 {
-	return [4]float64{round2(b.X), round2(b.Y), round2(b.X + b.W), round2(b.Y + b.H)}
+	return [4]float64{message.Hundredths(b.X), message.Hundredths(b.Y), message.Hundredths(b.X + b.W), message.Hundredths(b.Y + b.H)}
 }
 
 func parseBox(s string) (feature.Box, error) {

@@ -312,7 +312,7 @@ func (s *Stage) Apply(faces []message.Face, w, h int, now time.Time, primary int
 		if st.target >= 0 {
 			f.Target.Name, f.Target.Known = s.names[st.target], true
 		}
-		f.Dwell = message.Some(math.Round(now.Sub(st.since).Seconds()*100) / 100)
+		f.Dwell = message.Hundredth(now.Sub(st.since).Seconds())
 		switch s.o.Profile {
 		case ProfileNone:
 			f.Attention = StateAway

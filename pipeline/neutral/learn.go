@@ -170,7 +170,7 @@ func (c *Pose) adopt(now time.Time) {
 		return
 	}
 	y, p, r := rotation.Mean(l.near).Angles()
-	m := &message.Zero{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "learnt", Frames: len(l.near), Set: now.UTC().Truncate(time.Second)}
+	m := &message.Zero{Yaw: message.Hundredths(y), Pitch: message.Hundredths(p), Roll: message.Hundredths(r), Source: "learnt", Frames: len(l.near), Set: now.UTC().Truncate(time.Second)}
 	if old := c.State(); old != nil && old.Source == "learnt" && math.Abs(old.Yaw-m.Yaw) < 0.5 && math.Abs(old.Pitch-m.Pitch) < 0.5 && math.Abs(old.Roll-m.Roll) < 0.5 {
 		return // hardly moved: keep the one in use (no allocation, no state message)
 	}

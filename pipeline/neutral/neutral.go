@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -266,7 +265,7 @@ func (c *Pose) finish(gen uint64) {
 		return
 	}
 	y, p, r := rotation.Mean(samples).Angles()
-	m := &message.Zero{Yaw: r2(y), Pitch: r2(p), Roll: r2(r), Source: "measured", Frames: len(samples), Set: clock.Or(c.Clock).Now().UTC()}
+	m := &message.Zero{Yaw: message.Hundredths(y), Pitch: message.Hundredths(p), Roll: message.Hundredths(r), Source: "measured", Frames: len(samples), Set: clock.Or(c.Clock).Now().UTC()}
 	if c.StateDir != "" {
 		b, _ := json.Marshal(m)
 		if err := regular.WriteFile(filepath.Join(c.StateDir, zeroFile), b); err != nil {
@@ -303,6 +302,3 @@ func Relative(n *rotation.Matrix, f track.Face) (yaw, pitch, roll float64, ok bo
 	yaw, pitch, roll = rotation.Relative(*n, head)
 	return yaw, pitch, roll, true
 }
-
-// r2 rounds to two decimals.
-func r2(v float64) float64 { return math.Round(v*100) / 100 }

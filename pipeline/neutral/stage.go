@@ -23,9 +23,9 @@ func (c *Pose) Frame(f *frame.Frame) {
 		}
 		m := &f.Faces[i]
 		m.RawYaw, m.RawPitch, m.RawRoll = m.Yaw, m.Pitch, m.Roll
-		m.Yaw, m.Pitch = message.Some(message.Hundredths(y)), message.Some(message.Hundredths(p))
+		m.Yaw, m.Pitch = message.Hundredth(y), message.Hundredth(p)
 		if t.Has[2] {
-			m.Roll = message.Some(message.Hundredths(r))
+			m.Roll = message.Hundredth(r)
 		}
 	}
 	f.Neutral = c.Status()

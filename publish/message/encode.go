@@ -286,10 +286,8 @@ func appendString(b []byte, s string) []byte {
 
 // Hundredths rounds v to two decimals, half away from zero: the precision
 // of the published angles, boxes and scores.
-func Hundredths(v float64) float64 {
-	h := 0.5
-	if v < 0 {
-		h = -0.5
-	}
-	return float64(int64(v*100+h)) / 100
-}
+func Hundredths(v float64) float64 { return math.Round(v*100) / 100 }
+
+// Hundredth is v rounded to two decimals (Hundredths), set: a published
+// angle or standard deviation.
+func Hundredth(v float64) Num { return Some(Hundredths(v)) }

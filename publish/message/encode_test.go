@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -149,4 +150,29 @@ func FuzzAppendFloat(f *testing.F) {
 			t.Fatalf("%v: got %s, want %s", v, got, want)
 		}
 	})
+}
+
+// Hundredths agrees with decimal rounding of v to two places
+// (strconv's, of the exact binary value) wherever v is not within a
+// rounding error of a tie, and rounds ties away from zero.
+func TestHundredths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i < 100000; i++ {
+		v := (rng.Float64()*2 - 1) * math.Pow(10, float64(rng.IntN(7)))
+		if f := math.Abs(v*100 - math.Trunc(v*100)); math.Abs(f-0.5) < 1e-6 {
+			continue // a tie, or too near one for the two to agree
+		}
+		want, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', 2, 64), 64)
+		if got := Hundredths(v); got != want {
+			t.Fatalf("Hundredths(%v) = %v, want %v", v, got, want)
+		}
+	}
+	for v, want := range map[float64]float64{0.125: 0.13, -0.125: -0.13, 0.375: 0.38, -0.004: 0, 12.3456: 12.35} {
+		if got := Hundredths(v); got != want {
+			t.Errorf("Hundredths(%v) = %v, want %v (ties away from zero)", v, got, want)
+		}
+	}
+	if h := Hundredth(-3.14159); !h.Set || h.V != -3.14 {
+		t.Errorf("Hundredth(-3.14159) = %+v", h)
+	}
 }
