@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/infer/rotation"
+	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -123,8 +124,8 @@ type Options struct {
 	Profile    string
 	Driver     DriverRules
 	Engagement EngagementRules
-	// Clock is the wall clock that dates the speed (time.Now if nil).
-	Clock func() time.Time
+	// Clock is the wall clock that dates the speed (the system's if nil).
+	Clock clock.Clock
 }
 
 // Profiles (config.Attention.Profile).
@@ -197,9 +198,7 @@ func New(o Options) (*Stage, error) {
 	if o.Profile == "" {
 		o.Profile = ProfileNone
 	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
+	o.Clock = clock.Or(o.Clock)
 	s := &Stage{o: o, faces: map[uint64]*faceState{}}
 	s.drv.r = o.Driver
 	s.o.Targets = append([]Target(nil), o.Targets...)
@@ -400,7 +399,7 @@ func (s *Stage) doubt(f *message.Face) string {
 // driverFrame runs the driver's rules on the primary face (the driver);
 // the other faces are passengers, of whom the profile says nothing.
 func (s *Stage) driverFrame(faces []message.Face, now time.Time, primary int) {
-	gated := s.speed.gated(s.o.Driver, s.o.Clock())
+	gated := s.speed.gated(s.o.Driver, s.o.Clock.Now())
 	if primary < 0 || primary >= len(faces) {
 		s.events = s.drv.observe(s.events, now, false, false, now, 0, message.Label{}, gated)
 		return

@@ -115,7 +115,7 @@ func (s *Stage) SetSpeed(kmh float64) error {
 		return errSpeed
 	}
 	s.speed.bits.Store(math.Float64bits(kmh))
-	s.speed.at.Store(s.o.Clock().UnixNano())
+	s.speed.at.Store(s.o.Clock.Now().UnixNano())
 	return nil
 }
 

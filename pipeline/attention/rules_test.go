@@ -10,6 +10,7 @@ import (
 	"github.com/edgepose/posed/config"
 	. "github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/build"
+	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -87,16 +88,16 @@ func (tl timeline) kinds() string {
 var played = map[*Stage]time.Time{}
 
 // fromConfig is the stage of an attention block, as posed builds it
-// (pipeline/build), with clock as its wall clock if given.
-func fromConfig(a config.Attention, clock ...func() time.Time) (*Stage, error) {
+// (pipeline/build), with wall as its wall clock if given.
+func fromConfig(a config.Attention, wall ...clock.Clock) (*Stage, error) {
 	o := build.AttentionOptions(a)
-	if len(clock) > 0 {
-		o.Clock = clock[0]
+	if len(wall) > 0 {
+		o.Clock = wall[0]
 	}
 	return New(o)
 }
 
-func driverStage(t *testing.T, mod func(*config.Attention), clock ...func() time.Time) *Stage {
+func driverStage(t *testing.T, mod func(*config.Attention), wall ...clock.Clock) *Stage {
 	t.Helper()
 	a := config.Default().Attention
 	a.Profile = "driver"
@@ -106,7 +107,7 @@ func driverStage(t *testing.T, mod func(*config.Attention), clock ...func() time
 	if mod != nil {
 		mod(&a)
 	}
-	s, err := fromConfig(a, clock...)
+	s, err := fromConfig(a, wall...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +220,8 @@ func TestUncertainIsUnknown(t *testing.T) {
 // Below min_speed no warning starts; one in progress ends (speed); a
 // speed older than speed_timeout is forgotten.
 func TestSpeedGating(t *testing.T) {
-	wall := time.Unix(9000, 0)
-	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 }, func() time.Time { return wall })
+	wall := clock.NewManual(time.Unix(9000, 0))
+	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 }, wall)
 	if err := s.SetSpeed(10); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestSpeedGating(t *testing.T) {
 	if got := play(t, s, segment{d: 200 * time.Millisecond, yaw: 75}).kinds(); got != "long_distraction/end@0.0" {
 		t.Errorf("slowing down: %q", got)
 	}
-	wall = wall.Add(11 * time.Second) // the speed is stale: warnings on (away for 6.2 s by now)
+	wall.Advance(11 * time.Second) // the speed is stale: warnings on (away for 6.2 s by now)
 	if got := play(t, s, segment{d: 200 * time.Millisecond, yaw: 75}).kinds(); got != "long_distraction/start@0.0 unresponsive/start@0.0" {
 		t.Errorf("stale speed: %q", got)
 	}
@@ -469,8 +470,8 @@ func TestOutOfDoubt(t *testing.T) {
 // 19 starts and 20 ends): the warnings come on at min_speed and go off
 // only below min_speed − SpeedMargin.
 func TestSpeedHysteresis(t *testing.T) {
-	wall := time.Unix(9000, 0)
-	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 }, func() time.Time { return wall })
+	wall := clock.NewManual(time.Unix(9000, 0))
+	s := driverStage(t, func(a *config.Attention) { a.Driver.MinSpeed = 20 }, wall)
 	var tl timeline
 	play(t, s, segment{d: time.Second})
 	for i := range 40 { // 12 s away
@@ -481,7 +482,7 @@ func TestSpeedHysteresis(t *testing.T) {
 		if err := s.SetSpeed(v); err != nil {
 			t.Fatal(err)
 		}
-		wall = wall.Add(300 * time.Millisecond)
+		wall.Advance(300 * time.Millisecond)
 		tl.events = append(tl.events, play(t, s, segment{d: 300 * time.Millisecond, yaw: 75}).events...)
 	}
 	tl.start = t0.Add(time.Second)
