@@ -8,6 +8,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
 // False detections are counted on frames of the pictures measured: each
@@ -66,21 +67,30 @@ func TestCountsByYaw(t *testing.T) {
 
 func dface(b feature.Box) detect.Face { return detect.Face{Box: b} }
 
-// Phantoms averages over every detector and frame; a blank frame has
-// none, and what posed would publish is counted apart.
+// Phantoms averages the boxes over every detector and frame: a face
+// photograph's boxes and a blank frame's none, each seen by two
+// detectors; what posed would publish is counted apart.
 func TestPhantoms(t *testing.T) {
 	d, err := detect.New(detect.DefaultParams())
 	if err != nil {
 		t.Fatal(err)
+	}
+	face, err := dataset.LoadGray(datatest.File(t, "pointing04", "Person02", "person02145+0-15.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(d.Detect(face))
+	if n == 0 {
+		t.Fatal("facefinder finds no face on a frontal Pointing'04 photograph")
 	}
 	blank := image.NewGray(image.Rect(0, 0, 640, 480))
 	for i := range blank.Pix {
 		blank.Pix[i] = 128
 	}
 	one := func([]detect.Face, *image.Gray) []feature.Box { return []feature.Box{{W: 1, H: 1}} }
-	raw, pub := Phantoms([]*detect.Detector{d, d}, []*image.Gray{blank, blank, blank}, one)
-	if raw != 0 || pub != 1 {
-		t.Errorf("blank frames: %g boxes and %g published per frame, want 0 and 1", raw, pub)
+	raw, pub := Phantoms([]*detect.Detector{d, d}, []*image.Gray{face, blank}, one)
+	if raw != float64(n)/2 || pub != 1 {
+		t.Errorf("%d boxes on the photograph, none on the blank frame: %g boxes and %g published per frame, want %g and 1", n, raw, pub, float64(n)/2)
 	}
 	if raw, pub := Phantoms(nil, nil, nil); raw != 0 || pub != 0 {
 		t.Errorf("nothing measured: %g, %g", raw, pub)
