@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/eclipse/paho.mqtt.golang/packets"
 
 	"github.com/edgepose/posed/publish/message"
@@ -138,11 +137,7 @@ func TestLargeCommandNotHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(p, 2*time.Second)
-	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("big"))
-	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatal(tok.Error())
-	}
-	defer cl.Disconnect(50)
+	cl := mqtttest.Connect(t, broker.Addr(), "big")
 	// Posed has subscribed once an unknown command is refused.
 	col.WaitFor(t, "the subscription", 20*time.Second, func(ms []mqtttest.Msg) bool {
 		if len(ms) == 0 {

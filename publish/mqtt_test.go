@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/publish/message"
 
@@ -435,11 +434,7 @@ func TestShutdownFlushes(t *testing.T) {
 func TestRetainedCommandIgnored(t *testing.T) {
 	broker := mqtttest.Start(t)
 	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/#")
-	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("sender"))
-	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatal(tok.Error())
-	}
-	defer cl.Disconnect(50)
+	cl := mqtttest.Connect(t, broker.Addr(), "sender")
 	if tok := cl.Publish("posed/cam/set/reload", 1, true, "PRESS"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatal(tok.Error())
 	}
@@ -506,10 +501,7 @@ func TestShutdownCarriesOutReceivedCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID(fmt.Sprintf("s%d", trial)))
-		if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-			t.Fatal(tok.Error())
-		}
+		cl := mqtttest.Connect(t, broker.Addr(), fmt.Sprintf("s%d", trial))
 		base := fmt.Sprintf("posed/cam%d/set/", trial)
 		// Until posed has subscribed, commands are lost: send the first
 		// until it arrives.

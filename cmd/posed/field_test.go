@@ -165,11 +165,7 @@ func TestFieldAudit(t *testing.T) {
 	}
 	idleRate, idleRSS, idleFDs := rate(5*time.Second), procStatus(pid, "VmRSS"), fds(pid)
 	t.Logf("idle: %.1f poses/s, VmRSS %d kB, %d fds", idleRate, idleRSS, idleFDs)
-	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("attacker"))
-	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatal(tok.Error())
-	}
-	defer cl.Disconnect(50)
+	cl := mqtttest.Connect(t, broker.Addr(), "attacker")
 
 	// 1. Four 100 MB commands at once.
 	big := make([]byte, 100<<20)

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	mqtt "github.com/eclipse/paho.mqtt.golang"
-
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
@@ -64,11 +62,7 @@ func TestCommandDuringReloadIsCarriedOut(t *testing.T) {
 		t.Fatal("the stopped run's publisher was not held for the next run")
 	}
 	// Between the runs: the command goes out now.
-	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("between"))
-	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatal(tok.Error())
-	}
-	defer cl.Disconnect(50)
+	cl := mqtttest.Connect(t, broker.Addr(), "between")
 	if tok := cl.Publish("posed/test/set/detect", 1, false, "OFF"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatal(tok.Error())
 	}

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	mqtt "github.com/eclipse/paho.mqtt.golang"
-
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -139,11 +137,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 
 	// The reload command does the same, and says why it refuses.
 	errs := mqtttest.Collect(t, broker.Addr(), "posed/two/error")
-	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("reloader"))
-	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatal(tok.Error())
-	}
-	defer cl.Disconnect(50)
+	cl := mqtttest.Connect(t, broker.Addr(), "reloader")
 	cl.Publish("posed/two/set/reload", 1, false, "PRESS").WaitTimeout(2 * time.Second)
 	errs.WaitFor(t, "the refused reload command's error", 10*time.Second, func(ms []mqtttest.Msg) bool {
 		return len(ms) > 0 && strings.Contains(string(ms[0].Payload), "mqtt.qos")

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	mqtt "github.com/eclipse/paho.mqtt.golang"
-
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -65,11 +63,7 @@ func TestZero(t *testing.T) {
 	cfg := testConfig(t, dir, "tcp://"+broker.Addr())
 	cfg.Source.FPS = 15
 	cfg.StateDir = t.TempDir()
-	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("zeroer"))
-	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatal(tok.Error())
-	}
-	defer cl.Disconnect(50)
+	cl := mqtttest.Connect(t, broker.Addr(), "zeroer")
 	done := make(chan error, 1)
 	go func() { done <- run(context.Background(), cfg, quietLog(), io.Discard) }()
 	col.WaitFor(t, "posed online", 10*time.Second, func([]mqtttest.Msg) bool { return len(col.On("posed/test/detect")) > 0 })

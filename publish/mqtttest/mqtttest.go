@@ -144,6 +144,18 @@ func (m *Mosquitto) Restart() {
 // Addr is the broker's host:port.
 func (m *Mosquitto) Addr() string { return fmt.Sprintf("127.0.0.1:%d", m.port) }
 
+// Connect connects a plain MQTT client with id to the broker at addr,
+// ending the test if it cannot; the client disconnects when the test ends.
+func Connect(t testing.TB, addr, id string) mqtt.Client {
+	t.Helper()
+	cl := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + addr).SetClientID(id))
+	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("client %s cannot connect to %s: %v", id, addr, tok.Error())
+	}
+	t.Cleanup(func() { cl.Disconnect(50) })
+	return cl
+}
+
 // Msg is one received message.
 type Msg struct {
 	Topic    string
