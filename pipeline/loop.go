@@ -111,7 +111,8 @@ type Loop struct {
 	// storage, reused frame after frame.
 	fr    frame.Frame
 	msg   message.Pose
-	faces []message.Face
+	faces []message.Face // the frame's
+	pub   []message.Face // the pose message's: the frame's, rounded
 
 	mu      sync.Mutex
 	pending *device.Frame
@@ -442,7 +443,7 @@ func (l *Loop) pause() {
 	if l.State.Faces == 0 {
 		return
 	}
-	l.msg = message.Pose{Camera: l.State.Camera, Seq: l.lastSeq, Captured: time.Now(), Width: l.lastW, Height: l.lastH, Faces: l.faces[:0]}
+	l.msg = message.Pose{Camera: l.State.Camera, Seq: l.lastSeq, Captured: time.Now(), Width: l.lastW, Height: l.lastH, Faces: l.pub[:0]}
 	l.Publisher.Pose(&l.msg, -1)
 	l.State.Faces = 0
 	l.Publisher.Retain(message.TopicState, l.State)
@@ -486,10 +487,11 @@ func (l *Loop) process(f *device.Frame) {
 	met.Refused.Add(uint64(tm.Refused))
 	met.LastFrame.Store(time.Now().UnixNano())
 	l.lastSeq, l.lastW, l.lastH = f.Seq, f.Gray.Rect.Dx(), f.Gray.Rect.Dy()
-	// The faces as published, made once and completed by the stages: the
-	// live view draws them, the publisher encodes them.
+	// The faces, made once at full precision and completed by the
+	// stages; the live view draws them; the pose message carries a copy
+	// rounded as published.
 	fr := &l.fr
-	*fr = frame.Frame{Seq: f.Seq, Time: f.Time, Image: f.Gray, Tracked: faces, Faces: l.faceMsgs(faces), Primary: -1, Neutral: "none"}
+	*fr = frame.Frame{Seq: f.Seq, Time: f.Time, Image: f.Gray, Faces: l.faceMsgs(faces), Primary: -1, Neutral: "none"}
 	if len(faces) > 0 {
 		fr.Primary = 0 // the largest
 	}
@@ -498,11 +500,10 @@ func (l *Loop) process(f *device.Frame) {
 	}
 	l.live = true
 	l.report(fr)
-	prim := fr.Primary
 	l.msg = message.Pose{Camera: l.State.Camera, Seq: f.Seq, Captured: f.Time, Width: f.Gray.Rect.Dx(), Height: f.Gray.Rect.Dy(),
-		Faces: fr.Faces}
+		Faces: l.rounded(fr.Faces)}
 	if len(faces) > 0 || l.State.Faces > 0 {
-		l.Publisher.Pose(&l.msg, prim)
+		l.Publisher.Pose(&l.msg, fr.Primary)
 		met.Stages[metrics.StageLatency].Observe(time.Since(f.Time))
 	}
 	if len(faces) != l.State.Faces {
@@ -541,8 +542,8 @@ func (l *Loop) idle(why string) {
 	l.report(fr)
 }
 
-// faceMsgs fills the loop's reused messages with faces as the tracker gave
-// them: box, score, view and the camera-relative angles; the stages add
+// faceMsgs fills the frame's reused faces from the tracker's: track, box,
+// score, view and the camera-relative angles with their σ; the stages add
 // the rest. Nothing is allocated once the buffer has grown to the most
 // faces seen.
 func (l *Loop) faceMsgs(faces []track.Face) []message.Face {
@@ -552,15 +553,25 @@ func (l *Loop) faceMsgs(faces []track.Face) []message.Face {
 	out := l.faces[:len(faces)]
 	for i, f := range faces {
 		b := f.Box
-		m := message.Face{Track: f.ID, Box: [4]float64{message.Hundredths(b.X), message.Hundredths(b.Y), message.Hundredths(b.X + b.W), message.Hundredths(b.Y + b.H)}, Score: message.Hundredths(f.Score), View: f.View.String()}
+		m := message.Face{Track: f.ID, Box: [4]float64{b.X, b.Y, b.X + b.W, b.Y + b.H}, Score: f.Score, View: f.View.String()}
 		for a, dst := range [3][2]*message.Num{{&m.Yaw, &m.YawStd}, {&m.Pitch, &m.PitchStd}, {&m.Roll, &m.RollStd}} {
 			if f.Has[a] {
-				*dst[0], *dst[1] = message.Hundredth(f.Angles[a]), message.Hundredth(f.Std[a])
+				*dst[0], *dst[1] = message.Some(f.Angles[a]), message.Some(f.Std[a])
 			}
 		}
 		out[i] = m
 	}
 	return out
+}
+
+// rounded copies the frame's faces into the pose message's reused buffer,
+// rounded as published (message.Face.Round).
+func (l *Loop) rounded(faces []message.Face) []message.Face {
+	l.pub = append(l.pub[:0], faces...)
+	for i := range l.pub {
+		l.pub[i].Round()
+	}
+	return l.pub
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

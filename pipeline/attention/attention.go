@@ -311,7 +311,7 @@ func (s *Stage) Apply(faces []message.Face, w, h int, now time.Time, primary int
 		if st.target >= 0 {
 			f.Target.Name, f.Target.Known = s.names[st.target], true
 		}
-		f.Dwell = message.Hundredth(now.Sub(st.since).Seconds())
+		f.Dwell = message.Some(now.Sub(st.since).Seconds())
 		switch s.o.Profile {
 		case ProfileNone:
 			f.Attention = StateAway
@@ -467,6 +467,9 @@ func (s *Stage) summarise(faces []message.Face, now time.Time, primary int) {
 	f := &faces[primary]
 	st := s.faces[f.Track]
 	m.Track, m.Target, m.Dwell = message.Some(float64(f.Track)), f.Target, f.Dwell
+	if m.Dwell.Set {
+		m.Dwell.V = message.Hundredths(m.Dwell.V) // as the face's, published
+	}
 	if f.AttentionReason != "" {
 		m.Since, m.Attending, m.State, m.Reason = time.Time{}, nil, StateUnknown, f.AttentionReason
 		return

@@ -1,16 +1,14 @@
 // Package frame is what the stages after the tracker share: one frame, its
-// faces as the tracker found them and as they will be published, and the
-// small interface each stage implements. The frame loop (pipeline) fills a
-// Frame from the tracker, hands it to its stages in order — zones, neutral,
-// attention, the live view — and publishes what they made of it;
-// cmd/posed builds the list.
+// faces, and the small interface each stage implements. The frame loop
+// (pipeline) fills a Frame from the tracker, hands it to its stages in
+// order — zones, neutral, attention, the live view — and publishes what
+// they made of it; cmd/posed builds the list.
 package frame
 
 import (
 	"image"
 	"time"
 
-	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -21,13 +19,12 @@ type Frame struct {
 	Seq   uint64
 	Time  time.Time // captured
 	Image *image.Gray
-	// Tracked are the tracker's faces, largest first, at full precision;
-	// Faces the same faces, index for index, as published: the loop fills
-	// the box, score, view and camera-relative angles, and each stage its
-	// fields (zones; angles relative to the neutral pose; target, dwell
-	// and attention).
-	Tracked []track.Face
-	Faces   []message.Face
+	// Faces are the tracker's faces, largest first, in the form they are
+	// published but at full precision: the loop fills the track, box,
+	// score, view and camera-relative angles, and each stage its fields
+	// (zones; angles relative to the neutral pose; target, dwell and
+	// attention). The loop rounds the copy it publishes (message.Face.Round).
+	Faces []message.Face
 	// Primary is the index of the face that matters (-1: none): the
 	// largest unless the zones stage chooses otherwise.
 	Primary int

@@ -8,7 +8,6 @@ import (
 
 	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/infer/rotation"
-	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -84,7 +83,7 @@ func (c *Pose) manual() bool {
 }
 
 // Observe gives learning the frame's primary face (nil: none) at now.
-func (c *Pose) Observe(f *track.Face, now time.Time) {
+func (c *Pose) Observe(f *message.Face, now time.Time) {
 	if c == nil || !c.learn.on {
 		return
 	}
@@ -106,13 +105,13 @@ func (c *Pose) Observe(f *track.Face, now time.Time) {
 		return
 	}
 	l.lastFace = now
-	r, ok := Head(*f)
+	r, ok := Head(f)
 	if !ok || now.Sub(l.lastSample) < sampleEvery {
 		return
 	}
 	l.lastSample = now
 	l.poses[l.next] = r
-	l.yp[l.next] = [2]float64{f.Angles[0], f.Angles[1]}
+	l.yp[l.next] = [2]float64{f.Yaw.V, f.Pitch.V}
 	l.next = (l.next + 1) % maxSamples
 	l.n = min(l.n+1, maxSamples)
 	if now.Sub(l.lastEst) < estimateDue {

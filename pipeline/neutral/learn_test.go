@@ -9,24 +9,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // gazes is a person who looks at (yaw, pitch) most of the time and
 // glances elsewhere: at 10 frames a second, every 5 s a glance of 1.5 s,
 // 45° to the left or down to the right in turn (30 % of the time), poses
 // within ±2° (1σ) of where they look.
-func gazes(rng *rand.Rand, yaw, pitch float64) func() track.Face {
+func gazes(rng *rand.Rand, yaw, pitch float64) func() message.Face {
 	places := [][2]float64{{yaw - 45, pitch}, {yaw + 10, pitch - 30}}
 	i := 0
-	return func() track.Face {
+	return func() message.Face {
 		y, p := yaw, pitch
 		if k := i % 50; k >= 35 {
 			g := places[(i/50)%2]
 			y, p = g[0], g[1]
 		}
 		i++
-		return track.Face{ID: 1, Angles: [3]float64{y + 2*rng.NormFloat64(), p + 2*rng.NormFloat64(), rng.NormFloat64()}, Has: [3]bool{true, true, true}}
+		return message.Face{Track: 1, Yaw: message.Some(y + 2*rng.NormFloat64()), Pitch: message.Some(p + 2*rng.NormFloat64()), Roll: message.Some(rng.NormFloat64())}
 	}
 }
 
@@ -54,7 +54,7 @@ func TestLearntNeutralPose(t *testing.T) {
 	progress := 0.0
 	for i := 0; i < 600 && learntAt < 0; i++ { // 60 s at 10 fps
 		f := next()
-		sumY += f.Angles[0]
+		sumY += f.Yaw.V
 		frames++
 		n.Observe(&f, now)
 		if l := n.Learning(); l.Status == Learnt {
@@ -120,7 +120,7 @@ func TestClearRelearns(t *testing.T) {
 	n := New(t.TempDir(), Options{Seconds: 3, Learn: true, Forget: 30 * time.Second}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	rng := rand.New(rand.NewPCG(3, 4))
 	now := time.Unix(1000, 0)
-	run := func(next func() track.Face, frames int) {
+	run := func(next func() message.Face, frames int) {
 		for range frames {
 			f := next()
 			n.Observe(&f, now)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/infer/rotation"
-	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/publish/message"
 )
@@ -71,11 +70,11 @@ type Pose struct {
 
 // Head is the rotation of a face's pose, if its yaw and pitch are known
 // (a model without roll counts it as 0).
-func Head(f track.Face) (rotation.Matrix, bool) {
-	if !f.Has[0] || !f.Has[1] {
+func Head(f *message.Face) (rotation.Matrix, bool) {
+	if !f.Yaw.Set || !f.Pitch.Set {
 		return rotation.Matrix{}, false
 	}
-	return rotation.Head(f.Angles[0], f.Angles[1], f.Angles[2]), true
+	return rotation.Head(f.Yaw.V, f.Pitch.V, f.Roll.V), true
 }
 
 // Options are the neutral pose's: one set by hand (angles in degrees; all
@@ -162,7 +161,7 @@ func (c *Pose) State() *message.Zero {
 
 // Sample gives a measurement under way the primary face of a processed
 // frame.
-func (c *Pose) Sample(f track.Face) {
+func (c *Pose) Sample(f *message.Face) {
 	if c == nil || !c.measuring.Load() {
 		return
 	}
@@ -294,7 +293,7 @@ func (c *Pose) changed() {
 
 // Relative returns a face's angles relative to the neutral pose n (Rotation),
 // composed as rotations (rotation.Relative), if its yaw and pitch are known.
-func Relative(n *rotation.Matrix, f track.Face) (yaw, pitch, roll float64, ok bool) {
+func Relative(n *rotation.Matrix, f *message.Face) (yaw, pitch, roll float64, ok bool) {
 	head, ok := Head(f)
 	if !ok || n == nil {
 		return 0, 0, 0, false

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/pipeline/clock"
 )
 
@@ -26,8 +26,8 @@ func quietNeutral(dir string, logs *bytes.Buffer) *Pose {
 // advance moves a neutral's manual clock.
 func advance(c *Pose, d time.Duration) { c.Clock.(*clock.Manual).Advance(d) }
 
-func frontFace() track.Face {
-	return track.Face{Angles: [3]float64{20, 5, 0}, Has: [3]bool{true, true, true}}
+func frontFace() *message.Face {
+	return &message.Face{Yaw: message.Some(20), Pitch: message.Some(5), Roll: message.Some(0)}
 }
 
 // set/zero clear during a measurement cancels it (before, the measurement

@@ -10,22 +10,22 @@ import (
 // beside, as raw_*) and says its status (frame.Stage).
 func (c *Pose) Frame(f *frame.Frame) {
 	if f.Primary >= 0 {
-		c.Sample(f.Tracked[f.Primary])
-		c.Observe(&f.Tracked[f.Primary], f.Time)
+		c.Sample(&f.Faces[f.Primary])
+		c.Observe(&f.Faces[f.Primary], f.Time)
 	} else {
 		c.Observe(nil, f.Time)
 	}
 	n := c.Rotation()
-	for i, t := range f.Tracked {
-		y, p, r, ok := Relative(n, t)
+	for i := range f.Faces {
+		m := &f.Faces[i]
+		y, p, r, ok := Relative(n, m)
 		if !ok {
 			continue
 		}
-		m := &f.Faces[i]
 		m.RawYaw, m.RawPitch, m.RawRoll = m.Yaw, m.Pitch, m.Roll
-		m.Yaw, m.Pitch = message.Hundredth(y), message.Hundredth(p)
-		if t.Has[2] {
-			m.Roll = message.Hundredth(r)
+		m.Yaw, m.Pitch = message.Some(y), message.Some(p)
+		if m.Roll.Set {
+			m.Roll = message.Some(r)
 		}
 	}
 	f.Neutral = c.Status()

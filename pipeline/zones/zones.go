@@ -6,7 +6,7 @@ package zones
 import (
 	"sort"
 
-	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Zoning names the zones a face is in and chooses the primary face.
@@ -66,7 +66,7 @@ func (z *Zoning) AppendIn(dst []string, x, y float64) []string {
 // Primary returns the index of the face that matters, or -1: the largest
 // (faces come largest first), the one whose centre is nearest the point,
 // or the largest whose centre is in the zone.
-func (z *Zoning) Primary(faces []track.Face) int {
+func (z *Zoning) Primary(faces []message.Face) int {
 	if len(faces) == 0 {
 		return -1
 	}
@@ -76,8 +76,8 @@ func (z *Zoning) Primary(faces []track.Face) int {
 	switch z.mode {
 	case "nearest":
 		best, bestD := -1, 0.0
-		for i, f := range faces {
-			cx, cy := f.Box.Centre()
+		for i := range faces {
+			cx, cy := centre(&faces[i])
 			d := (cx-z.point[0])*(cx-z.point[0]) + (cy-z.point[1])*(cy-z.point[1])
 			if best < 0 || d < bestD {
 				best, bestD = i, d
@@ -86,8 +86,8 @@ func (z *Zoning) Primary(faces []track.Face) int {
 		return best
 	case "zone":
 		r := z.rects[z.zone]
-		for i, f := range faces {
-			cx, cy := f.Box.Centre()
+		for i := range faces {
+			cx, cy := centre(&faces[i])
 			if cx >= r[0] && cx < r[2] && cy >= r[1] && cy < r[3] {
 				return i
 			}
@@ -95,4 +95,9 @@ func (z *Zoning) Primary(faces []track.Face) int {
 		return -1
 	}
 	return 0
+}
+
+// centre is the centre of a face's box.
+func centre(f *message.Face) (x, y float64) {
+	return (f.Box[0] + f.Box[2]) / 2, (f.Box[1] + f.Box[3]) / 2
 }

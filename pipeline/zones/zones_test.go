@@ -4,19 +4,18 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/edgepose/posed/infer/feature"
-	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Zones by box centre; the primary face by each mode.
 func TestZoning(t *testing.T) {
 	zones := map[string][4]float64{"driver": {0, 0, 320, 480}, "passenger": {320, 0, 640, 480}, "left": {0, 0, 200, 480}}
-	faces := []track.Face{
-		{ID: 1, Box: feature.Box{X: 400, Y: 100, W: 120, H: 120}}, // passenger, largest
-		{ID: 2, Box: feature.Box{X: 100, Y: 100, W: 80, H: 80}},   // driver and left
+	faces := []message.Face{
+		{Track: 1, Box: [4]float64{400, 100, 520, 220}}, // passenger, largest
+		{Track: 2, Box: [4]float64{100, 100, 180, 180}}, // driver and left
 	}
 	z := New(Options{Named: zones, Mode: "largest"})
-	if got := z.In(faces[1].Box.Centre()); !slices.Equal(got, []string{"driver", "left"}) {
+	if got := z.In(centre(&faces[1])); !slices.Equal(got, []string{"driver", "left"}) {
 		t.Errorf("zones of face 2: %v", got)
 	}
 	if got := z.In(700, 10); got != nil {

@@ -291,3 +291,18 @@ func Hundredths(v float64) float64 { return math.Round(v*100) / 100 }
 // Hundredth is v rounded to two decimals (Hundredths), set: a published
 // angle or standard deviation.
 func Hundredth(v float64) Num { return Some(Hundredths(v)) }
+
+// Round rounds the face's box, score, angles, their σ and the dwell to
+// hundredths (Hundredths), as published: the stages work on a face at
+// full precision and the frame loop rounds the copy it publishes.
+func (f *Face) Round() {
+	for i := range f.Box {
+		f.Box[i] = Hundredths(f.Box[i])
+	}
+	f.Score = Hundredths(f.Score)
+	for _, n := range [...]*Num{&f.Yaw, &f.Pitch, &f.Roll, &f.YawStd, &f.PitchStd, &f.RollStd, &f.RawYaw, &f.RawPitch, &f.RawRoll, &f.Dwell} {
+		if n.Set {
+			n.V = Hundredths(n.V)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -174,5 +175,57 @@ func TestHundredths(t *testing.T) {
 	}
 	if h := Hundredth(-3.14159); !h.Set || h.V != -3.14 {
 		t.Errorf("Hundredth(-3.14159) = %+v", h)
+	}
+}
+
+// Round rounds every number of a face to hundredths and leaves an unset
+// one unset: each float64 and Num field is checked by reflection, so a
+// field added to Face and forgotten by Round fails here.
+func TestFaceRound(t *testing.T) {
+	const v = 12.3456
+	var f Face
+	fv := reflect.ValueOf(&f).Elem()
+	nums := 0
+	for i := range fv.NumField() {
+		switch x := fv.Field(i); x.Interface().(type) {
+		case float64:
+			x.SetFloat(v)
+			nums++
+		case [4]float64:
+			for j := range 4 {
+				x.Index(j).SetFloat(v)
+			}
+			nums++
+		case Num:
+			if i%2 == 0 {
+				x.Set(reflect.ValueOf(Some(v)))
+				nums++
+			}
+		}
+	}
+	f.Round()
+	for i := range fv.NumField() {
+		name := fv.Type().Field(i).Name
+		switch x := fv.Field(i).Interface().(type) {
+		case float64:
+			if x != 12.35 {
+				t.Errorf("%s = %v, want 12.35", name, x)
+			}
+		case [4]float64:
+			if x != [4]float64{12.35, 12.35, 12.35, 12.35} {
+				t.Errorf("%s = %v", name, x)
+			}
+		case Num:
+			want := Num{}
+			if i%2 == 0 {
+				want = Some(12.35)
+			}
+			if x != want {
+				t.Errorf("%s = %+v, want %+v", name, x, want)
+			}
+		}
+	}
+	if nums < 8 {
+		t.Fatalf("only %d numbers set: the test no longer sees Face's fields", nums)
 	}
 }
