@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/config/regular"
+	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -27,6 +28,10 @@ func WithVersion(v string) Option { return func(p *Publisher) { p.version = v } 
 
 // WithConfigURL sets the device's configuration_url in Home Assistant.
 func WithConfigURL(u string) Option { return func(p *Publisher) { p.configURL = u } }
+
+// WithClock sets the clock that times Home Assistant's ha_interval and
+// max_rate (default the wall clock): a test steps it instead of sleeping.
+func WithClock(c clock.Clock) Option { return func(p *Publisher) { p.clock = c } }
 
 // WithStateDir sets where the publisher remembers the discovery entries
 // it announced, to remove them when discovery is switched off or the

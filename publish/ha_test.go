@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
@@ -102,7 +103,8 @@ func TestHomeAssistant(t *testing.T) {
 	cfg := testMQTT(broker.Addr())
 	cfg.Discovery = true
 	cfg.HAInterval, cfg.HADeadband = 300*time.Millisecond, 1
-	p, err := New(cfg, "cam", quiet(), nil, WithVersion("1.2.3"), WithConfigURL("http://cam.local:9464/"))
+	clk := clock.NewManual(time.Now())
+	p, err := New(cfg, "cam", quiet(), nil, WithVersion("1.2.3"), WithConfigURL("http://cam.local:9464/"), WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,21 +114,25 @@ func TestHomeAssistant(t *testing.T) {
 	// 10 (first: sent), 10.4 (under the deadband), 10.5 after the interval
 	// (still under), 12 (sent), 30 at once (within the interval), no face
 	// (sent at once).
+	// A retained topic carries its latest payload: each summary is waited
+	// for before the next, which would otherwise replace it unsent.
+	haSent := func(what, payload string) {
+		col.WaitFor(t, what, 5*time.Second, func(ms []mqtttest.Msg) bool {
+			for _, m := range ms {
+				if m.Topic == "posed/cam/ha" && strings.Contains(string(m.Payload), payload) {
+					return true
+				}
+			}
+			return false
+		})
+	}
 	p.Pose(onePose(1, 10), 0)
+	haSent("the HA summary of 10", `"yaw":10,`)
 	p.Pose(onePose(2, 10.4), 0)
-	time.Sleep(350 * time.Millisecond)
+	clk.Advance(350 * time.Millisecond)
 	p.Pose(onePose(3, 10.5), 0)
 	p.Pose(onePose(4, 12), 0)
-	// A retained topic carries its latest payload: wait for 12 to be out
-	// before the next, which would otherwise replace it unsent.
-	col.WaitFor(t, "the HA summary of 12", 5*time.Second, func(ms []mqtttest.Msg) bool {
-		for _, m := range ms {
-			if m.Topic == "posed/cam/ha" && strings.Contains(string(m.Payload), `"yaw":12`) {
-				return true
-			}
-		}
-		return false
-	})
+	haSent("the HA summary of 12", `"yaw":12`)
 	p.Pose(onePose(5, 30), 0)
 	p.Pose(&message.Pose{Seq: 6, Captured: time.Now()}, -1)
 	p.Retain(message.TopicCamera, message.Camera{Schema: message.SchemaVersion, Device: "cam", Camera: "x", Status: "offline", Error: "gone", Changed: time.Now()})

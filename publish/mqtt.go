@@ -26,6 +26,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/config/regular"
+	"github.com/edgepose/posed/pipeline/clock"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -62,6 +63,7 @@ type Publisher struct {
 	dirtyTopics map[string]bool
 	dirty       chan struct{}
 	lastPose    time.Time
+	clock       clock.Clock // times ha_interval and max_rate (WithClock)
 
 	// Home Assistant: what posed tells of itself, the discovery topics it
 	// announces and those of earlier runs to clear, and the last message
@@ -567,7 +569,7 @@ func (p *Publisher) enqueue(m outMsg) bool {
 // call only; nothing is allocated (the messages are encoded into buffers
 // that come back once sent).
 func (p *Publisher) Pose(m *message.Pose, primary int) {
-	now := time.Now()
+	now := clock.Or(p.clock).Now()
 	var prim *message.Face
 	if primary >= 0 && primary < len(m.Faces) {
 		prim = &m.Faces[primary]
@@ -598,7 +600,7 @@ func (p *Publisher) Pose(m *message.Pose, primary int) {
 		return
 	}
 	m.Schema, m.Device = message.SchemaVersion, p.device
-	m.LatencyMs = float64(now.Sub(m.Captured).Microseconds()) / 1000
+	m.LatencyMs = float64(time.Since(m.Captured).Microseconds()) / 1000
 	if m.Faces == nil {
 		m.Faces = []message.Face{}
 	}
@@ -664,7 +666,7 @@ func (p *Publisher) recycle(b []byte) {
 
 // NoFaces tells Home Assistant's topic that no face is seen (as posed
 // stops, or its camera goes).
-func (p *Publisher) NoFaces() { p.haUpdate(0, nil, time.Now()) }
+func (p *Publisher) NoFaces() { p.haUpdate(0, nil, clock.Or(p.clock).Now()) }
 
 // Retain publishes a retained message (state, camera) and keeps it to
 // re-send after a reconnect.
