@@ -195,7 +195,7 @@ func (m Model) Settings() pose.Settings {
 func (c Config) TrackConfig() track.Config {
 	t := c.Track
 	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
-		MaxStd: t.MaxStd, StartStd: t.StartStd, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
+		MaxStd: t.MaxStd, StartStd: t.StartStd, Unread: t.Unread, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
 		ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
 	if r := c.Zones.Detect; r != nil {
 		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
@@ -279,6 +279,15 @@ type Track struct {
 	// detection (docs/measured.md, "The model checks the detector", has
 	// what it refuses). 0: off.
 	StartStd float64 `yaml:"start_std"`
+	// Unread: a face that start_std refuses but the face network confirms
+	// (the scan found it, or the verification) is published with its box
+	// and no angles, its attention unknown (no_pose), instead of not at
+	// all: the network sees a face there that the pose model cannot read
+	// (a head turned far in yaw, pitch and roll at once). It is read, with
+	// angles, once the model's uncertainty falls to start_std. Needs
+	// detect.verify or detect.scan_every; false: such faces are not
+	// published.
+	Unread bool `yaml:"unread"`
 	// RecheckStd: a tracked face whose yaw uncertainty exceeds it (degrees)
 	// makes the next frame a full-frame detection instead of waiting for
 	// detect.every: a box that slid off a face (a fast turn) is found again
@@ -512,7 +521,7 @@ func Default() Config {
 		Model: modelDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: false, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
 			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, RecheckStd: 30, RecheckTurn: 45},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",

@@ -229,15 +229,24 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 		return err
 	}
 	n, faces, scenes := 0, 0, 0
+	var each strings.Builder
 	for _, p := range pics {
 		if e.heldOutOnly && !cascade.HeldOut(p.Name) {
 			continue
 		}
-		got := len(headpose.Still(tr, p.Img.Gray(), e.frames))
+		got := headpose.Still(tr, p.Img.Gray(), e.frames)
 		n++
-		faces += got
-		if got > 0 {
+		faces += len(got)
+		if len(got) > 0 {
 			scenes++
+		}
+		for _, f := range got {
+			fmt.Fprintf(&each, "  %s: box %.0f,%.0f %.0f×%.0f, score %.2f, %s", p.Name, f.Box.X, f.Box.Y, f.Box.W, f.Box.H, f.Score, f.View)
+			if f.Has[0] {
+				fmt.Fprintf(&each, ", yaw %.1f σ %.1f\n", f.Angles[0], f.Std[0])
+			} else {
+				fmt.Fprintf(&each, ", no angles\n")
+			}
 		}
 	}
 	which := "every picture"
@@ -246,6 +255,7 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	}
 	fmt.Fprintf(stdout, "face-free pictures of %s (%s, %d): %.4f faces published per picture (%d faces on %d pictures)\n",
 		e.faceFree, which, n, float64(faces)/float64(max(n, 1)), faces, scenes)
+	fmt.Fprint(stdout, each.String())
 	return nil
 }
 

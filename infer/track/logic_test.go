@@ -313,3 +313,101 @@ func TestTrackScanner(t *testing.T) {
 		t.Errorf("after Reset: %d faces, scanned %v", len(faces), tr.Timing().Scanned)
 	}
 }
+
+// shiftEstimator refines every box 7 px to the right and answers yaw 30
+// with a standard deviation std.
+type shiftEstimator struct{ std float64 }
+
+func (e *shiftEstimator) Estimate(_ *image.Gray, from feature.Box) pose.Result {
+	from.X += 7
+	return pose.Result{Box: from, Angles: [3]float64{30, 5, 0}, Std: [3]float64{e.std, e.std, e.std}}
+}
+func (e *shiftEstimator) Refines() bool       { return true }
+func (e *shiftEstimator) HasAngle(i int) bool { return true }
+
+// turned is a detection of a face seen turned (nose towards the image's
+// left).
+func turned(x, y, s float64) detect.Face {
+	f := square(x, y, s)
+	f.View = detect.YawPositive
+	return f
+}
+
+// A face the network confirms and sees turned, and the model cannot read
+// (yaw σ above StartStd), is reported with Unread: the detection's box, no
+// angles, not refined, moved by detections alone, dropped when they miss
+// it, and read with its id once the model's σ falls to StartStd. Without
+// Unread, with no network to confirm it, or seen frontal, it starts no
+// track, as before.
+func TestTrackUnread(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 3, LostAfter: 1, MinIoU: 0.3, MaxStd: 60, StartStd: 20, Unread: true}
+	det := &scriptDetector{faces: []detect.Face{turned(400, 100, 80)}}
+	v := &scriptVerifier{face: func(feature.Box) bool { return true }}
+	est := &shiftEstimator{std: 35}
+	tr := New(cfg, det, detect.Identity, est, WithVerifier(v))
+	img := image.NewGray(image.Rect(0, 0, 640, 480))
+	unread := func(frame int, faces []Face, x float64) uint64 {
+		t.Helper()
+		if len(faces) != 1 || faces[0].Has != [3]bool{} || faces[0].Angles != [3]float64{} || faces[0].Box.X != x {
+			t.Fatalf("frame %d: %+v; want one face without angles at x %g (the detection's box)", frame, faces, x)
+		}
+		return faces[0].ID
+	}
+	id := unread(1, tr.Process(img), 400)
+	if tm := tr.Timing(); tm.Unread != 1 || tm.Refused != 0 {
+		t.Errorf("frame 1: timing %+v, want 1 unread and none refused", tm)
+	}
+	// Between detections the box stays (no refinement moves it), and an
+	// unread face makes no frame a detection.
+	unread(2, tr.Process(img), 400)
+	unread(3, tr.Process(img), 400)
+	if det.calls != 1 {
+		t.Errorf("%d detections in 3 frames with Every 3, want 1", det.calls)
+	}
+	// A detection moves it.
+	det.faces = []detect.Face{turned(430, 100, 80)}
+	if got := unread(4, tr.Process(img), 430); got != id {
+		t.Errorf("frame 4: the face changed id %d → %d", id, got)
+	}
+	// Readable again: the same track, with angles and a refined box.
+	est.std = 15
+	faces := tr.Process(img)
+	if len(faces) != 1 || faces[0].ID != id || faces[0].Has != [3]bool{true, true, true} || faces[0].Angles[0] != 30 || faces[0].Box.X != 437 {
+		t.Fatalf("frame 5 (σ 15): %+v; want track %d read, yaw 30, box refined to x 437", faces, id)
+	}
+	// Unread again and missed by the detections: dropped after LostAfter.
+	tr.Reset()
+	est.std = 35
+	unread(1, tr.Process(img), 430)
+	det.faces = nil
+	for frame := 2; frame <= 7; frame++ {
+		tr.Process(img)
+	}
+	if n := len(tr.Process(img)); n != 0 {
+		t.Errorf("an unread face the detections missed twice is still reported (%d faces)", n)
+	}
+
+	// Unread off, no network, or seen frontal: refused as before.
+	for _, c := range []struct {
+		name   string
+		unread bool
+		face   detect.Face
+		opts   []Option
+	}{
+		{"Unread false", false, turned(400, 100, 80), []Option{WithVerifier(v)}},
+		{"no verifier or scanner", true, turned(400, 100, 80), nil},
+		{"seen frontal", true, square(400, 100, 80), []Option{WithVerifier(v)}},
+	} {
+		cfg.Unread = c.unread
+		det := &scriptDetector{faces: []detect.Face{c.face}}
+		tr := New(cfg, det, detect.Identity, &shiftEstimator{std: 35}, c.opts...)
+		if faces := tr.Process(img); len(faces) != 0 || tr.Timing().Refused != 1 {
+			t.Errorf("%s: %+v, %d refused; want no face, the detection refused", c.name, faces, tr.Timing().Refused)
+		}
+	}
+	// The scanner's faces need no verifier.
+	cfg.Unread = true
+	sc := &scriptScanner{faces: []detect.Face{turned(200, 150, 100)}}
+	tr = New(cfg, &scriptDetector{}, detect.Identity, &shiftEstimator{std: 35}, WithScanner(sc))
+	unread(1, tr.Process(img), 200)
+}

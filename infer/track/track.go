@@ -30,6 +30,16 @@ type Config struct {
 	// detection's box, gives a yaw std (degrees) of at most this; 0: every
 	// detection does (config's track.start_std says why).
 	StartStd float64
+	// Unread: a detection that StartStd refuses but the network confirmed
+	// (the scanner found it, or the verifier) and that is seen turned
+	// (its View is not Frontal) starts an unread track instead: a face
+	// the model cannot read, reported with the detection's box and no
+	// angles (Face.Has all false), its box moved by detections alone,
+	// until the model's yaw std from that box falls to StartStd and it is
+	// read as any other. A face seen frontal is the model's easiest case:
+	// one it cannot read is refused, as it is more often a phantom than a
+	// face (docs/measured.md).
+	Unread bool
 	// RecheckStd: a tracked face whose yaw std (degrees) exceeds this
 	// makes the next frame a full detection instead of waiting for Every
 	// (the model doubts a box that has slid off the face, as after a fast
@@ -88,6 +98,9 @@ type Timing struct {
 	// Refused: detections of this frame that started no track, the
 	// model's yaw std from their box being above Config.StartStd.
 	Refused int
+	// Unread: detections of this frame that started an unread track
+	// (Config.Unread) instead of being refused.
+	Unread int
 }
 
 type trackState struct {
@@ -102,6 +115,11 @@ type trackState struct {
 	fresh bool
 	// jumped: this frame's yaw moved more than Config.RecheckTurn.
 	jumped bool
+	// confirmed: the network found the detection that started the track
+	// (the scanner's, or verified).
+	confirmed bool
+	// unread: the model cannot read the face (Config.Unread).
+	unread bool
 }
 
 // sameFace is the overlap above which two tracks are one face.
@@ -270,6 +288,14 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		// But a track a detection starts on this frame needs the model to
 		// see a face too (Config.StartStd).
 		unseen := tr.face.Age == 1 && tr.face.Has[0] && t.cfg.Refuses(tr.face.Std[0])
+		if unseen && t.cfg.Unread && tr.confirmed && tr.face.View != detect.Frontal {
+			// The network says a face is there, the model cannot read
+			// it: a face without angles, its box the detection's.
+			tr.unread, unseen = true, false
+			tr.raw = tr.from
+			tr.face.Box, tr.face.Has, tr.face.Angles, tr.jumped = tr.from, [3]bool{}, [3]float64{}, false
+			t.last.Unread++
+		}
 		if unseen {
 			t.last.Refused++
 		}
@@ -356,11 +382,12 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 		used[best] = true
 		tr.missed = 0
 		tr.face.Score, tr.face.View = faces[best].Score, faces[best].View
-		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() {
+		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() || tr.unread {
 			// Without box refinement the detection is the best box there
 			// is; with it, a track that the detection only half overlaps
 			// has drifted off the face: re-anchor the track on it, without
-			// smoothing towards where it had drifted.
+			// smoothing towards where it had drifted. An unread face's
+			// box is its detections'.
 			tr.from, tr.fresh = t.calib.Apply(faces[best].Box), drifted
 		}
 	}
@@ -373,6 +400,7 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 			continue
 		}
 		tr := t.newTrack()
+		tr.confirmed = scan || t.verify != nil
 		tr.face.Score, tr.face.View = f.Score, f.View
 		tr.raw = t.calib.Apply(f.Box)
 		tr.from, tr.fresh = tr.raw, true
@@ -434,7 +462,7 @@ func (t *Tracker) tracked(box feature.Box) bool {
 // take moves o's estimate (box, angles, score) into tr, which keeps its id
 // and age.
 func (tr *trackState) take(o *trackState) {
-	tr.raw, tr.missed = o.raw, 0
+	tr.raw, tr.missed, tr.unread = o.raw, 0, o.unread
 	id, age := tr.face.ID, tr.face.Age
 	tr.face = o.face
 	tr.face.ID, tr.face.Age = id, age
@@ -457,12 +485,30 @@ func (t *Tracker) newTrack() *trackState {
 // the track, smoothed unless tr.fresh.
 func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	r := t.est.Estimate(img, tr.from)
+	f := &tr.face
+	if tr.unread {
+		if t.cfg.Refuses(r.Std[0]) {
+			// Still unread: the box follows the detections, smoothed,
+			// and no angle is told.
+			a := t.cfg.Smoothing
+			if tr.fresh {
+				a = 0
+			}
+			b := tr.from
+			tr.raw, tr.jumped, f.Std = b, false, r.Std
+			f.Box = feature.Box{X: a*f.Box.X + (1-a)*b.X, Y: a*f.Box.Y + (1-a)*b.Y, W: a*f.Box.W + (1-a)*b.W, H: a*f.Box.H + (1-a)*b.H}
+			f.Age++
+			return
+		}
+		// Read at last: a face like any other from here, its angles
+		// not smoothed towards the none it had.
+		tr.unread, tr.fresh = false, true
+	}
 	tr.raw = r.Box
 	a := t.cfg.Smoothing
 	if tr.fresh {
 		a = 0
 	}
-	f := &tr.face
 	tr.jumped = t.cfg.RecheckTurn > 0 && !tr.fresh && f.Age > 0 && t.est.HasAngle(0) &&
 		math.Abs(r.Angles[0]-f.Angles[0]) > t.cfg.RecheckTurn
 	f.Box = feature.Box{

@@ -148,6 +148,9 @@ type FaceResult struct {
 	// Others: published condition: the faces published on the picture
 	// that are not this one (phantoms where every face is labelled).
 	Others int
+	// Unread: published condition: found, but published without angles
+	// (track.Config.Unread): counted as found, left out of every error.
+	Unread bool
 }
 
 // Err returns the absolute error of angle a (0 yaw, 1 pitch, 2 roll).
@@ -182,6 +185,17 @@ func (r *Report) Found() int {
 	return n
 }
 
+// Unread is the number of faces found but published without angles.
+func (r *Report) Unread() int {
+	n := 0
+	for i := range r.Faces {
+		if r.Faces[i].Found && r.Faces[i].Unread {
+			n++
+		}
+	}
+	return n
+}
+
 // IoU returns the mean IoU of the test boxes and of the refined boxes with
 // the face boxes, over the faces found.
 func (r *Report) IoU() (before, after float64) {
@@ -205,7 +219,7 @@ func (r *Report) stats(a int, keep func(*FaceResult) bool) Stats {
 	n := 0
 	for i := range r.Faces {
 		f := &r.Faces[i]
-		if !f.Found || !f.Has[a] || (keep != nil && !keep(f)) {
+		if !f.Found || f.Unread || !f.Has[a] || (keep != nil && !keep(f)) {
 			continue
 		}
 		e := f.Err(a)
@@ -260,7 +274,7 @@ func (r *Report) StdRatio(name string) float64 {
 	var e2, s2 float64
 	for i := range r.Faces {
 		f := &r.Faces[i]
-		if a < 0 || !f.Found || !f.Has[a] {
+		if a < 0 || !f.Found || f.Unread || !f.Has[a] {
 			continue
 		}
 		e2 += f.Err(a) * f.Err(a)
@@ -317,6 +331,7 @@ func (r *Report) JSON(w io.Writer, detection bool) error {
 	}
 	if strings.HasPrefix(r.Case, string(Published)) {
 		out["others_per_picture"] = r.OthersPerPicture()
+		out["found_without_angles"] = r.Unread()
 	}
 	return json.NewEncoder(w).Encode(out)
 }
@@ -346,19 +361,26 @@ func (r *Report) YawTable(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\n|---|---|---|%s\n", strings.Repeat("---|", len(angles)))
 	row := func(label string, in func(*FaceResult) bool) {
-		faces, found := 0, 0
+		faces, found, unread := 0, 0, 0
 		for i := range r.Faces {
 			if f := &r.Faces[i]; in(f) {
 				faces++
 				if f.Found {
 					found++
 				}
+				if f.Found && f.Unread {
+					unread++
+				}
 			}
 		}
 		if faces == 0 {
 			return
 		}
-		fmt.Fprintf(w, "| %s | %d | %.0f %% |", label, faces, 100*float64(found)/float64(faces))
+		fmt.Fprintf(w, "| %s | %d | %.0f %%", label, faces, 100*float64(found)/float64(faces))
+		if unread > 0 {
+			fmt.Fprintf(w, " (%d without angles)", unread)
+		}
+		fmt.Fprint(w, " |")
 		for _, a := range angles {
 			if s := r.stats(angleIndex(a), in); s.N > 0 {
 				fmt.Fprintf(w, " %.2f |", s.MAE)
@@ -419,10 +441,10 @@ func (r *Report) PerFace(w io.Writer, b *Bank) {
 			rec = append(rec, num(v, ok))
 		}
 		for a := range 3 {
-			rec = append(rec, num(f.Pred[a], f.Found && f.Has[a]))
+			rec = append(rec, num(f.Pred[a], f.Found && !f.Unread && f.Has[a]))
 		}
 		for a := range 3 {
-			rec = append(rec, num(f.Std[a], f.Found && f.Has[a]))
+			rec = append(rec, num(f.Std[a], f.Found && !f.Unread && f.Has[a]))
 		}
 		rec = append(rec, box(f.Face, true)...)
 		rec = append(rec, box(f.Test, f.Found)...)
@@ -451,6 +473,9 @@ func (r *Report) Summary() string {
 	s := strings.Join(parts, " ") + fmt.Sprintf(" (MAE °, %d faces", len(r.Faces))
 	if found := r.Found(); found != len(r.Faces) {
 		s += fmt.Sprintf(", %.1f %% detected", 100*r.DetectionRate())
+	}
+	if n := r.Unread(); n > 0 {
+		s += fmt.Sprintf(", %d of them without angles", n)
 	}
 	if strings.HasPrefix(r.Case, string(Published)) {
 		s += fmt.Sprintf(", %.3f other faces published per picture", r.OthersPerPicture())
@@ -562,7 +587,7 @@ func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report,
 					out.Found, out.Refined, out.View = true, f.Box, f.View
 					out.Test = f.Box
 					out.IoU = [2]float64{feature.IoU(f.Box, face), feature.IoU(f.Box, face)}
-					out.Pred, out.Std = f.Angles, f.Std
+					out.Pred, out.Std, out.Unread = f.Angles, f.Std, !f.Has[0]
 					continue
 				}
 				out.Others++

@@ -87,6 +87,48 @@ func TestReportCountsOnlyLabelledAngles(t *testing.T) {
 	}
 }
 
+// A face published without angles (track.Config.Unread) is found, and in
+// no error: the found rate counts it, the MAE, the σ ratio and the per-face
+// angle cells leave it out, the yaw table and the summary say how many.
+func TestReportUnreadFaces(t *testing.T) {
+	samples := []dataset.Sample{
+		{Set: "cars", Path: "a.jpg", Subject: "1", Yaw: 80, HasYaw: true},
+		{Set: "cars", Path: "b.jpg", Subject: "2", Yaw: 85, HasYaw: true},
+	}
+	b := &Bank{Samples: samples}
+	r := &Report{Case: "published, 3 iterations", Faces: []FaceResult{
+		{Sample: 0, Found: true, Truth: [3]float64{80}, Has: [3]bool{true}, Pred: [3]float64{77}, Std: [3]float64{3}},
+		{Sample: 1, Found: true, Unread: true, Truth: [3]float64{85}, Has: [3]bool{true}, Std: [3]float64{40}},
+	}}
+	if s := r.Stats(pose.Yaw); s.N != 1 || s.MAE != 3 {
+		t.Errorf("yaw: %+v, want MAE 3 over the one face with angles", s)
+	}
+	if got := r.StdRatio(pose.Yaw); got != 1 {
+		t.Errorf("σ ratio %g, want 1 (the unread face's σ is no prediction)", got)
+	}
+	if r.Found() != 2 || r.Unread() != 1 {
+		t.Errorf("found %d, unread %d; want 2 and 1", r.Found(), r.Unread())
+	}
+	var tab bytes.Buffer
+	r.YawTable(&tab)
+	if want := "| 75–90° | 2 | 100 % (1 without angles) | 3.00 |"; !strings.Contains(tab.String(), want) {
+		t.Errorf("yaw table lacks %q:\n%s", want, tab.String())
+	}
+	if !strings.Contains(r.Summary(), "1 of them without angles") {
+		t.Errorf("summary %q does not say a face was found without angles", r.Summary())
+	}
+	var out bytes.Buffer
+	r.PerFace(&out, b)
+	rows, err := csv.NewReader(strings.NewReader(PerFaceHeader + "\n" + out.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(rows[0], "yaw")
+	if rows[1][col] != "77.000" || rows[2][col] != "" || rows[2][slices.Index(rows[0], "found")] != "true" {
+		t.Errorf("per-face yaw cells %q, %q: want 77.000 and empty for the unread face (found)", rows[1][col], rows[2][col])
+	}
+}
+
 // k-fold draws every person of the set into exactly one fold, folds of
 // near-equal size, the same draw for the same seed.
 func TestKFoldGroups(t *testing.T) {
