@@ -468,6 +468,9 @@ func printFold(done, total int, f headpose.Fold) {
 	if f.Temperature != 0 {
 		learnt = fmt.Sprintf(", temperature %g learnt", f.Temperature)
 	}
+	if s, ok := f.StdScales[pose.Yaw]; ok {
+		learnt += fmt.Sprintf(", yaw σ ×%.2f", s)
+	}
 	fmt.Fprintf(os.Stderr, "fold %d/%d (held out: %s), %d EM iterations%s, %s\n  %s\n", done, total, f.Subject, f.Iterations,
 		learnt, f.Elapsed.Round(time.Second), strings.Join(parts, "\n  "))
 }

@@ -185,7 +185,7 @@ func TestCrossValidationKeepsModels(t *testing.T) {
 	// An ensemble of two keeps its members alone: the first is the model
 	// kept above, only the second is fitted.
 	o.Train.Members = 2
-	ens, _, err := KFold(b, o, 5, 1)
+	ens, efolds, err := KFold(b, o, 5, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +203,14 @@ func TestCrossValidationKeepsModels(t *testing.T) {
 	if lfolds[0].Temperature != 1 || !strings.HasSuffix(lt[0].Case, "T learnt") {
 		// T = 10⁴ leaves the prior weights alone: never the more accurate.
 		t.Errorf("learnt temperature %g, case %q", lfolds[0].Temperature, lt[0].Case)
+	}
+	// …and scales its σ there too, as posectl train -calibrate-std scales
+	// the shipped model's, whose σ the daemon's start check compares: every
+	// σ of the fold's tests is its model's times the learnt scale.
+	raw, cal, scale := efolds[0].Reports[0].StdRatio(pose.Yaw), lfolds[0].Reports[0].StdRatio(pose.Yaw), lfolds[0].StdScales[pose.Yaw]
+	t.Logf("fold 1, yaw error / σ on the tested persons: %.3f uncalibrated, %.3f calibrated (σ ×%.3f)", raw, cal, scale)
+	if !(scale > 0) || math.Abs(raw/cal-scale) > 1e-9*scale {
+		t.Errorf("fold 1, yaw error / σ %.4f uncalibrated, %.4f calibrated: want a ratio of the fold's σ scale %.4f", raw, cal, scale)
 	}
 	o.Temperatures = nil
 	o.Train.Members = 1

@@ -25,9 +25,13 @@ type Fold struct {
 	Subject     string
 	Reports     []*Report // one per evaluation case
 	Temperature float64   // learnt on the fold's held-out persons (LOPOOptions.Temperatures)
-	Iterations  int
-	LogL, BIC   float64
-	Elapsed     time.Duration
+	// StdScales multiply the fold's predictive σ (by output name), learnt
+	// with the temperature: the σ its tests, and the daemon's σ gates
+	// there, see.
+	StdScales  map[string]float64
+	Iterations int
+	LogL, BIC  float64
+	Elapsed    time.Duration
 }
 
 // LOPOOptions configure a cross-validation: leave one person out, k-fold
@@ -148,9 +152,15 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 		}
 		trainIdx, testIdx := foldSplit(b.Samples, o.Set, held)
 		evals, temp := o.Evals, 0.0
+		var scales map[string]float64
 		if len(o.Temperatures) > 0 {
+			// The shipped recipe's calibration (posectl train
+			// -calibrate-std): the temperature and the σ scales measured
+			// on persons held out of the fold's training. The σ scales
+			// matter beyond the σ: the daemon's start check and its other
+			// σ gates compare the calibrated σ.
 			var err error
-			if temp, _, _, err = LearnHeldOut(b, trainIdx, o.Train, HeldOutCondition(o.Train), 0.2, o.Train.EM.Seed, o.Temperatures, o.Models); err != nil {
+			if temp, scales, _, err = LearnHeldOut(b, trainIdx, o.Train, HeldOutCondition(o.Train), 0.2, o.Train.EM.Seed, o.Temperatures, o.Models); err != nil {
 				return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
 			}
 			evals = slices.Clone(o.Evals)
@@ -161,7 +171,7 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 				}
 			}
 		}
-		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, o.Expert, evals, o.Models, o.Encoding)
+		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, o.Expert, evals, o.Models, o.Encoding, scales)
 		if err != nil {
 			return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
 		}
@@ -177,7 +187,7 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 			}
 			totals[i].Merge(r)
 		}
-		f := Fold{Subject: subj, Reports: reps, Temperature: temp, Elapsed: time.Since(start)}
+		f := Fold{Subject: subj, Reports: reps, Temperature: temp, StdScales: scales, Elapsed: time.Since(start)}
 		if res != nil {
 			f.Iterations, f.LogL, f.BIC = res.Iterations, res.LogL, res.BIC
 		}
@@ -223,9 +233,9 @@ const modelCacheVersion = 1
 // cachedTrainAndTest is trainAndTest with the fold's model read from, or
 // kept in, the folder models ("" keeps nothing). A model read back has no
 // training result (nil).
-func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, models string, enc gllim.Encoding) ([]*Report, *train.Result, error) {
+func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, models string, enc gllim.Encoding, scales map[string]float64) ([]*Report, *train.Result, error) {
 	if models == "" {
-		return trainAndTest(b, trainIdx, testIdx, o, x, evals, enc)
+		return trainAndTest(b, trainIdx, testIdx, o, x, evals, enc, scales)
 	}
 	m, first, err := cachedEnsemble(b, trainIdx, o, models)
 	if err != nil {
@@ -237,8 +247,21 @@ func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, 
 			return nil, nil, fmt.Errorf("profile expert: %w", err)
 		}
 	}
-	reps, err := testEncoded(b, m, xm, x, trainIdx, testIdx, evals, enc)
+	reps, err := testEncoded(b, scaled(m, scales), scaled(xm, scales), x, trainIdx, testIdx, evals, enc)
 	return reps, first, err
+}
+
+// scaled returns m with its outputs' σ scaled by scales (by output name;
+// nil: m as it is), as posectl train -calibrate-std writes the model and
+// its expert. m itself, which a cache may share, is not changed.
+func scaled(m *gllim.Model, scales map[string]float64) *gllim.Model {
+	if m == nil || len(scales) == 0 {
+		return m
+	}
+	c := *m
+	c.Outputs = slices.Clone(m.Outputs)
+	SetStdScales(&c, scales)
+	return &c
 }
 
 // cachedEnsemble returns the model (an ensemble if o.Members > 1) that o
@@ -307,7 +330,7 @@ func cachedModel(b *Bank, trainIdx []int, o Options, models string) (*gllim.Mode
 // trainAndTest trains on trainIdx and evaluates on testIdx under each of
 // evals; under the detected condition the calibration is learnt on the
 // training images.
-func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, enc gllim.Encoding) ([]*Report, *train.Result, error) {
+func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, enc gllim.Encoding, scales map[string]float64) ([]*Report, *train.Result, error) {
 	m, res, err := Train(b, trainIdx, o)
 	if err != nil {
 		return nil, nil, err
@@ -318,7 +341,7 @@ func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals 
 			return nil, nil, fmt.Errorf("profile expert: %w", err)
 		}
 	}
-	reps, err := testEncoded(b, m, xm, x, trainIdx, testIdx, evals, enc)
+	reps, err := testEncoded(b, scaled(m, scales), scaled(xm, scales), x, trainIdx, testIdx, evals, enc)
 	return reps, res, err
 }
 
