@@ -280,13 +280,15 @@ type Track struct {
 	// what it refuses). 0: off.
 	StartStd float64 `yaml:"start_std"`
 	// Unread: a face that start_std refuses but the face network confirms
-	// (the scan found it, or the verification) is published with its box
-	// and no angles, its attention unknown (no_pose), instead of not at
-	// all: the network sees a face there that the pose model cannot read
-	// (a head turned far in yaw, pitch and roll at once). It is read, with
-	// angles, once the model's uncertainty falls to start_std. Needs
-	// detect.verify or detect.scan_every; false: such faces are not
-	// published.
+	// (the scan found it, or the verification) and sees turned is
+	// published with its box and no angles, its attention unknown
+	// (no_pose), instead of not at all: the network sees a face there
+	// that the pose model cannot read (a head turned far in yaw, pitch and
+	// roll at once). It is read, with angles, once the model's
+	// uncertainty falls to start_std. A face the network sees frontal is
+	// still refused: the model's easiest view, unreadable, is more often
+	// a phantom. Needs detect.verify or detect.scan_every; false: such
+	// faces are not published.
 	Unread bool `yaml:"unread"`
 	// RecheckStd: a tracked face whose yaw uncertainty exceeds it (degrees)
 	// makes the next frame a full-frame detection instead of waiting for
