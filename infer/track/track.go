@@ -282,28 +282,7 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 	// has half left) become one, with the older id and the more certain
 	// estimate.
 	for _, tr := range t.tracks {
-		// A detection of this frame matched or started the track: a face
-		// is there whatever the model's doubt (Config.MaxStd).
-		found := t.last.Detected && tr.missed == 0
-		// But a track a detection starts on this frame needs the model to
-		// see a face too (Config.StartStd).
-		unseen := tr.face.Age == 1 && tr.face.Has[0] && t.cfg.Refuses(tr.face.Std[0])
-		if unseen && t.cfg.Unread && tr.confirmed && tr.face.View != detect.Frontal {
-			// The network says a face is there, the model cannot read
-			// it: a face without angles, its box the detection's.
-			tr.unread, unseen = true, false
-			tr.raw = tr.from
-			tr.face.Box, tr.face.Has, tr.face.Angles, tr.jumped = tr.from, [3]bool{}, [3]float64{}, false
-			t.last.Unread++
-		}
-		if unseen {
-			t.last.Refused++
-		}
-		b := tr.raw
-		tr.drop = tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
-			b.X+b.W < float64(bounds.Min.X) || b.Y+b.H < float64(bounds.Min.Y) ||
-			b.X > float64(bounds.Max.X) || b.Y > float64(bounds.Max.Y) ||
-			(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd && !found) || unseen
+		tr.drop = t.gone(tr, bounds)
 	}
 	for _, tr := range t.tracks {
 		for _, o := range t.tracks {
@@ -340,6 +319,36 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 		t.out = append(t.out, tr.face)
 	}
 	return t.out
+}
+
+// gone decides whether track tr ends with this frame: it left the frame
+// (bounds), the detections missed it too often, the model no longer sees
+// it, or a detection started it and the model never saw it
+// (Config.StartStd) — unless the network confirmed it and sees it turned
+// (Config.Unread), when it goes on unread.
+func (t *Tracker) gone(tr *trackState, bounds image.Rectangle) bool {
+	// A detection of this frame matched or started the track: a face
+	// is there whatever the model's doubt (Config.MaxStd).
+	found := t.last.Detected && tr.missed == 0
+	// But a track a detection starts on this frame needs the model to
+	// see a face too (Config.StartStd).
+	unseen := tr.face.Age == 1 && tr.face.Has[0] && t.cfg.Refuses(tr.face.Std[0])
+	if unseen && t.cfg.Unread && tr.confirmed && tr.face.View != detect.Frontal {
+		// The network says a face is there, the model cannot read
+		// it: a face without angles, its box the detection's.
+		tr.unread, unseen = true, false
+		tr.raw = tr.from
+		tr.face.Box, tr.face.Has, tr.face.Angles, tr.jumped = tr.from, [3]bool{}, [3]float64{}, false
+		t.last.Unread++
+	}
+	if unseen {
+		t.last.Refused++
+	}
+	b := tr.raw
+	return tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
+		b.X+b.W < float64(bounds.Min.X) || b.Y+b.H < float64(bounds.Min.Y) ||
+		b.X > float64(bounds.Max.X) || b.Y > float64(bounds.Max.Y) ||
+		(tr.face.Has[0] && tr.face.Std[0] > t.cfg.MaxStd && !found) || unseen
 }
 
 // before orders tracks by box area, largest first, then by id.
