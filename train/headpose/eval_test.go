@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -237,5 +238,37 @@ func TestFoldLeavesOutMadePictures(t *testing.T) {
 	train, test = foldSplit(ss, "pointing04", map[string]bool{"a": true})
 	if !slices.Equal(test, []int{4}) || !slices.Equal(train, []int{0, 1, 2, 3}) {
 		t.Fatalf("holding out pointing04's a: train %v test %v, want train [0 1 2 3] test [4]", train, test)
+	}
+}
+
+// The models kept by -models are found again whether -data named the
+// pictures by a relative or an absolute path, and not for other pictures.
+func TestModelKeyIgnoresHowDataIsNamed(t *testing.T) {
+	b := pointingBank(t)
+	o := Options{Variant: VariantPose, Angles: []string{pose.Yaw, pose.Pitch}, EM: train.Config{K: 3, Seed: 1, MaxIter: 5}}
+	idx := []int{0, 1, 2, 3}
+	key := modelKey(b, idx, o)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := b.Samples
+	defer func() { b.Samples = orig }()
+	b.Samples = slices.Clone(orig)
+	for i := range b.Samples {
+		abs, _ := filepath.Abs(b.Samples[i].Path)
+		if b.Samples[i].Path, err = filepath.Rel(wd, abs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.Samples[0].Path == orig[0].Path {
+		t.Fatalf("the relative path %q is the path the bank had", orig[0].Path)
+	}
+	if got := modelKey(b, idx, o); got != key {
+		t.Errorf("key %s with relative paths, %s with the bank's", got, key)
+	}
+	b.Samples = orig
+	if modelKey(b, []int{0, 1, 2, 4}, o) == key {
+		t.Error("another picture gives the same key")
 	}
 }

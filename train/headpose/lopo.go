@@ -295,10 +295,10 @@ func cachedEnsemble(b *Bank, trainIdx []int, o Options, models string) (*gllim.M
 	return m, first, nil
 }
 
-// cachedModel returns the model o trains on trainIdx, read from the folder
-// models if it was kept there, else trained and kept; res is nil for a
-// model read back.
-func cachedModel(b *Bank, trainIdx []int, o Options, models string) (*gllim.Model, *train.Result, error) {
+// modelKey names the model o trains on trainIdx: the recipe, the
+// settings and each training picture (its absolute path, so that -data
+// given relative or absolute finds the same models) with its box.
+func modelKey(b *Bank, trainIdx []int, o Options) string {
 	h := sha256.New()
 	settings := o.Settings(b)
 	keys := slices.Sorted(maps.Keys(settings))
@@ -308,9 +308,20 @@ func cachedModel(b *Bank, trainIdx []int, o Options, models string) (*gllim.Mode
 	}
 	for _, i := range trainIdx {
 		s := b.Samples[i]
-		fmt.Fprintf(h, "%s %v\n", s.Path, b.FaceBox(i))
+		p, err := filepath.Abs(s.Path)
+		if err != nil {
+			p = s.Path
+		}
+		fmt.Fprintf(h, "%s %v\n", p, b.FaceBox(i))
 	}
-	path := filepath.Join(models, "fold-"+hex.EncodeToString(h.Sum(nil))[:24]+".gllim")
+	return hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+// cachedModel returns the model o trains on trainIdx, read from the folder
+// models if it was kept there, else trained and kept; res is nil for a
+// model read back.
+func cachedModel(b *Bank, trainIdx []int, o Options, models string) (*gllim.Model, *train.Result, error) {
+	path := filepath.Join(models, "fold-"+modelKey(b, trainIdx, o)+".gllim")
 	if m, err := gllim.ReadFile(path); err == nil {
 		return m, nil, nil
 	}
