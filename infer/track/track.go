@@ -115,9 +115,6 @@ type trackState struct {
 	fresh bool
 	// jumped: this frame's yaw moved more than Config.RecheckTurn.
 	jumped bool
-	// confirmed: the network found the detection that started the track
-	// (the scanner's, or verified).
-	confirmed bool
 	// unread: the model cannot read the face (Config.Unread).
 	unread bool
 }
@@ -324,23 +321,15 @@ func (t *Tracker) Process(img *image.Gray) []Face {
 // gone decides whether track tr ends with this frame: it left the frame
 // (bounds), the detections missed it too often, the model no longer sees
 // it, or a detection started it and the model never saw it
-// (Config.StartStd) — unless the network confirmed it and sees it turned
-// (Config.Unread), when it goes on unread.
+// (Config.StartStd).
 func (t *Tracker) gone(tr *trackState, bounds image.Rectangle) bool {
 	// A detection of this frame matched or started the track: a face
 	// is there whatever the model's doubt (Config.MaxStd).
 	found := t.last.Detected && tr.missed == 0
 	// But a track a detection starts on this frame needs the model to
-	// see a face too (Config.StartStd).
+	// see a face too (Config.StartStd; one it starts unread has no
+	// angles).
 	unseen := tr.face.Age == 1 && tr.face.Has[0] && t.cfg.Refuses(tr.face.Std[0])
-	if unseen && t.cfg.Unread && tr.confirmed && tr.face.View != detect.Frontal {
-		// The network says a face is there, the model cannot read
-		// it: a face without angles, its box the detection's.
-		tr.unread, unseen = true, false
-		tr.raw = tr.from
-		tr.face.Box, tr.face.Has, tr.face.Angles, tr.jumped = tr.from, [3]bool{}, [3]float64{}, false
-		t.last.Unread++
-	}
 	if unseen {
 		t.last.Refused++
 	}
@@ -409,7 +398,6 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 			continue
 		}
 		tr := t.newTrack()
-		tr.confirmed = scan || t.verify != nil
 		tr.face.Score, tr.face.View = f.Score, f.View
 		tr.raw = t.calib.Apply(f.Box)
 		tr.from, tr.fresh = tr.raw, true
@@ -495,42 +483,50 @@ func (t *Tracker) newTrack() *trackState {
 func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	r := t.est.Estimate(img, tr.from)
 	f := &tr.face
-	if tr.unread {
-		if t.cfg.Refuses(r.Std[0]) {
-			// Still unread: the box follows the detections, smoothed,
-			// and no angle is told.
-			a := t.cfg.Smoothing
-			if tr.fresh {
-				a = 0
-			}
-			b := tr.from
-			tr.raw, tr.jumped, f.Std = b, false, r.Std
-			f.Box = feature.Box{X: a*f.Box.X + (1-a)*b.X, Y: a*f.Box.Y + (1-a)*b.Y, W: a*f.Box.W + (1-a)*b.W, H: a*f.Box.H + (1-a)*b.H}
-			f.Age++
-			return
-		}
-		// Read at last: a face like any other from here, its angles
-		// not smoothed towards the none it had.
+	readable := !t.cfg.Refuses(r.Std[0])
+	switch {
+	case f.Age == 0 && !readable && t.startsUnread(f):
+		tr.unread = true
+		t.last.Unread++
+	case tr.unread && readable:
+		// Read at last: a face like any other from here, its angles not
+		// smoothed towards the none it had.
 		tr.unread, tr.fresh = false, true
 	}
-	tr.raw = r.Box
 	a := t.cfg.Smoothing
 	if tr.fresh {
 		a = 0
 	}
-	tr.jumped = t.cfg.RecheckTurn > 0 && !tr.fresh && f.Age > 0 && t.est.HasAngle(0) &&
+	if tr.unread {
+		// The model cannot read it: the box follows the detections, and
+		// no angle is told.
+		r.Box = tr.from
+	}
+	tr.raw = r.Box
+	tr.jumped = !tr.unread && t.cfg.RecheckTurn > 0 && !tr.fresh && f.Age > 0 && t.est.HasAngle(0) &&
 		math.Abs(r.Angles[0]-f.Angles[0]) > t.cfg.RecheckTurn
 	f.Box = feature.Box{
 		X: a*f.Box.X + (1-a)*r.Box.X, Y: a*f.Box.Y + (1-a)*r.Box.Y,
 		W: a*f.Box.W + (1-a)*r.Box.W, H: a*f.Box.H + (1-a)*r.Box.H,
 	}
+	f.Std = r.Std
 	for i := range f.Angles {
-		f.Has[i] = t.est.HasAngle(i)
+		f.Has[i] = !tr.unread && t.est.HasAngle(i)
+		if !f.Has[i] {
+			f.Angles[i] = 0
+			continue
+		}
 		f.Angles[i] = a*f.Angles[i] + (1-a)*r.Angles[i]
-		f.Std[i] = r.Std[i]
 		if math.IsNaN(f.Angles[i]) {
 			f.Angles[i] = r.Angles[i]
 		}
 	}
 	f.Age++
+}
+
+// startsUnread reports whether a new track's face, which the model cannot
+// read, goes on unread (Config.Unread): the network found its detection
+// on this frame (the scan's, or verified) and sees it turned.
+func (t *Tracker) startsUnread(f *Face) bool {
+	return t.cfg.Unread && (t.last.Scanned || t.verify != nil) && f.View != detect.Frontal
 }
