@@ -27,10 +27,13 @@ func WithCommands(h CommandHandler) Option { return func(p *Publisher) { p.comma
 // maxCommandPayload bounds a command's payload: commands are words.
 const maxCommandPayload = 1024
 
-type command struct {
-	name    string
-	payload []byte
-	at      time.Time // when it arrived
+// Command is a command received: carried out in order on the publisher's
+// command goroutine, or kept while the publisher is held for a reload's
+// handover (Hold, Release, Take).
+type Command struct {
+	Name    string
+	Payload []byte
+	At      time.Time // when it arrived
 }
 
 // subscribeCommands subscribes to the command topics (on connect).
@@ -54,7 +57,7 @@ func (p *Publisher) subscribeCommands(c mqtt.Client) {
 			p.CommandError(name, fmt.Errorf("retained command ignored (commands are actions: publish them without the retain flag); clear it with: mosquitto_pub -r -n -t %s", m.Topic()))
 			return
 		}
-		p.queueCommand(command{name: name, payload: append([]byte(nil), m.Payload()...), at: time.Now()})
+		p.queueCommand(Command{Name: name, Payload: append([]byte(nil), m.Payload()...), At: time.Now()})
 	})
 	go func() {
 		if !t.WaitTimeout(tokenWait) || t.Error() != nil {
@@ -67,11 +70,11 @@ func (p *Publisher) subscribeCommands(c mqtt.Client) {
 
 // queueCommand hands a command to the command goroutine, or refuses it
 // when too many wait.
-func (p *Publisher) queueCommand(c command) {
+func (p *Publisher) queueCommand(c Command) {
 	select {
 	case p.cmdQueue <- c:
 	default:
-		p.CommandError(c.name, errors.New("too many commands at once: refused"))
+		p.CommandError(c.Name, errors.New("too many commands at once: refused"))
 	}
 }
 
@@ -97,16 +100,16 @@ func (p *Publisher) runCommands() {
 }
 
 // runCommand carries out one command and reports how it went.
-func (p *Publisher) runCommand(c command) {
+func (p *Publisher) runCommand(c Command) {
 	if p.hold(c) { // a reload is handing the publisher over
 		return
 	}
-	r, err := p.commands(c.name, c.payload)
+	r, err := p.commands(c.Name, c.Payload)
 	if err != nil {
-		p.CommandError(c.name, err)
+		p.CommandError(c.Name, err)
 		return
 	}
-	p.log.Info("command carried out", "command", c.name)
+	p.log.Info("command carried out", "command", c.Name)
 	if r.Detect != nil {
 		p.SetDetect(*r.Detect)
 	}
@@ -114,7 +117,7 @@ func (p *Publisher) runCommand(c command) {
 		p.Snapshot(r.Snapshot)
 	}
 	if r.Warning != nil {
-		p.CommandError(c.name, r.Warning)
+		p.CommandError(c.Name, r.Warning)
 	}
 }
 

@@ -15,13 +15,6 @@ import (
 // command sent while posed reloads is carried out after the reload, not
 // lost between two connections.
 
-// Command is a command received but not carried out.
-type Command struct {
-	Name    string
-	Payload []byte
-	At      time.Time // when it arrived
-}
-
 // maxHeld bounds the commands a held publisher keeps.
 const maxHeld = 64
 
@@ -33,7 +26,7 @@ type handover struct {
 }
 
 // hold keeps c if the publisher is held, and reports whether it did.
-func (p *Publisher) hold(c command) bool {
+func (p *Publisher) hold(c Command) bool {
 	h := &p.handover
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -41,10 +34,10 @@ func (p *Publisher) hold(c command) bool {
 		return false
 	}
 	if len(h.cmds) >= maxHeld {
-		p.CommandError(c.name, fmt.Errorf("posed is reloading and holds %d commands already: refused, send it again", maxHeld))
+		p.CommandError(c.Name, fmt.Errorf("posed is reloading and holds %d commands already: refused, send it again", maxHeld))
 		return true
 	}
-	h.cmds = append(h.cmds, Command{Name: c.name, Payload: c.payload, At: c.at})
+	h.cmds = append(h.cmds, c)
 	return true
 }
 
@@ -88,7 +81,7 @@ func (p *Publisher) Release(ctx context.Context, since time.Time, next *Publishe
 func (p *Publisher) Take(cmds []Command) {
 	for _, c := range cmds {
 		p.log.Info("command received during the reload", "command", c.Name)
-		p.queueCommand(command{name: c.Name, payload: c.Payload, at: c.At})
+		p.queueCommand(c)
 	}
 }
 

@@ -73,7 +73,7 @@ type Publisher struct {
 	discoverySaved               bool // stale cleared and announced recorded (under mu)
 	commands                     CommandHandler
 	attention                    *message.AttentionInfo // WithAttention
-	cmdQueue                     chan command
+	cmdQueue                     chan Command
 	cmdStop, cmdDone             chan struct{} // runCommands: told to stop, stopped
 	cmdOnce                      sync.Once
 	handover                     handover      // a reload's (handover.go)
@@ -215,7 +215,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	// Everything the connection's handlers touch exists before it starts.
 	p.subscribed = make(chan struct{})
 	if p.commands != nil {
-		p.cmdQueue = make(chan command, 8)
+		p.cmdQueue = make(chan Command, 8)
 		p.cmdStop, p.cmdDone = make(chan struct{}), make(chan struct{})
 		go p.runCommands()
 	}
