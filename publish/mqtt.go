@@ -152,7 +152,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
 		dirty: make(chan struct{}, 1), dirtyTopics: map[string]bool{}, tried: make(chan struct{}),
 		bufs:    make(chan []byte, 2*queueLen+4),
-		version: "dev",
+		version: "dev", clock: clock.Wall{},
 	}
 	p.topicPose, p.topicPrimary = p.base+message.TopicPose, p.base+message.TopicPrimary
 	for _, o := range opts {
@@ -569,7 +569,7 @@ func (p *Publisher) enqueue(m outMsg) bool {
 // call only; nothing is allocated (the messages are encoded into buffers
 // that come back once sent).
 func (p *Publisher) Pose(m *message.Pose, primary int) {
-	now := clock.Or(p.clock).Now()
+	now := p.clock.Now()
 	var prim *message.Face
 	if primary >= 0 && primary < len(m.Faces) {
 		prim = &m.Faces[primary]
@@ -666,7 +666,7 @@ func (p *Publisher) recycle(b []byte) {
 
 // NoFaces tells Home Assistant's topic that no face is seen (as posed
 // stops, or its camera goes).
-func (p *Publisher) NoFaces() { p.haUpdate(0, nil, clock.Or(p.clock).Now()) }
+func (p *Publisher) NoFaces() { p.haUpdate(0, nil, p.clock.Now()) }
 
 // Retain publishes a retained message (state, camera) and keeps it to
 // re-send after a reconnect.
