@@ -98,9 +98,6 @@ type Timing struct {
 	// Refused: detections of this frame that started no track, the
 	// model's yaw std from their box being above Config.StartStd.
 	Refused int
-	// Unread: detections of this frame that started an unread track
-	// (Config.Unread) instead of being refused.
-	Unread int
 }
 
 type trackState struct {
@@ -487,7 +484,6 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	switch {
 	case f.Age == 0 && !readable && t.startsUnread(f):
 		tr.unread = true
-		t.last.Unread++
 	case tr.unread && readable:
 		// Read at last: a face like any other from here, its angles not
 		// smoothed towards the none it had.
