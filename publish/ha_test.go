@@ -134,6 +134,14 @@ func TestHomeAssistant(t *testing.T) {
 	p.Pose(onePose(4, 12), 0)
 	haSent("the HA summary of 12", `"yaw":12`)
 	p.Pose(onePose(5, 30), 0)
+	// Within the interval 30 is not the summary (on the wire the next one
+	// could replace it unseen, so the publisher's record says it).
+	p.mu.Lock()
+	last := p.lastHA.Yaw
+	p.mu.Unlock()
+	if last != message.Some(12) {
+		t.Errorf("after yaw 30 within ha_interval the summary says yaw %+v, want 12", last)
+	}
 	p.Pose(&message.Pose{Seq: 6, Captured: time.Now()}, -1)
 	p.Retain(message.TopicCamera, message.Camera{Schema: message.SchemaVersion, Device: "cam", Camera: "x", Status: "offline", Error: "gone", Changed: time.Now()})
 	col.WaitFor(t, "the HA summary with no face", 5*time.Second, func(ms []mqtttest.Msg) bool {
