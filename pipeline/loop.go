@@ -542,24 +542,16 @@ func (l *Loop) idle(why string) {
 	l.report(fr)
 }
 
-// faceMsgs fills the frame's reused faces from the tracker's: track, box,
-// score, view and the camera-relative angles with their σ; the stages add
-// the rest. Nothing is allocated once the buffer has grown to the most
-// faces seen.
+// faceMsgs fills the frame's reused faces from the tracker's (Message);
+// the stages add the rest. Nothing is allocated once the buffer has grown
+// to the most faces seen.
 func (l *Loop) faceMsgs(faces []track.Face) []message.Face {
 	if cap(l.faces) < len(faces) {
 		l.faces = make([]message.Face, len(faces))
 	}
 	out := l.faces[:len(faces)]
 	for i, f := range faces {
-		b := f.Box
-		m := message.Face{Track: f.ID, Box: [4]float64{b.X, b.Y, b.X + b.W, b.Y + b.H}, Score: f.Score, View: f.View.String()}
-		for a, dst := range [3][2]*message.Num{{&m.Yaw, &m.YawStd}, {&m.Pitch, &m.PitchStd}, {&m.Roll, &m.RollStd}} {
-			if f.Has[a] {
-				*dst[0], *dst[1] = message.Some(f.Angles[a]), message.Some(f.Std[a])
-			}
-		}
-		out[i] = m
+		out[i] = f.Message()
 	}
 	return out
 }

@@ -26,19 +26,19 @@ import (
 
 // faceJSON is what predict prints per face.
 type faceJSON struct {
-	Image      string     `json:"image"`
-	Face       int        `json:"face"`
-	Detected   []float64  `json:"detected_box,omitempty"` // -box: the box given
-	Box        [4]float64 `json:"box"`                    // refined [x1,y1,x2,y2], as posed publishes it
-	Score      float64    `json:"score,omitempty"`
-	View       string     `json:"view,omitempty"` // the detection's view, as posed publishes it
-	Yaw        *float64   `json:"yaw,omitempty"`
-	Pitch      *float64   `json:"pitch,omitempty"`
-	Roll       *float64   `json:"roll,omitempty"`
-	YawStd     *float64   `json:"yaw_std,omitempty"`
-	PitchStd   *float64   `json:"pitch_std,omitempty"`
-	RollStd    *float64   `json:"roll_std,omitempty"`
-	Iterations int        `json:"iterations"`
+	Image      string      `json:"image"`
+	Face       int         `json:"face"`
+	Detected   []float64   `json:"detected_box,omitempty"` // -box: the box given
+	Box        [4]float64  `json:"box"`                    // refined [x1,y1,x2,y2], as posed publishes it
+	Score      float64     `json:"score,omitempty"`
+	View       string      `json:"view,omitempty"` // the detection's view, as posed publishes it
+	Yaw        message.Num `json:"yaw,omitzero"`
+	Pitch      message.Num `json:"pitch,omitzero"`
+	Roll       message.Num `json:"roll,omitzero"`
+	YawStd     message.Num `json:"yaw_std,omitzero"`
+	PitchStd   message.Num `json:"pitch_std,omitzero"`
+	RollStd    message.Num `json:"roll_std,omitzero"`
+	Iterations int         `json:"iterations"`
 }
 
 func runPredict(args []string, stdout io.Writer) error {
@@ -171,18 +171,15 @@ func (p *predictor) image(path string) (*image.Gray, []feature.Box, []track.Face
 		faces = slices.Clone(p.frames.Process(img))
 	}
 	for i, f := range faces {
-		out := faceJSON{Image: path, Face: i, Box: corners(f.Box), Score: message.Hundredths(f.Score), Iterations: p.iters}
+		m := f.Message()
+		m.Round()
+		out := faceJSON{Image: path, Face: i, Box: m.Box, Score: m.Score, Iterations: p.iters,
+			Yaw: m.Yaw, Pitch: m.Pitch, Roll: m.Roll, YawStd: m.YawStd, PitchStd: m.PitchStd, RollStd: m.RollStd}
 		if p.fixed != nil {
-			c := corners(*p.fixed)
-			out.Detected = c[:]
+			b := *p.fixed
+			out.Detected = []float64{message.Hundredths(b.X), message.Hundredths(b.Y), message.Hundredths(b.X + b.W), message.Hundredths(b.Y + b.H)}
 		} else {
-			out.View = f.View.String()
-		}
-		for a, dst := range [][2]**float64{{&out.Yaw, &out.YawStd}, {&out.Pitch, &out.PitchStd}, {&out.Roll, &out.RollStd}} {
-			if f.Has[a] {
-				v, s := message.Hundredths(f.Angles[a]), message.Hundredths(f.Std[a])
-				*dst[0], *dst[1] = &v, &s
-			}
+			out.View = m.View
 		}
 		if err := p.enc.Encode(out); err != nil {
 			return nil, nil, nil, err
@@ -194,11 +191,6 @@ func (p *predictor) image(path string) (*image.Gray, []feature.Box, []track.Face
 // errNoFace: the detector found no face in an image (exit status 3, so that
 // a script tells it from a broken model or image).
 var errNoFace = errors.New("no face found")
-
-// corners is a box as [x1, y1, x2, y2], to the hundredth as posed publishes it.
-func corners(b feature.Box) [4]float64 {
-	return [4]float64{message.Hundredths(b.X), message.Hundredths(b.Y), message.Hundredths(b.X + b.W), message.Hundredths(b.Y + b.H)}
-}
 
 func parseBox(s string) (feature.Box, error) {
 	f := strings.Split(s, ",")

@@ -40,10 +40,10 @@ func TestPredictDefaultModel(t *testing.T) {
 			t.Fatalf("not JSON: %s", sc.Text())
 		}
 		n++
-		if f.Yaw == nil || f.Pitch == nil || f.Roll == nil || f.YawStd == nil {
+		if !f.Yaw.Set || !f.Pitch.Set || !f.Roll.Set || !f.YawStd.Set {
 			t.Fatalf("face without angles: %s", sc.Text())
 		}
-		best = math.Min(best, math.Abs(*f.Yaw-(-15)))
+		best = math.Min(best, math.Abs(f.Yaw.V-(-15)))
 	}
 	// Truth: yaw −15°, pitch 0. The default model's LOPO yaw MAE is ≈ 8.5° on
 	// detected boxes; this person was trained on, so 15° is generous.

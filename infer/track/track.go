@@ -13,6 +13,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/publish/message"
 )
 
 // Config tunes the tracker.
@@ -83,6 +84,21 @@ type Face struct {
 	Std    [3]float64
 	Has    [3]bool // which angles the model predicts
 	Age    int     // frames since the track started
+}
+
+// Message is the face in its published form, at full precision: its
+// track, box, score, view and the angles the model predicts, with their σ
+// (the frame's stages add the rest; message.Face.Round rounds it as
+// published).
+func (f *Face) Message() message.Face {
+	b := f.Box
+	m := message.Face{Track: f.ID, Box: [4]float64{b.X, b.Y, b.X + b.W, b.Y + b.H}, Score: f.Score, View: f.View.String()}
+	for a, dst := range [3][2]*message.Num{{&m.Yaw, &m.YawStd}, {&m.Pitch, &m.PitchStd}, {&m.Roll, &m.RollStd}} {
+		if f.Has[a] {
+			*dst[0], *dst[1] = message.Some(f.Angles[a]), message.Some(f.Std[a])
+		}
+	}
+	return m
 }
 
 // Timing is the time spent in each stage of the last frame.
