@@ -1,8 +1,8 @@
 // Package regular opens the files posed reads — its configuration, state,
 // password, TLS and model files, replayed pictures — refusing what is not
-// a regular file, and writes its state files whole or not at all. It
-// refuses what is not a regular file (a FIFO, a device, a socket, a directory) with an error
-// that names it. A file is opened without blocking, then checked: a FIFO
+// a regular file (a FIFO, a device, a socket, a directory) with an error
+// that names it, and writes its state files whole or not at all. A file
+// is opened without blocking, then checked: a FIFO
 // opened plainly waits for a writer, and posed with it (a state file or a
 // model planted as a FIFO hung the start and every reload).
 package regular
@@ -70,8 +70,10 @@ func ReadFile(path string) ([]byte, error) {
 }
 
 // WriteFile replaces the file at path with data (mode 0640) through
-// a temporary file renamed over it, so that a crash leaves the old
-// content or the new, never a part: the small files posed keeps in its
+// a temporary file renamed over it, so that a crash of posed leaves the
+// old content or the new, never a part (no fsync: the attention events'
+// file is written from the frame loop, where a flash card's sync could
+// stall a frame): the small files posed keeps in its
 // state directory. The temporary file gets a name of its own, created
 // anew (never a file or link already there), so that nothing planted in
 // the directory is written through.
