@@ -168,21 +168,33 @@ type Model struct {
 	// faces the model finds turned (posectl train -profile): "" takes
 	// MODEL-profile.gllim beside the model if there is one, "none" none.
 	Expert string `yaml:"expert"`
+	// Landmarks is the landmark expert's model file, which reads the
+	// angles from the face network's five landmarks on each face
+	// (posectl train -landmarks): "" takes MODEL-landmarks.gllim beside
+	// the model if there is one, "none" none.
+	Landmarks string `yaml:"landmarks"`
 }
 
 // ExpertPath is the profile expert's file to load, "" for none.
-func (m Model) ExpertPath() string {
-	switch m.Expert {
+func (m Model) ExpertPath() string { return m.beside(m.Expert, "-profile.gllim") }
+
+// LandmarksPath is the landmark expert's file to load, "" for none.
+func (m Model) LandmarksPath() string { return m.beside(m.Landmarks, "-landmarks.gllim") }
+
+// beside is the file a companion key names: "none" none, "" the model's
+// name with suffix if that file is there.
+func (m Model) beside(key, suffix string) string {
+	switch key {
 	case "none":
 		return ""
 	case "":
-		p := strings.TrimSuffix(m.Path, ".gllim") + "-profile.gllim"
+		p := strings.TrimSuffix(m.Path, ".gllim") + suffix
 		if _, err := os.Stat(p); err == nil && p != m.Path {
 			return p
 		}
 		return ""
 	}
-	return m.Expert
+	return key
 }
 
 // Settings returns the refinement settings of m.
@@ -196,7 +208,10 @@ func (c Config) TrackConfig() track.Config {
 	t := c.Track
 	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
 		MaxStd: t.MaxStd, StartStd: t.StartStd, Unread: t.Unread, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
-		ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
+		TurnNoise: t.TurnNoise, White: t.White, ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
+	if fps := c.Source.FPS; fps > 0 {
+		tc.Interval = time.Duration(float64(time.Second) / fps)
+	}
 	if r := c.Zones.Detect; r != nil {
 		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
 	}
@@ -300,6 +315,16 @@ type Track struct {
 	// detection too: a head does not turn that fast, a box sliding off a
 	// face does (the model then answers near its mean yaw). 0: off.
 	RecheckTurn float64 `yaml:"recheck_turn"`
+	// TurnNoise: the angles' filter (a Kalman filter on each angle and its
+	// rate, docs/internals.md "Time"): how freely a head's turning rate
+	// changes, the spectral density of its angular acceleration in
+	// (°/s)²/s. Larger follows faster turns with less lag and smooths
+	// less. 0: the angles are published as each frame reads them.
+	TurnNoise float64 `yaml:"turn_noise"`
+	// White: the share of the model's variance that changes from frame to
+	// frame, which the filter averages away; the rest (a person's own
+	// bias) stays in the published σ.
+	White float64 `yaml:"white"`
 }
 
 // Zones say where posed looks and name parts of the frame. Rectangles are
@@ -523,7 +548,7 @@ func Default() Config {
 		Model: modelDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: false, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
 			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 2e4, White: 0.5},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",
@@ -729,6 +754,12 @@ func (p *problems) track(t Track) {
 	}
 	if !(t.RecheckStd >= 0 && t.RecheckStd <= 180) {
 		bad("track.recheck_std", "%g is not in [0, 180] degrees (0: off)", t.RecheckStd)
+	}
+	if !(t.TurnNoise >= 0 && t.TurnNoise <= 1e8) {
+		bad("track.turn_noise", "%g is not in [0, 1e8] (°/s)²/s (0: off)", t.TurnNoise)
+	}
+	if !(t.White > 0 && t.White <= 1) {
+		bad("track.white", "%g is not in (0, 1]", t.White)
 	}
 	if !(t.RecheckTurn >= 0 && t.RecheckTurn <= 360) {
 		bad("track.recheck_turn", "%g is not in [0, 360] degrees (0: off)", t.RecheckTurn)

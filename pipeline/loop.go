@@ -47,7 +47,9 @@ type Source interface {
 
 // Tracker turns a frame into faces: track.Tracker.
 type Tracker interface {
-	Process(img *image.Gray) []track.Face
+	// ProcessAt runs on a frame captured at a time (the angles' filter
+	// moves each face by the time since the last frame).
+	ProcessAt(img *image.Gray, at time.Time) []track.Face
 	Timing() track.Timing
 }
 
@@ -475,7 +477,7 @@ func (l *Loop) process(f *device.Frame) {
 	defer l.release(f)
 	met := l.Metrics
 	t0 := time.Now()
-	faces := l.Tracker.Process(f.Gray)
+	faces := l.Tracker.ProcessAt(f.Gray, f.Time)
 	tm := l.Tracker.Timing()
 	if tm.Detected {
 		met.Stages[metrics.StageDetect].Observe(tm.Detect)

@@ -84,7 +84,7 @@ type scriptTracker struct {
 	mu        sync.Mutex
 }
 
-func (t *scriptTracker) Process(img *image.Gray) []track.Face {
+func (t *scriptTracker) ProcessAt(img *image.Gray, at time.Time) []track.Face {
 	t.mu.Lock()
 	t.seq++
 	n := t.faces[t.seq]
@@ -363,7 +363,7 @@ func TestEndOfCaptureKeepsPrivacy(t *testing.T) {
 // slowTracker takes 5 ms a frame, like a busy machine, and sees one face.
 type slowTracker struct{}
 
-func (slowTracker) Process(*image.Gray) []track.Face {
+func (slowTracker) ProcessAt(*image.Gray, time.Time) []track.Face {
 	time.Sleep(5 * time.Millisecond)
 	return []track.Face{{ID: 1, Box: feature.Box{X: 1, Y: 1, W: 20, H: 20}, Has: [3]bool{true, true, false}}}
 }

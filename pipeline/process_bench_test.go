@@ -29,8 +29,8 @@ func (noopPub) Event(message.Event)     {}
 
 type twoFaces struct{ faces []track.Face }
 
-func (t twoFaces) Process(*image.Gray) []track.Face { return t.faces }
-func (twoFaces) Timing() track.Timing               { return track.Timing{Detected: true} }
+func (t twoFaces) ProcessAt(*image.Gray, time.Time) []track.Face { return t.faces }
+func (twoFaces) Timing() track.Timing                            { return track.Timing{Detected: true} }
 
 // BenchmarkProcess is the loop's part of a frame with two faces (zones,
 // a neutral pose, attention targets, the messages handed over), the

@@ -29,6 +29,7 @@ type evalFlags struct {
 	df                             detectFlags
 	rf                             refineListFlags
 	xf                             expertFlags
+	lf                             landmarkFlags
 	cache                          *string
 	protocol, modelPath, condition string
 	set, perFace, sweep, plot      string
@@ -45,6 +46,8 @@ type evalFlags struct {
 	heldOutOnly          bool
 	conditionSet         bool
 	frames               int
+	hold                 string
+	alone                bool
 	daemon               config.Config // -config's, or the defaults
 }
 
@@ -57,16 +60,19 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.turnedFolds, "turned-folds", "", "detected: run facefinder and, on each face, the turned-face cascade that never saw its person: the k-th of these N files trained by posectl cascade -folds N -leave-out k (several joined by +: views of different yaw ranges) (instead of -turned's embedded cascade, which saw every person)")
 	e.rf.register(fs)
 	e.xf.register(fs)
+	e.lf.register(fs, true)
 	e.cache = cacheFlag(fs)
 	fs.StringVar(&e.protocol, "protocol", "", "lopo: leave one person of -set out, a model per fold; kfold: -splits folds of -set's persons; holdout: train once, test on -holdout persons of -set")
 	fs.IntVar(&e.holdout, "holdout", 300, "holdout: persons of -set kept for testing")
 	fs.Uint64Var(&e.holdoutSeed, "holdout-seed", 1, "holdout and kfold: seed of the draw of persons")
 	fs.IntVar(&e.splits, "splits", 5, "kfold: number of folds")
 	fs.StringVar(&e.modelPath, "model", "", "evaluate this model on -data (no training)")
-	fs.StringVar(&e.condition, "condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's), published (what posed publishes, each picture the first frame of a scene: the daemon's frame path with -config; the default with -model)")
+	fs.StringVar(&e.condition, "condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's), published (what posed publishes, each picture the first frame of a scene: the daemon's frame path with -config; the default with -model), turning (what posed publishes on Pointing'04 persons turning the head in 15° steps, replayed as video: -hold, -alone)")
 	fs.StringVar(&e.configPath, "config", "", "published: the daemon's configuration file whose frame path runs (detectors, verification, scan, tracker); default: posed's defaults. Its model keys are ignored: the model is -model's, with the expert beside it")
 	fs.StringVar(&e.faceFree, "face-free", "", "published: also count the faces published on each picture of this folder of face-free pictures (phantoms per picture)")
 	fs.IntVar(&e.frames, "frames", 1, "published: show each picture this many frames (a still scene) and count what the last frame publishes: 1 is a scene's first frame, found by the network's scan; 2 adds the cascades' detection with its verification")
+	fs.StringVar(&e.hold, "hold", "1", "turning: the frames each pose is held (15 a second), a comma-separated list: 1 turns 225°/s, 4 56°/s")
+	fs.BoolVar(&e.alone, "alone", false, "turning: also measure the same frames one by one (each a scene's first frame), against which the video is compared")
 	fs.BoolVar(&e.heldOutOnly, "face-free-held-out", true, "with -face-free: only the third of the pictures kept out of every training (by name, as posectl cascade keeps them)")
 	fs.IntVar(&e.folds, "folds", 0, "lopo and kfold: run only the first N folds")
 	fs.StringVar(&e.set, "set", "pointing04", "lopo, kfold, holdout: the data set whose persons are left out")
@@ -275,8 +281,21 @@ func (e *evalFlags) cases() ([]headpose.EvalOptions, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
+		holds := []int{1}
+		if cond == headpose.Turning {
+			if holds, err = parseInts(e.hold); err != nil || slices.ContainsFunc(holds, func(h int) bool { return h < 1 }) {
+				return nil, fmt.Errorf("%w: -hold %q: want frames ≥ 1, comma-separated", errUsage, e.hold)
+			}
+		}
 		for _, st := range settings {
-			evals = append(evals, headpose.EvalOptions{Condition: cond, Seed: e.testSeed, CentreSigma: e.testSigma, ScaleSigma: e.testScale, Settings: st, StartStd: e.startStd})
+			for _, h := range holds {
+				o := headpose.EvalOptions{Condition: cond, Seed: e.testSeed, CentreSigma: e.testSigma, ScaleSigma: e.testScale, Settings: st, StartStd: e.startStd, Hold: h}
+				evals = append(evals, o)
+				if cond == headpose.Turning && e.alone {
+					o.Alone = true
+					evals = append(evals, o)
+				}
+			}
 		}
 	}
 	if len(evals) == 0 {
@@ -408,8 +427,18 @@ func (e *evalFlags) crossValidate(stdout io.Writer, samples []dataset.Sample, de
 			}
 		}
 	}
+	lmo, err := e.lf.options()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if lmo != nil && e.lf.compare {
+		for _, c := range evals[:len(evals):len(evals)] {
+			c.NoLandmarks = true
+			evals = append(evals, c)
+		}
+	}
 	enc := gllim.Encoding(e.encoding)
-	lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: e.set, Folds: e.folds, Models: e.models, Temperatures: temps, Expert: expert, Encoding: enc,
+	lo := headpose.LOPOOptions{Train: o, Evals: evals, Set: e.set, Folds: e.folds, Models: e.models, Temperatures: temps, Expert: expert, Landmarks: lmo, Encoding: enc,
 		Progress: func(done, total int, f headpose.Fold) { bar.done(); printFold(done, total, f) }}
 	if e.sweep != "" {
 		ks, err := parseInts(e.sweep)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,11 +23,13 @@ type trainFlags struct {
 	mf                         modelFlags
 	df                         detectFlags
 	xf                         expertFlags
+	lf                         landmarkFlags
 	cache                      *string
 	out, card, encoding, temps string
 	fileVersion                int
 	stdFrac                    float64
 	calibrate, expertOnly      bool
+	landmarksOnly              bool
 }
 
 func (t *trainFlags) register(fs *flag.FlagSet) {
@@ -34,6 +37,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	t.mf.register(fs)
 	t.df.register(fs, 40)
 	t.xf.register(fs)
+	t.lf.register(fs, false)
 	t.cache = cacheFlag(fs)
 	fs.StringVar(&t.out, "o", "model.gllim", "model file to write")
 	fs.StringVar(&t.card, "card", "", "model card to write (default: the model file with .md)")
@@ -43,6 +47,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&t.stdFrac, "calibrate-std", 0.2, "fraction of persons held out to calibrate the predictive σ of the angles and choose the temperature (0: neither)")
 	fs.StringVar(&t.temps, "temperatures", "1,2,4,8,16,32,64,128", "temperatures of the mixture weights tried on the held-out persons of -calibrate-std; the most accurate is stored in the model (1: the mixture's own weights)")
 	fs.BoolVar(&t.expertOnly, "expert-only", false, "with -profile: train only the profile expert of the model already at -o (trained with the same flags), keeping that model")
+	fs.BoolVar(&t.landmarksOnly, "landmarks-only", false, "with -landmarks: train only the landmark expert of the model already at -o, keeping that model and its profile expert")
 }
 
 // checked returns the weights' encoding and the temperatures asked for,
@@ -127,6 +132,16 @@ func runTrain(args []string, stdout io.Writer) error {
 	for i := range all {
 		all[i] = i
 	}
+	lmo, err := tf.lf.options()
+	if err != nil {
+		return err
+	}
+	if tf.landmarksOnly {
+		if lmo == nil || *expertOnly {
+			return fmt.Errorf("%w: -landmarks-only needs -landmarks, and not -expert-only", errUsage)
+		}
+		return writeLandmarks(stdout, *out, bank, all, *lmo)
+	}
 	if *expertOnly {
 		if xf.profile <= 0 {
 			return fmt.Errorf("%w: -expert-only needs -profile", errUsage)
@@ -166,8 +181,30 @@ func runTrain(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "wrote %s (%s, K=%d, Lw=%d, %d samples, %d EM iterations, logL %.6g, BIC %.6g) and %s in %s\n",
 		*out, o.Name(), m.Params.K, m.Params.Lw, res.N, res.Iterations, res.LogL, res.BIC, cardPath, time.Since(start).Round(time.Second))
 	if xf.profile > 0 {
-		return writeExpert(stdout, *out, m, bank, all, o, xf, enc, *fileVersion, bar)
+		if err := writeExpert(stdout, *out, m, bank, all, o, xf, enc, *fileVersion, bar); err != nil {
+			return err
+		}
 	}
+	if lmo != nil {
+		return writeLandmarks(stdout, *out, bank, all, *lmo)
+	}
+	return nil
+}
+
+// writeLandmarks trains the landmark expert of the model at out on the
+// bank's images all and writes it beside it (MODEL-landmarks.gllim, in
+// float32: it is 19 features wide, a few kilobytes).
+func writeLandmarks(stdout io.Writer, out string, bank *headpose.Bank, all []int, o headpose.LandmarkOptions) error {
+	path := strings.TrimSuffix(out, ".gllim") + "-landmarks.gllim"
+	m, err := headpose.TrainLandmarks(bank, all, o)
+	if err != nil {
+		return err
+	}
+	if err := gllim.WriteFile(path, m); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: landmark expert (K=%d, Lw=%d, %d training faces with their mirrors, σ %s)\n",
+		path, m.Params.K, m.Params.Lw, m.Training.N/2, m.Training.Settings["calibrate_std"])
 	return nil
 }
 
@@ -459,4 +496,45 @@ func stdScale(o gllim.Output) string {
 		return "–"
 	}
 	return fmt.Sprintf("×%.3g", o.StdScale)
+}
+
+// landmarkFlags configure the landmark expert (-landmarks): trained beside
+// the model by posectl train, beside each fold's by posectl eval.
+type landmarkFlags struct {
+	on, compare bool
+	k, lw       int
+	outputs     string
+}
+
+func (l *landmarkFlags) register(fs *flag.FlagSet, compare bool) {
+	d := headpose.DefaultLandmarkOptions()
+	fs.BoolVar(&l.on, "landmarks", false, "also train a landmark expert: the angles from the face network's five landmarks, fused with the model's by their σ (written as MODEL-landmarks.gllim)")
+	fs.IntVar(&l.k, "landmark-k", d.EM.K, "the landmark expert's components")
+	fs.IntVar(&l.lw, "landmark-lw", d.EM.Lw, "the landmark expert's latent dimensions")
+	fs.StringVar(&l.outputs, "landmark-outputs", "", "the angles the landmark expert's answer is fused into, comma-separated (default: yaw, pitch and roll)")
+	if compare {
+		fs.BoolVar(&l.compare, "landmarks-compare", false, "with -landmarks: also measure each case without the landmark expert (the same models)")
+	}
+}
+
+// options are the landmark expert's training options, nil without -landmarks.
+func (l *landmarkFlags) options() (*headpose.LandmarkOptions, error) {
+	if !l.on {
+		if l.compare {
+			return nil, fmt.Errorf("%w: -landmarks-compare needs -landmarks", errUsage)
+		}
+		return nil, nil
+	}
+	o := headpose.DefaultLandmarkOptions()
+	if l.k < 1 || l.lw < 0 {
+		return nil, fmt.Errorf("%w: -landmark-k %d -landmark-lw %d: want K ≥ 1 and Lw ≥ 0", errUsage, l.k, l.lw)
+	}
+	o.EM.K, o.EM.Lw = l.k, l.lw
+	for _, n := range splitList(l.outputs) {
+		if !slices.Contains(pose.AngleNames[:], n) {
+			return nil, fmt.Errorf("%w: -landmark-outputs: %q is not yaw, pitch or roll", errUsage, n)
+		}
+		o.Outputs = append(o.Outputs, n)
+	}
+	return &o, nil
 }

@@ -58,10 +58,11 @@ func (p NetworkParams) Problems() []Problem {
 // (track.Verifier, track.Scanner). It is not safe for concurrent use: one
 // per tracker.
 type Network struct {
-	net *yunet.Net
-	p   NetworkParams
-	buf yunet.Buffers
-	out []Face
+	net   *yunet.Net
+	p     NetworkParams
+	buf   yunet.Buffers
+	out   []Face
+	patch [LandmarkSide * LandmarkSide]uint8 // Landmarks' crop
 }
 
 // NewNetwork returns net as a verifier and scanner with p, or p's first
@@ -91,6 +92,52 @@ func (n *Network) Verify(img *image.Gray, box feature.Box) bool {
 		}
 	}
 	return false
+}
+
+// A landmark look's crop: LandmarkContext box sizes around the box's
+// centre, resampled to LandmarkSide pixels a side (a multiple of 32, the
+// network's padding), so that its cost is the same whatever the face's
+// size: the face is about LandmarkSide/LandmarkContext pixels wide there
+// (docs/measured.md, "Landmarks on every face").
+const (
+	LandmarkContext = 2
+	LandmarkSide    = 96
+	// landmarkScore is the smallest confidence of the face a landmark look
+	// keeps: the box is a tracked face already, so the look only needs the
+	// network to place its points, not to decide that a face is there.
+	landmarkScore = 0.3
+)
+
+// Landmarks runs the network on a crop around box (a tracked face's) and
+// returns the face it finds there that box finds (feature.Finds), the most
+// confident if several, in the frame's pixels: its box, confidence and
+// five landmarks. It allocates nothing once its buffers have grown.
+func (n *Network) Landmarks(img *image.Gray, box feature.Box) (yunet.Face, bool) {
+	cx, cy := box.Centre()
+	side := LandmarkContext * math.Sqrt(box.W*box.H)
+	if !(side >= 1) || img.Rect.Empty() {
+		return yunet.Face{}, false
+	}
+	crop := feature.SquareAt(cx, cy, side)
+	feature.Crop(n.patch[:], LandmarkSide, img, crop)
+	g := image.Gray{Pix: n.patch[:], Stride: LandmarkSide, Rect: image.Rect(0, 0, LandmarkSide, LandmarkSide)}
+	k := side / LandmarkSide
+	best, found := yunet.Face{}, false
+	for _, f := range n.net.Detect(&n.buf, &g, g.Rect, landmarkScore) {
+		f.X, f.Y, f.W, f.H = crop.X+f.X*k, crop.Y+f.Y*k, f.W*k, f.H*k
+		if !feature.Finds(feature.Box{X: f.X, Y: f.Y, W: f.W, H: f.H}, box) || found && f.Score <= best.Score {
+			continue
+		}
+		for j := range f.Landmarks {
+			o := crop.X
+			if j%2 == 1 {
+				o = crop.Y
+			}
+			f.Landmarks[j] = o + f.Landmarks[j]*k
+		}
+		best, found = f, true
+	}
+	return best, found
 }
 
 // scanMaxSide bounds the longer side of the picture the scan runs on: a

@@ -75,6 +75,10 @@ type Estimator struct {
 	// Expert.ByDensity and Expert.Margin.
 	byDensity bool
 	margin    float64
+	// The landmark expert (WithLandmarks): nil without one; lmAngle its
+	// output index of yaw, pitch, roll (−1: not fused).
+	lm      *gllim.Forward
+	lmAngle [3]int
 }
 
 // maxMargin bounds Expert.Margin: log-densities of p-HOG features are in
@@ -212,6 +216,57 @@ func (e *Estimator) WithExpert(xp Expert) (*Estimator, error) {
 	return &c, nil
 }
 
+// The settings a landmark expert's model file carries in its training
+// record (posectl train -landmarks writes them).
+const (
+	// LandmarkOutputs lists the angles the expert's answer is fused into,
+	// comma-separated ("": all it predicts).
+	LandmarkOutputs = "landmark_outputs"
+)
+
+// WithLandmarks returns a copy of e that also reads each face's angles
+// from the face network's five landmarks with m, a model of the angles on
+// feature.LandmarkFeatures (posectl train -landmarks), and fuses the two
+// answers (Worker.Fuse).
+func (e *Estimator) WithLandmarks(m *gllim.Model) (*Estimator, error) {
+	if err := feature.CheckLandmarkRecipe(m.Features); err != nil {
+		return nil, fmt.Errorf("pose: landmark expert: %w", err)
+	}
+	if m.Params.D != feature.LandmarkDim {
+		return nil, fmt.Errorf("pose: landmark expert has D=%d features, the landmarks %d", m.Params.D, feature.LandmarkDim)
+	}
+	var only []string
+	if o := m.Training.Settings[LandmarkOutputs]; o != "" {
+		only = strings.Split(o, ",")
+	}
+	c := *e
+	any := false
+	for i, n := range AngleNames {
+		c.lmAngle[i] = m.OutputIndex(n)
+		if c.lmAngle[i] >= 0 && (e.angle[i] < 0 || only != nil && !slices.Contains(only, n)) {
+			c.lmAngle[i] = -1
+		}
+		any = any || c.lmAngle[i] >= 0
+	}
+	for _, n := range only {
+		if !slices.Contains(AngleNames[:], n) || m.OutputIndex(n) < 0 {
+			return nil, fmt.Errorf("pose: landmark expert: %s names %q, which it does not predict", LandmarkOutputs, n)
+		}
+	}
+	if !any {
+		return nil, fmt.Errorf("pose: landmark expert predicts none of the model's angles (outputs %v)", m.Outputs)
+	}
+	f, err := gllim.NewForward(m)
+	if err != nil {
+		return nil, fmt.Errorf("pose: landmark expert: %w", err)
+	}
+	c.lm = f
+	return &c, nil
+}
+
+// HasLandmarks reports whether e has a landmark expert.
+func (e *Estimator) HasLandmarks() bool { return e.lm != nil }
+
 // New prepares an estimator. It fails if the model was trained on other
 // features than this build computes or predicts no angle.
 func New(m *gllim.Model, s Settings) (*Estimator, error) {
@@ -267,6 +322,8 @@ type Result struct {
 	Iterations int         // predictions made
 	Shift      float64     // size of the last predicted move (0 without refinement)
 	LogDensity float64     // log p(y) of the last features under the model
+	// Landmarks: Fuse took the landmark expert's answer into the angles.
+	Landmarks bool
 }
 
 // Worker holds one goroutine's buffers.
@@ -282,6 +339,10 @@ type Worker struct {
 	xpr    *gllim.Predictor // the profile expert's
 	xpred  gllim.Prediction
 	xmpred gllim.Prediction // the expert's answer for the mirrored face (Expert.ByDensity)
+	// The landmark expert's predictor, answer and features.
+	lpr   *gllim.Predictor
+	lpred gllim.Prediction
+	ly    []float32
 	// The angles to report and their standard deviations.
 	kept, keptStd [3]float64
 	sum, sumStd   [3]float64 // over the iterations (Settings.Average)
@@ -302,7 +363,41 @@ func (e *Estimator) NewWorker() *Worker {
 	if e.expert != nil {
 		w.xpr, w.xpred, w.xmpred = e.expert.NewPredictor(), e.expert.NewPrediction(), e.expert.NewPrediction()
 	}
+	if e.lm != nil {
+		w.lpr, w.lpred, w.ly = e.lm.NewPredictor(), e.lm.NewPrediction(), make([]float32, feature.LandmarkDim)
+	}
 	return w
+}
+
+// Fuse folds the landmark expert's reading of a face into r, the model's
+// estimate of it: box and l are the face network's box and landmarks on
+// the face. Each fused angle is the mean of the two answers weighted by
+// their inverse variances, and its σ that of the product of the two
+// Gaussians, 1/σ² = 1/σ²_model + 1/σ²_landmarks (docs/method.md §8):
+// two readings of different evidence, texture and geometry, where the
+// more certain weighs more. It reports whether it fused (false without a
+// landmark expert). It allocates nothing.
+func (w *Worker) Fuse(r *Result, box feature.Box, l *feature.Landmarks) bool {
+	e := w.e
+	if e.lm == nil {
+		return false
+	}
+	feature.LandmarkFeatures(w.ly, box, l)
+	w.lpr.Predict(&w.lpred, w.ly)
+	for i, k := range e.lmAngle {
+		if k < 0 {
+			continue
+		}
+		m, s := w.lpred.Mean[k], w.lpred.Std(k)*e.lm.Outputs()[k].Uncertainty()
+		if !(s > 0) || math.IsNaN(m) || !(r.Std[i] > 0) {
+			continue
+		}
+		p0, p1 := 1/(r.Std[i]*r.Std[i]), 1/(s*s)
+		r.Angles[i] = (p0*r.Angles[i] + p1*m) / (p0 + p1)
+		r.Std[i] = math.Sqrt(1 / (p0 + p1))
+		r.Landmarks = true
+	}
+	return r.Landmarks
 }
 
 // predict fills w.pred from w.y, averaged with the mirrored face's

@@ -306,3 +306,77 @@ func TestProfileExpertMixture(t *testing.T) {
 		}
 	}
 }
+
+// landmarkModel is a one-component landmark expert whose answer is c
+// whatever the landmarks, with σ std on every angle: A = 0, so that
+// p(t | y) is the component's prior N(c, std²).
+func landmarkModel(c [3]float64, std float64, only string) *gllim.Model {
+	p := gllim.NewParams(1, feature.LandmarkDim, 3, 0)
+	p.Pi[0] = 1
+	for i := range 3 {
+		p.GammaK(0)[i*3+i] = std * std
+		p.C[i] = c[i]
+	}
+	for i := range p.Sigma {
+		p.Sigma[i] = 1
+	}
+	m := &gllim.Model{Params: p, Features: feature.LandmarkRecipe()}
+	for _, o := range AngleNames {
+		m.Outputs = append(m.Outputs, gllim.Output{Name: o, Scale: 1})
+	}
+	if only != "" {
+		m.Training.Settings = map[string]string{LandmarkOutputs: only}
+	}
+	return m
+}
+
+// Fuse weighs the model's and the landmarks' answers by their inverse
+// variances, angle by angle, only for the angles the expert is told to
+// answer, and allocates nothing; without an expert it changes nothing.
+func TestFuseLandmarks(t *testing.T) {
+	e, err := New(model(Yaw, Pitch, Roll, DX, DY), DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l feature.Landmarks
+	box := feature.Box{X: 10, Y: 10, W: 50, H: 50}
+	r := Result{Angles: [3]float64{30, -10, 5}, Std: [3]float64{8, 4, 6}}
+	if got := r; e.NewWorker().Fuse(&got, box, &l) || got != r {
+		t.Fatalf("no expert: Fuse changed %+v to %+v", r, got)
+	}
+	lm := [3]float64{20, 0, -5}
+	const lmStd = 6.0
+	for _, only := range []string{"", "yaw"} {
+		le, err := e.WithLandmarks(landmarkModel(lm, lmStd, only))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := le.NewWorker()
+		got := r
+		if !w.Fuse(&got, box, &l) || !got.Landmarks {
+			t.Fatalf("%q: not fused", only)
+		}
+		for a := range 3 {
+			want, wantStd := r.Angles[a], r.Std[a]
+			if only == "" || a == 0 {
+				v0, v1 := r.Std[a]*r.Std[a], lmStd*lmStd
+				want = (r.Angles[a]*v1 + lm[a]*v0) / (v0 + v1)
+				wantStd = math.Sqrt(v0 * v1 / (v0 + v1))
+			}
+			if math.Abs(got.Angles[a]-want) > 1e-9 || math.Abs(got.Std[a]-wantStd) > 1e-9 {
+				t.Errorf("%q: angle %d fused to %g ± %g, want %g ± %g", only, a, got.Angles[a], got.Std[a], want, wantStd)
+			}
+		}
+		if a := testing.AllocsPerRun(20, func() { g := r; w.Fuse(&g, box, &l) }); a != 0 {
+			t.Errorf("Fuse allocates %.0f times", a)
+		}
+	}
+	bad := landmarkModel(lm, lmStd, "")
+	bad.Features = feature.Recipe()
+	if _, err := e.WithLandmarks(bad); err == nil {
+		t.Error("a p-HOG model taken for a landmark expert")
+	}
+	if _, err := e.WithLandmarks(landmarkModel(lm, lmStd, "nose")); err == nil || !strings.Contains(err.Error(), "nose") {
+		t.Errorf("an expert told to answer %q: %v", "nose", err)
+	}
+}

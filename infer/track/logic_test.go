@@ -5,6 +5,9 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
@@ -96,24 +99,46 @@ func TestTrackLostAfterAndMaxFaces(t *testing.T) {
 	}
 }
 
-// Angles and boxes are smoothed with weight Smoothing on the past; a new
-// track starts unsmoothed; a face whose yaw uncertainty exceeds MaxStd is
-// dropped; two nested detections of one face make one track.
-func TestTrackSmoothingUncertaintyDuplicates(t *testing.T) {
-	cfg := Config{MaxFaces: 4, Every: 100, LostAfter: 2, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30}
+// The angles follow the filter (TurnNoise, White, at the frames' times):
+// a new track starts at its first estimate with the model's σ, and each
+// frame after moves it as a Kalman filter of the same measurements does
+// (kalmanRef); a face whose yaw uncertainty exceeds MaxStd is dropped;
+// two nested detections of one face make one track.
+func TestTrackFilterUncertaintyDuplicates(t *testing.T) {
+	const q, white = 2e4, 0.5
+	cfg := Config{MaxFaces: 4, Every: 100, LostAfter: 2, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 30, TurnNoise: q, White: white}
 	tr, det, est, img := scripted(cfg)
 	det.faces = []detect.Face{square(200, 100, 100), square(205, 105, 90)} // nested: IoU 0.81
 	yaw := 0.0
 	est.yaw = func(feature.Box) float64 { return yaw }
-	faces := tr.Process(img)
-	if len(faces) != 1 || faces[0].Angles[0] != 0 {
+	at := time.Unix(100, 0)
+	faces := tr.ProcessAt(img, at)
+	if len(faces) != 1 || faces[0].Angles[0] != 0 || faces[0].Std[0] != est.std {
 		t.Fatalf("nested detections: %+v", faces)
 	}
-	for i, want := range []float64{5, 7.5, 8.75} {
+	v := est.std * est.std
+	ref := kalmanRef{x: mat.NewVecDense(2, []float64{0, 0}), p: mat.NewDense(2, 2, []float64{white * v, 0, 0, initialRate * initialRate})}
+	for i, dt := range []float64{0.05, 0.1, 0.05, 0.2} {
 		yaw = 10
-		faces = tr.Process(img)
-		if len(faces) != 1 || math.Abs(faces[0].Angles[0]-want) > 1e-12 {
-			t.Fatalf("step %d: yaw %v, want %g (smoothing 0.5)", i, faces, want)
+		at = at.Add(time.Duration(dt * float64(time.Second)))
+		faces = tr.ProcessAt(img, at)
+		ref.predict(dt, q)
+		ref.update(yaw, white*v)
+		// The reference's σ with the bias the filter cannot remove.
+		std := math.Sqrt(ref.p.At(0, 0) + (1-white)*v)
+		if len(faces) != 1 || math.Abs(faces[0].Angles[0]-ref.x.AtVec(0)) > 1e-9 || math.Abs(faces[0].Std[0]-std) > 1e-9 {
+			t.Fatalf("step %d: %+v, want yaw %g σ %g", i, faces, ref.x.AtVec(0), std)
+		}
+	}
+	// Without the filter each frame's estimate is published as it is.
+	cfg.TurnNoise = 0
+	tr, det, est, img = scripted(cfg)
+	det.faces = []detect.Face{square(200, 100, 100)}
+	est.yaw = func(feature.Box) float64 { return yaw }
+	for _, y := range []float64{0, 10, -4} {
+		yaw = y
+		if faces = tr.Process(img); len(faces) != 1 || faces[0].Angles[0] != y {
+			t.Fatalf("unfiltered: yaw %g published as %+v", y, faces)
 		}
 	}
 	est.std = 31

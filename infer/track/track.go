@@ -13,6 +13,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/yunet"
 	"github.com/edgepose/posed/publish/message"
 )
 
@@ -22,7 +23,15 @@ type Config struct {
 	Every     int     // full-frame detection every N frames while faces are tracked
 	LostAfter int     // full detections in a row that miss a face before it is dropped
 	MinIoU    float64 // a detection continues a track above this overlap
-	Smoothing float64 // exponential smoothing weight of the past, [0, 1)
+	Smoothing float64 // exponential smoothing weight of the past box, [0, 1)
+	// The angles' filter (angleFilter): TurnNoise is the spectral density
+	// q of the angular acceleration that moves a head's turning rate,
+	// (°/s)²/s; White the share of the model's variance that differs from
+	// frame to frame (0, 1]. TurnNoise 0 leaves the angles unfiltered.
+	TurnNoise, White float64
+	// Interval is the time between two frames that Process assumes
+	// (ProcessAt is told); 0: 1/15 s.
+	Interval time.Duration
 	// MaxStd: a tracked face whose yaw std (degrees) exceeds this is
 	// dropped, unless a detection found it on this frame (the detector
 	// says a face is there; the std then speaks for its pose only).
@@ -84,6 +93,10 @@ type Face struct {
 	Std    [3]float64
 	Has    [3]bool // which angles the model predicts
 	Age    int     // frames since the track started
+	// Landmarks: the face network's five points on this frame
+	// (WithLandmarks), where HasLandmarks.
+	Landmarks    feature.Landmarks
+	HasLandmarks bool
 }
 
 // Message is the face in its published form, at full precision: its
@@ -130,6 +143,12 @@ type trackState struct {
 	jumped bool
 	// unread: the model cannot read the face (Config.Unread).
 	unread bool
+	// The angles' filters and the time of their last estimate.
+	filt [3]angleFilter
+	at   time.Time
+	// modelStd: the model's own yaw σ on this frame, before the landmarks
+	// and the filter: whether it sees a face (Config.StartStd).
+	modelStd float64
 }
 
 // sameFace is the overlap above which two tracks are one face.
@@ -166,11 +185,29 @@ type Scanner interface {
 	Scan(img *image.Gray, r image.Rectangle) []detect.Face
 }
 
+// Landmarker finds the face network's face on a crop around a tracked
+// face's box (detect.Network.Landmarks).
+type Landmarker interface {
+	Landmarks(img *image.Gray, box feature.Box) (yunet.Face, bool)
+}
+
+// Fuser folds a landmark reading of a face into the model's estimate of
+// it (the estimator's worker: pose.Worker.Fuse).
+type Fuser interface {
+	Fuse(r *pose.Result, box feature.Box, l *feature.Landmarks) bool
+}
+
 // Option adds a part to a tracker.
 type Option func(*Tracker)
 
 // WithVerifier has v check every detection before it starts a track.
 func WithVerifier(v Verifier) Option { return func(t *Tracker) { t.verify = v } }
+
+// WithLandmarks has l look for the landmarks of every face the model
+// reads, on every frame, and f fold them into its angles.
+func WithLandmarks(l Landmarker, f Fuser) Option {
+	return func(t *Tracker) { t.lmk, t.fuse = l, f }
+}
 
 // WithScanner has s detect every Config.ScanEvery-th frame, from the
 // first, in place of the detector.
@@ -185,6 +222,8 @@ type Tracker struct {
 	est    Estimator
 	verify Verifier
 	scan   Scanner
+	lmk    Landmarker
+	fuse   Fuser
 	// Boxes the verifier refused, and the frame until which a detection
 	// of one of them is refused without asking (Config.RejectFor).
 	refused []refusal
@@ -196,6 +235,8 @@ type Tracker struct {
 	used    []bool
 	dbuf    detect.Buffers
 	last    Timing
+	at      time.Time // the frame's time
+	res     pose.Result
 }
 
 // refusal is a box the verifier refused, remembered until a frame.
@@ -219,6 +260,12 @@ func New(cfg Config, det Detector, calib detect.Calibration, est Estimator, opts
 	}
 	if cfg.ScanEvery < 1 {
 		cfg.ScanEvery = 1
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second / 15
+	}
+	if !(cfg.White > 0 && cfg.White <= 1) {
+		cfg.White = 1
 	}
 	t := &Tracker{cfg: cfg, det: det, calib: calib, est: est}
 	for _, o := range opts {
@@ -249,9 +296,16 @@ func (t *Tracker) doubtful() bool {
 	return false
 }
 
-// Process runs on one frame and returns its faces, largest first. The
-// slice is reused by the next call.
+// Process runs on one frame, Config.Interval after the last, and returns
+// its faces, largest first. The slice is reused by the next call.
 func (t *Tracker) Process(img *image.Gray) []Face {
+	return t.ProcessAt(img, t.at.Add(t.cfg.Interval))
+}
+
+// ProcessAt is Process on a frame captured at time at: the angles' filter
+// moves each face by the time since its last frame.
+func (t *Tracker) ProcessAt(img *image.Gray, at time.Time) []Face {
+	t.at = at
 	t.frame++
 	t.last = Timing{}
 	bounds := img.Rect
@@ -342,7 +396,7 @@ func (t *Tracker) gone(tr *trackState, bounds image.Rectangle) bool {
 	// But a track a detection starts on this frame needs the model to
 	// see a face too (Config.StartStd; one it starts unread has no
 	// angles).
-	unseen := tr.face.Age == 1 && tr.face.Has[0] && t.cfg.Refuses(tr.face.Std[0])
+	unseen := tr.face.Age == 1 && tr.face.Has[0] && t.cfg.Refuses(tr.modelStd)
 	if unseen {
 		t.last.Refused++
 	}
@@ -472,7 +526,7 @@ func (t *Tracker) tracked(box feature.Box) bool {
 // take moves o's estimate (box, angles, score) into tr, which keeps its id
 // and age.
 func (tr *trackState) take(o *trackState) {
-	tr.raw, tr.missed, tr.unread = o.raw, 0, o.unread
+	tr.raw, tr.missed, tr.unread, tr.filt = o.raw, 0, o.unread, o.filt
 	id, age := tr.face.ID, tr.face.Age
 	tr.face = o.face
 	tr.face.ID, tr.face.Age = id, age
@@ -494,7 +548,8 @@ func (t *Tracker) newTrack() *trackState {
 // estimate runs the pose model from tr.from and folds the answer into
 // the track, smoothed unless tr.fresh.
 func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
-	r := t.est.Estimate(img, tr.from)
+	r := &t.res // the tracker's: its address goes to the Fuser
+	*r = t.est.Estimate(img, tr.from)
 	f := &tr.face
 	readable := !t.cfg.Refuses(r.Std[0])
 	switch {
@@ -515,26 +570,48 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		r.Box = tr.from
 	}
 	tr.raw = r.Box
+	tr.modelStd = r.Std[0]
+	f.HasLandmarks = false
+	if t.lmk != nil && !tr.unread {
+		if nf, ok := t.lmk.Landmarks(img, r.Box); ok {
+			f.Landmarks, f.HasLandmarks = nf.Landmarks, true
+			t.fuse.Fuse(r, feature.Box{X: nf.X, Y: nf.Y, W: nf.W, H: nf.H}, &f.Landmarks)
+		}
+	}
 	tr.jumped = !tr.unread && t.cfg.RecheckTurn > 0 && !tr.fresh && f.Age > 0 && t.est.HasAngle(0) &&
 		math.Abs(r.Angles[0]-f.Angles[0]) > t.cfg.RecheckTurn
 	f.Box = feature.Box{
 		X: a*f.Box.X + (1-a)*r.Box.X, Y: a*f.Box.Y + (1-a)*r.Box.Y,
 		W: a*f.Box.W + (1-a)*r.Box.W, H: a*f.Box.H + (1-a)*r.Box.H,
 	}
-	f.Std = r.Std
+	dt := t.at.Sub(tr.at).Seconds()
+	tr.at = t.at
 	for i := range f.Angles {
 		f.Has[i] = !tr.unread && t.est.HasAngle(i)
 		if !f.Has[i] {
-			f.Angles[i] = 0
+			f.Angles[i], f.Std[i] = 0, r.Std[i]
 			continue
 		}
-		f.Angles[i] = a*f.Angles[i] + (1-a)*r.Angles[i]
-		if math.IsNaN(f.Angles[i]) {
-			f.Angles[i] = r.Angles[i]
+		z, v := r.Angles[i], r.Std[i]*r.Std[i]
+		fl := &tr.filt[i]
+		switch {
+		case t.cfg.TurnNoise <= 0:
+			f.Angles[i], f.Std[i] = z, r.Std[i]
+			continue
+		case tr.fresh || math.IsNaN(fl.x[0]):
+			fl.reset(z, v, t.cfg.White)
+		default:
+			fl.predict(min(dt, maxGap), t.cfg.TurnNoise)
+			fl.update(z, v, t.cfg.White)
 		}
+		f.Angles[i], f.Std[i] = fl.angle(), fl.std()
 	}
 	f.Age++
 }
+
+// maxGap bounds the time the filter moves a face by between two frames: a
+// stalled camera does not throw its faces along their last turn.
+const maxGap = 0.5
 
 // startsUnread reports whether a new track's face, which the model cannot
 // read, goes on unread (Config.Unread): the network found its detection

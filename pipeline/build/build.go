@@ -56,6 +56,15 @@ func Estimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
 			return nil, nil, fmt.Errorf("model.expert: %s: %w", p, err)
 		}
 	}
+	if p := cfg.LandmarksPath(); p != "" {
+		l, err := gllim.ReadFile(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model.landmarks: %w", err)
+		}
+		if est, err = est.WithLandmarks(l); err != nil {
+			return nil, nil, fmt.Errorf("model.landmarks: %s: %w", p, err)
+		}
+	}
 	return est, m, nil
 }
 
@@ -91,7 +100,8 @@ func Tracker(cfg config.Config, est *pose.Estimator, calib detect.Calibration) (
 		return nil, err
 	}
 	var opts []track.Option
-	if d := cfg.Detect; d.Verify || d.ScanEvery > 0 {
+	wk := est.NewWorker()
+	if d := cfg.Detect; d.Verify || d.ScanEvery > 0 || est.HasLandmarks() {
 		n, err := detect.NewNetwork(Net(), d.NetworkParams())
 		if err != nil {
 			return nil, fmt.Errorf("detect: %w", err)
@@ -102,8 +112,11 @@ func Tracker(cfg config.Config, est *pose.Estimator, calib detect.Calibration) (
 		if d.ScanEvery > 0 {
 			opts = append(opts, track.WithScanner(n))
 		}
+		if est.HasLandmarks() {
+			opts = append(opts, track.WithLandmarks(n, wk))
+		}
 	}
-	return track.New(cfg.TrackConfig(), det, calib, est.NewWorker(), opts...), nil
+	return track.New(cfg.TrackConfig(), det, calib, wk, opts...), nil
 }
 
 // AttentionOptions are the attention stage's options from the

@@ -104,6 +104,10 @@ type Bank struct {
 	// Other detectors' detections, per detector and image (nil: not yet).
 	detMu sync.Mutex
 	dets  map[*detect.Detector][][]detect.Face
+
+	// The face network's landmarks of every image (landmarkFaces).
+	lmOnce sync.Once
+	lm     []landmarkFace
 }
 
 // View is one version of an image's face, with its labels and features.

@@ -8,10 +8,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
@@ -32,22 +34,31 @@ const (
 	// is found where a published face is its, and its angles are the
 	// published ones.
 	Published Condition = "published"
+	// Turning: a head turning in video. Each tested person's series of
+	// Pointing'04 pictures at pitch 0, ordered by yaw from −90° to 90° and
+	// back, is replayed through the daemon's frame path (EvalOptions.Frames)
+	// as one scene, each picture held EvalOptions.Hold frames at 15 frames
+	// a second; every frame is a test face (its picture's label against
+	// what posed publishes on it). EvalOptions.Alone shows each frame as a
+	// scene of its own: the frames one by one.
+	Turning Condition = "turning"
 )
 
 // Frames is a frame path as the daemon runs it (track.Tracker), set back
 // to a scene's first frame by Reset.
 type Frames interface {
 	Process(img *image.Gray) []track.Face
+	ProcessAt(img *image.Gray, at time.Time) []track.Face
 	Reset()
 }
 
 // ParseCondition checks a condition name.
 func ParseCondition(s string) (Condition, error) {
 	switch c := Condition(s); c {
-	case Annotated, Shifted, Detected, Published:
+	case Annotated, Shifted, Detected, Published, Turning:
 		return c, nil
 	}
-	return "", fmt.Errorf("headpose: condition %q is not annotated, shifted, detected or published", s)
+	return "", fmt.Errorf("headpose: condition %q is not annotated, shifted, detected, published or turning", s)
 }
 
 // EvalOptions configure an evaluation.
@@ -65,6 +76,9 @@ type EvalOptions struct {
 	// NoExpert measures the model alone where a profile expert is
 	// trained beside it (LOPOOptions.Expert): both in one run.
 	NoExpert bool
+	// NoLandmarks measures the model without the landmark expert trained
+	// beside it (LOPOOptions.Landmarks).
+	NoLandmarks bool
 	// Frames makes, for a worker, the daemon's frame path around an
 	// estimator and the calibration of its model's boxes: published.
 	Frames func(est *pose.Estimator, calib detect.Calibration) (Frames, error)
@@ -72,6 +86,10 @@ type EvalOptions struct {
 	// (a still scene) and the last frame's faces count; 0 or 1: the first
 	// frame alone.
 	FramesPerPicture int
+	// Hold: turning: the frames each picture is held (0: 1); Alone: each
+	// frame a scene of its own, the tracker reset before it.
+	Hold  int
+	Alone bool
 	// StartStd, if above 0, checks detections as posed's tracker does
 	// (track.Config.Refuses): a face whose yaw std from its detection
 	// exceeds it is not found.
@@ -113,8 +131,17 @@ func (o EvalOptions) Name() string {
 	if o.NoExpert {
 		name += ", no expert"
 	}
+	if o.NoLandmarks {
+		name += ", no landmarks"
+	}
 	if o.Condition == Detected && o.StartStd > 0 {
 		name += fmt.Sprintf(", started at yaw σ ≤ %g°", o.StartStd)
+	}
+	if o.Condition == Turning {
+		name += fmt.Sprintf(", %d frames a pose", max(o.Hold, 1))
+		if o.Alone {
+			name += ", frames one by one"
+		}
 	}
 	if o.Condition == Published && o.FramesPerPicture > 1 {
 		name += fmt.Sprintf(", frame %d of a still scene", o.FramesPerPicture)
@@ -151,6 +178,9 @@ type FaceResult struct {
 	// Unread: published condition: found, but published without angles
 	// (track.Config.Unread): counted as found, left out of every error.
 	Unread bool
+	// Turn: turning condition: the sign of the head's turn at this frame
+	// (+1 toward positive yaw, −1 back; 0 at either end).
+	Turn float64
 }
 
 // Err returns the absolute error of angle a (0 yaw, 1 pitch, 2 roll).
@@ -477,7 +507,10 @@ func (r *Report) Summary() string {
 	if n := r.Unread(); n > 0 {
 		s += fmt.Sprintf(", %d of them without angles", n)
 	}
-	if strings.HasPrefix(r.Case, string(Published)) {
+	if strings.HasPrefix(r.Case, string(Turning)) {
+		lag, n := r.Lag()
+		s += fmt.Sprintf(", %d of %d frames found, yaw %.2f° behind the turn on the %d turning", r.Found(), len(r.Faces), lag, n)
+	} else if strings.HasPrefix(r.Case, string(Published)) {
 		s += fmt.Sprintf(", %.3f other faces published per picture", r.OthersPerPicture())
 	} else if r.Found() > 0 {
 		i0, i1 := r.IoU()
@@ -493,8 +526,11 @@ func Evaluate(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, 
 	if o.Condition == Detected && o.Detector == nil && o.DetectorFor == nil {
 		return nil, fmt.Errorf("headpose: the detected condition needs a detector")
 	}
-	if o.Condition == Published {
+	switch o.Condition {
+	case Published:
 		return published(est, b, idx, o)
+	case Turning:
+		return turning(est, b, idx, o)
 	}
 	res := make([]FaceResult, len(idx))
 	parallel(len(idx), func() func(int) {
@@ -619,4 +655,121 @@ func (b *Bank) Subjects(set string) []string {
 		return out[i] < out[j]
 	})
 	return out
+}
+
+// turningFPS is the frame rate turning sequences are replayed at.
+const turningFPS = 15
+
+// Turns returns the turning sequences of the bank's faces idx: per person
+// and series of Pointing'04, the pictures at pitch 0 ordered by yaw from
+// its least to its greatest and back (each end once), with the sign of
+// the turn at each.
+func (b *Bank) Turns(idx []int) (seqs [][]int, turns [][]float64) {
+	type key struct {
+		subject string
+		series  int
+	}
+	by := map[key][]int{}
+	var keys []key
+	for _, i := range idx {
+		s := b.Samples[i]
+		if s.Set != "pointing04" || s.Pitch != 0 || !s.HasYaw {
+			continue
+		}
+		k := key{s.Subject, s.Series}
+		if by[k] == nil {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], i)
+	}
+	for _, k := range keys {
+		v := by[k]
+		sort.SliceStable(v, func(x, y int) bool { return b.Samples[v[x]].Yaw < b.Samples[v[y]].Yaw })
+		if len(v) < 2 {
+			continue
+		}
+		seq := slices.Clone(v)
+		turn := make([]float64, 0, 2*len(v)-1)
+		for j := range v {
+			turn = append(turn, 1)
+			if j == len(v)-1 {
+				turn[j] = 0
+			}
+		}
+		turn[0] = 0
+		for j := len(v) - 2; j >= 0; j-- {
+			seq = append(seq, v[j])
+			turn = append(turn, -1)
+		}
+		turn[len(turn)-1] = 0
+		seqs, turns = append(seqs, seq), append(turns, turn)
+	}
+	return seqs, turns
+}
+
+// turning is Evaluate under the turning condition.
+func turning(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, error) {
+	if o.Frames == nil {
+		return nil, fmt.Errorf("headpose: the turning condition needs the daemon's frame path")
+	}
+	seqs, turns := b.Turns(idx)
+	hold := max(o.Hold, 1)
+	res := make([][]FaceResult, len(seqs))
+	var ferr error
+	var mu sync.Mutex
+	parallel(len(seqs), func() func(int) {
+		fr, err := o.Frames(est, o.Calibration)
+		if err != nil {
+			mu.Lock()
+			ferr = err
+			mu.Unlock()
+			return func(int) {}
+		}
+		return func(j int) {
+			fr.Reset()
+			at := time.Unix(0, 0)
+			for n, i := range seqs[j] {
+				for range hold {
+					at = at.Add(time.Second / turningFPS)
+					if o.Alone {
+						fr.Reset()
+					}
+					out := b.result(est, i, b.FaceBox(i))
+					out.Turn = turns[j][n]
+					label := b.Samples[i].Box
+					for _, f := range fr.ProcessAt(b.Images[i], at) {
+						if !out.Found && feature.Finds(f.Box, label) {
+							out.Found, out.Refined, out.Test, out.View = true, f.Box, f.Box, f.View
+							out.Pred, out.Std, out.Unread = f.Angles, f.Std, !f.Has[0]
+							continue
+						}
+						out.Others++
+					}
+					res[j] = append(res[j], out)
+				}
+			}
+		}
+	})
+	if ferr != nil {
+		return nil, ferr
+	}
+	return &Report{Case: o.Name(), Faces: slices.Concat(res...)}, nil
+}
+
+// Lag is the mean signed yaw error along the head's turn over the found
+// frames of a turning report that turn (FaceResult.Turn): how far behind
+// the turn, in degrees, the published yaw runs (negative: ahead of it).
+func (r *Report) Lag() (float64, int) {
+	s, n := 0.0, 0
+	for i := range r.Faces {
+		f := &r.Faces[i]
+		if f.Found && !f.Unread && f.Has[0] && f.Turn != 0 {
+			s -= f.Turn * (f.Pred[0] - f.Truth[0])
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return s / float64(n), n
 }

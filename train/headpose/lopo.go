@@ -54,6 +54,10 @@ type LOPOOptions struct {
 	// Expert, if set, trains a profile expert beside each fold's model and
 	// measures the two together (pose.Estimator.WithExpert).
 	Expert *Expert
+	// Landmarks, if set, trains a landmark expert beside each fold's
+	// model and measures them together (pose.Estimator.WithLandmarks),
+	// where a case does not say NoLandmarks.
+	Landmarks *LandmarkOptions
 	// Encoding, if set, writes each fold's model and expert in this file
 	// encoding and reads them back before they are measured, as the
 	// daemon would load a file written so.
@@ -171,7 +175,14 @@ func crossValidate(b *Bank, o LOPOOptions, groups [][]string) ([]*Report, []Fold
 				}
 			}
 		}
-		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, o.Expert, evals, o.Models, o.Encoding, scales)
+		var lm *gllim.Model
+		if o.Landmarks != nil {
+			var err error
+			if lm, err = TrainLandmarks(b, trainIdx, *o.Landmarks); err != nil {
+				return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
+			}
+		}
+		reps, res, err := cachedTrainAndTest(b, trainIdx, testIdx, o.Train, o.Expert, lm, evals, o.Models, o.Encoding, scales)
 		if err != nil {
 			return nil, nil, fmt.Errorf("headpose: fold %s: %w", subj, err)
 		}
@@ -233,9 +244,9 @@ const modelCacheVersion = 1
 // cachedTrainAndTest is trainAndTest with the fold's model read from, or
 // kept in, the folder models ("" keeps nothing). A model read back has no
 // training result (nil).
-func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, models string, enc gllim.Encoding, scales map[string]float64) ([]*Report, *train.Result, error) {
+func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, lm *gllim.Model, evals []EvalOptions, models string, enc gllim.Encoding, scales map[string]float64) ([]*Report, *train.Result, error) {
 	if models == "" {
-		return trainAndTest(b, trainIdx, testIdx, o, x, evals, enc, scales)
+		return trainAndTest(b, trainIdx, testIdx, o, x, lm, evals, enc, scales)
 	}
 	m, first, err := cachedEnsemble(b, trainIdx, o, models)
 	if err != nil {
@@ -247,7 +258,7 @@ func cachedTrainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, 
 			return nil, nil, fmt.Errorf("profile expert: %w", err)
 		}
 	}
-	reps, err := testEncoded(b, scaled(m, scales), scaled(xm, scales), x, trainIdx, testIdx, evals, enc)
+	reps, err := testEncoded(b, scaled(m, scales), scaled(xm, scales), x, lm, trainIdx, testIdx, evals, enc)
 	return reps, first, err
 }
 
@@ -341,7 +352,7 @@ func cachedModel(b *Bank, trainIdx []int, o Options, models string) (*gllim.Mode
 // trainAndTest trains on trainIdx and evaluates on testIdx under each of
 // evals; under the detected condition the calibration is learnt on the
 // training images.
-func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals []EvalOptions, enc gllim.Encoding, scales map[string]float64) ([]*Report, *train.Result, error) {
+func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, lm *gllim.Model, evals []EvalOptions, enc gllim.Encoding, scales map[string]float64) ([]*Report, *train.Result, error) {
 	m, res, err := Train(b, trainIdx, o)
 	if err != nil {
 		return nil, nil, err
@@ -352,13 +363,13 @@ func trainAndTest(b *Bank, trainIdx, testIdx []int, o Options, x *Expert, evals 
 			return nil, nil, fmt.Errorf("profile expert: %w", err)
 		}
 	}
-	reps, err := testEncoded(b, scaled(m, scales), scaled(xm, scales), x, trainIdx, testIdx, evals, enc)
+	reps, err := testEncoded(b, scaled(m, scales), scaled(xm, scales), x, lm, trainIdx, testIdx, evals, enc)
 	return reps, res, err
 }
 
 // testEncoded is testModel with m and xm first written in encoding enc
 // and read back (enc "": as they are).
-func testEncoded(b *Bank, m, xm *gllim.Model, x *Expert, trainIdx, testIdx []int, evals []EvalOptions, enc gllim.Encoding) ([]*Report, error) {
+func testEncoded(b *Bank, m, xm *gllim.Model, x *Expert, lm *gllim.Model, trainIdx, testIdx []int, evals []EvalOptions, enc gllim.Encoding) ([]*Report, error) {
 	if enc != "" {
 		var err error
 		if m, err = roundTrip(m, enc); err != nil {
@@ -370,7 +381,7 @@ func testEncoded(b *Bank, m, xm *gllim.Model, x *Expert, trainIdx, testIdx []int
 			}
 		}
 	}
-	return testModel(b, m, xm, x, trainIdx, testIdx, evals)
+	return testModel(b, m, xm, x, lm, trainIdx, testIdx, evals)
 }
 
 // roundTrip returns m as a file written in encoding enc reads back.
@@ -389,7 +400,7 @@ func roundTrip(m *gllim.Model, enc gllim.Encoding) (*gllim.Model, error) {
 // testModel evaluates m (with the profile expert xm if x is set) on testIdx
 // under each of evals; under the detected condition the calibration is
 // learnt on the training images.
-func testModel(b *Bank, m, xm *gllim.Model, x *Expert, trainIdx, testIdx []int, evals []EvalOptions) ([]*Report, error) {
+func testModel(b *Bank, m, xm *gllim.Model, x *Expert, lm *gllim.Model, trainIdx, testIdx []int, evals []EvalOptions) ([]*Report, error) {
 	var reps []*Report
 	for _, eo := range evals {
 		if eo.Condition == Detected || eo.Condition == Published {
@@ -407,6 +418,11 @@ func testModel(b *Bank, m, xm *gllim.Model, x *Expert, trainIdx, testIdx []int, 
 			xp := x.Use
 			xp.Model = xm
 			if est, err = est.WithExpert(xp); err != nil {
+				return nil, err
+			}
+		}
+		if lm != nil && !eo.NoLandmarks {
+			if est, err = est.WithLandmarks(lm); err != nil {
 				return nil, err
 			}
 		}

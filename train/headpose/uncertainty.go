@@ -73,7 +73,7 @@ func LearnHeldOut(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, s
 			evals = append(evals, e)
 		}
 	}
-	reps, _, err := cachedTrainAndTest(b, trainIdx, testIdx, o, nil, evals, models, "", nil)
+	reps, _, err := cachedTrainAndTest(b, trainIdx, testIdx, o, nil, nil, evals, models, "", nil)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("headpose: calibrating on held-out persons: %w", err)
 	}
