@@ -278,7 +278,7 @@ func (d Detect) Params() detect.Params {
 // Track configures face tracking between frames.
 type Track struct {
 	MaxFaces  int     `yaml:"max_faces"`  // faces reported per frame, largest first
-	Smoothing float64 `yaml:"smoothing"`  // 0: none … 0.9: heavy (exponential, on angles and boxes)
+	Smoothing float64 `yaml:"smoothing"`  // 0: none … 0.9: heavy (exponential, on the boxes, and the angles where turn_noise is 0)
 	LostAfter int     `yaml:"lost_after"` // full-frame detections in a row that may miss a tracked face
 	MinIoU    float64 `yaml:"min_iou"`    // a detection continues a track above this overlap
 	// MaxStd drops a tracked face whose yaw uncertainty exceeds it (degrees,
@@ -319,7 +319,7 @@ type Track struct {
 	// rate, docs/internals.md "Time"): how freely a head's turning rate
 	// changes, the spectral density of its angular acceleration in
 	// (°/s)²/s. Larger follows faster turns with less lag and smooths
-	// less. 0: the angles are published as each frame reads them.
+	// less. 0: the angles are smoothed as the boxes are (smoothing).
 	TurnNoise float64 `yaml:"turn_noise"`
 	// White: the share of the model's variance that changes from frame to
 	// frame, which the filter averages away; the rest (a person's own

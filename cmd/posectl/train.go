@@ -501,9 +501,10 @@ func stdScale(o gllim.Output) string {
 // landmarkFlags configure the landmark expert (-landmarks): trained beside
 // the model by posectl train, beside each fold's by posectl eval.
 type landmarkFlags struct {
-	on, compare bool
-	k, lw       int
-	outputs     string
+	on, compare   bool
+	k, lw         int
+	outputs, sets string
+	rho, gate     float64
 }
 
 func (l *landmarkFlags) register(fs *flag.FlagSet, compare bool) {
@@ -512,6 +513,9 @@ func (l *landmarkFlags) register(fs *flag.FlagSet, compare bool) {
 	fs.IntVar(&l.k, "landmark-k", d.EM.K, "the landmark expert's components")
 	fs.IntVar(&l.lw, "landmark-lw", d.EM.Lw, "the landmark expert's latent dimensions")
 	fs.StringVar(&l.outputs, "landmark-outputs", "", "the angles the landmark expert's answer is fused into, comma-separated (default: yaw, pitch and roll)")
+	fs.StringVar(&l.sets, "landmark-sets", "", "the data sets the landmark expert learns from, comma-separated (default: every set of -data)")
+	fs.Float64Var(&l.gate, "landmark-gate", 0, "fuse the landmark expert where the model's |yaw| is below this many degrees (0: at any yaw)")
+	fs.Float64Var(&l.rho, "landmark-rho", 0, "the correlation of the model's and the landmark expert's errors, in units of their σ, that the fused σ counts (measured on held-out persons)")
 	if compare {
 		fs.BoolVar(&l.compare, "landmarks-compare", false, "with -landmarks: also measure each case without the landmark expert (the same models)")
 	}
@@ -529,7 +533,16 @@ func (l *landmarkFlags) options() (*headpose.LandmarkOptions, error) {
 	if l.k < 1 || l.lw < 0 {
 		return nil, fmt.Errorf("%w: -landmark-k %d -landmark-lw %d: want K ≥ 1 and Lw ≥ 0", errUsage, l.k, l.lw)
 	}
-	o.EM.K, o.EM.Lw = l.k, l.lw
+	o.EM.K, o.EM.Lw, o.Rho, o.Gate = l.k, l.lw, l.rho, l.gate
+	if !(l.gate >= 0 && l.gate <= 90) {
+		return nil, fmt.Errorf("%w: -landmark-gate %g: want 0 (off) to 90 degrees", errUsage, l.gate)
+	}
+	if !(l.rho > -1 && l.rho < 1) {
+		return nil, fmt.Errorf("%w: -landmark-rho %g: want a correlation in (−1, 1)", errUsage, l.rho)
+	}
+	if sets := splitList(l.sets); len(sets) > 0 {
+		o.Sets = sets
+	}
 	for _, n := range splitList(l.outputs) {
 		if !slices.Contains(pose.AngleNames[:], n) {
 			return nil, fmt.Errorf("%w: -landmark-outputs: %q is not yaw, pitch or roll", errUsage, n)

@@ -30,12 +30,17 @@ type Face struct {
 	Target, State string
 	Dwell         float64
 	HasDwell      bool
+	// Points are the face network's landmarks ([x, y], Landmarks), drawn
+	// as small crosses where HasPoints.
+	Points    [5][2]float64
+	HasPoints bool
 }
 
 // Colours of the drawing.
 var (
-	BoxColour = color.RGBA{30, 200, 30, 255}
-	axisRGB   = [3]color.RGBA{{230, 40, 40, 255}, {40, 200, 40, 255}, {40, 80, 240, 255}}
+	BoxColour   = color.RGBA{30, 200, 30, 255}
+	PointColour = color.RGBA{250, 220, 40, 255} // the landmarks
+	axisRGB     = [3]color.RGBA{{230, 40, 40, 255}, {40, 200, 40, 255}, {40, 80, 240, 255}}
 )
 
 // Grey copies a grey frame into an RGBA image (reallocated if its size
@@ -49,8 +54,9 @@ func Grey(dst *image.RGBA, src *image.Gray) *image.RGBA {
 	return dst
 }
 
-// Faces draws each face on img: its box, its id above the box, and its
-// axes when its yaw and pitch are known.
+// Faces draws each face on img: its box, its id above the box, its
+// landmarks where it has them, and its axes when its yaw and pitch are
+// known.
 func Faces(img *image.RGBA, faces []Face) {
 	for _, f := range faces {
 		Rect(img, f.Box, BoxColour)
@@ -73,6 +79,12 @@ func Faces(img *image.RGBA, faces []Face) {
 					c = doubtColour
 				}
 				Text(img, x, y, f.State, c)
+			}
+		}
+		if f.HasPoints {
+			for _, p := range f.Points {
+				Line(img, p[0]-2, p[1], p[0]+2, p[1], PointColour)
+				Line(img, p[0], p[1]-2, p[0], p[1]+2, PointColour)
 			}
 		}
 		if f.Has[0] && f.Has[1] {

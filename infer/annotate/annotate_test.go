@@ -65,6 +65,22 @@ func TestFacesDraws(t *testing.T) {
 	if lit < 20 {
 		t.Errorf("the id is not drawn above the box (%d pixels)", lit)
 	}
+	// Landmarks: a cross at each point, nothing where a face has none.
+	img = Grey(nil, g)
+	pts := [5][2]float64{{40, 40}, {60, 40}, {50, 50}, {42, 60}, {58, 60}}
+	Faces(img, []Face{{Box: feature.Box{X: 30, Y: 30, W: 40, H: 40}, Points: pts, HasPoints: true}})
+	for _, p := range pts {
+		for _, d := range [][2]int{{0, 0}, {-2, 0}, {2, 0}, {0, -2}, {0, 2}} {
+			if c := img.RGBAAt(int(p[0])+d[0], int(p[1])+d[1]); c != PointColour {
+				t.Errorf("landmark %v%+v: %v", p, d, c)
+			}
+		}
+	}
+	img = Grey(nil, g)
+	Faces(img, []Face{{Box: feature.Box{X: 30, Y: 30, W: 40, H: 40}, Points: pts}})
+	if c := img.RGBAAt(50, 50); c == PointColour {
+		t.Error("landmarks drawn for a face without them")
+	}
 }
 
 // The attention is written under the box: the target and its dwell in the

@@ -101,7 +101,7 @@ func (n *Network) Verify(img *image.Gray, box feature.Box) bool {
 // (docs/measured.md, "Landmarks on every face").
 const (
 	LandmarkContext = 2
-	LandmarkSide    = 96
+	LandmarkSide    = 128
 	// landmarkScore is the smallest confidence of the face a landmark look
 	// keeps: the box is a tracked face already, so the look only needs the
 	// network to place its points, not to decide that a face is there.

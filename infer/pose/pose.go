@@ -79,6 +79,8 @@ type Estimator struct {
 	// output index of yaw, pitch, roll (−1: not fused).
 	lm      *gllim.Forward
 	lmAngle [3]int
+	lmRho   float64
+	lmGate  float64 // LandmarkGate; +Inf without one
 }
 
 // maxMargin bounds Expert.Margin: log-densities of p-HOG features are in
@@ -222,6 +224,14 @@ const (
 	// LandmarkOutputs lists the angles the expert's answer is fused into,
 	// comma-separated ("": all it predicts).
 	LandmarkOutputs = "landmark_outputs"
+	// LandmarkRho is the correlation of the model's and the expert's
+	// errors, each in units of its σ, measured on held-out persons ("":
+	// 0, independent): the fused σ counts it (Worker.Fuse).
+	LandmarkRho = "landmark_rho"
+	// LandmarkGate is the model's |yaw| (degrees) below which the
+	// expert's answer is fused ("": at any yaw): past it the network
+	// places the far side's points by guess, and the geometry misleads.
+	LandmarkGate = "landmark_gate"
 )
 
 // WithLandmarks returns a copy of e that also reads each face's angles
@@ -240,6 +250,19 @@ func (e *Estimator) WithLandmarks(m *gllim.Model) (*Estimator, error) {
 		only = strings.Split(o, ",")
 	}
 	c := *e
+	if r := m.Training.Settings[LandmarkRho]; r != "" {
+		var err error
+		if c.lmRho, err = strconv.ParseFloat(r, 64); err != nil || !(c.lmRho > -1 && c.lmRho < 1) {
+			return nil, fmt.Errorf("pose: landmark expert: %s %q: want a correlation in (−1, 1)", LandmarkRho, r)
+		}
+	}
+	c.lmGate = math.Inf(1)
+	if g := m.Training.Settings[LandmarkGate]; g != "" {
+		var err error
+		if c.lmGate, err = strconv.ParseFloat(g, 64); err != nil || !(c.lmGate > 0 && c.lmGate <= 90) {
+			return nil, fmt.Errorf("pose: landmark expert: %s %q: want a |yaw| in (0, 90] degrees", LandmarkGate, g)
+		}
+	}
 	any := false
 	for i, n := range AngleNames {
 		c.lmAngle[i] = m.OutputIndex(n)
@@ -372,14 +395,17 @@ func (e *Estimator) NewWorker() *Worker {
 // Fuse folds the landmark expert's reading of a face into r, the model's
 // estimate of it: box and l are the face network's box and landmarks on
 // the face. Each fused angle is the mean of the two answers weighted by
-// their inverse variances, and its σ that of the product of the two
-// Gaussians, 1/σ² = 1/σ²_model + 1/σ²_landmarks (docs/method.md §8):
-// two readings of different evidence, texture and geometry, where the
-// more certain weighs more. It reports whether it fused (false without a
-// landmark expert). It allocates nothing.
+// their inverse variances, w = σ²_l/(σ²_m + σ²_l) on the model's: two
+// readings of different evidence, texture and geometry, where the more
+// certain weighs more (docs/method.md §8). Its σ is that mean's, with
+// the two errors correlated by ρ (LandmarkRho; ρ = 0 gives 1/σ² =
+// 1/σ²_m + 1/σ²_l): σ² = w²σ²_m + (1−w)²σ²_l + 2w(1−w)ρσ_mσ_l. It
+// reports whether it fused: not without a landmark expert, nor where the
+// model's |yaw| is past the expert's gate (LandmarkGate). It allocates
+// nothing.
 func (w *Worker) Fuse(r *Result, box feature.Box, l *feature.Landmarks) bool {
 	e := w.e
-	if e.lm == nil {
+	if e.lm == nil || !(math.Abs(r.Angles[0]) < e.lmGate) {
 		return false
 	}
 	feature.LandmarkFeatures(w.ly, box, l)
@@ -392,9 +418,10 @@ func (w *Worker) Fuse(r *Result, box feature.Box, l *feature.Landmarks) bool {
 		if !(s > 0) || math.IsNaN(m) || !(r.Std[i] > 0) {
 			continue
 		}
-		p0, p1 := 1/(r.Std[i]*r.Std[i]), 1/(s*s)
-		r.Angles[i] = (p0*r.Angles[i] + p1*m) / (p0 + p1)
-		r.Std[i] = math.Sqrt(1 / (p0 + p1))
+		s0 := r.Std[i]
+		w := s * s / (s0*s0 + s*s)
+		r.Angles[i] = w*r.Angles[i] + (1-w)*m
+		r.Std[i] = math.Sqrt(w*w*s0*s0 + (1-w)*(1-w)*s*s + 2*w*(1-w)*e.lmRho*s0*s)
 		r.Landmarks = true
 	}
 	return r.Landmarks

@@ -324,8 +324,9 @@ func landmarkModel(c [3]float64, std float64, only string) *gllim.Model {
 	for _, o := range AngleNames {
 		m.Outputs = append(m.Outputs, gllim.Output{Name: o, Scale: 1})
 	}
+	m.Training.Settings = map[string]string{LandmarkRho: "0.25"}
 	if only != "" {
-		m.Training.Settings = map[string]string{LandmarkOutputs: only}
+		m.Training.Settings[LandmarkOutputs] = only
 	}
 	return m
 }
@@ -359,9 +360,13 @@ func TestFuseLandmarks(t *testing.T) {
 		for a := range 3 {
 			want, wantStd := r.Angles[a], r.Std[a]
 			if only == "" || a == 0 {
+				// The inverse-variance mean; its variance as the
+				// covariance of the two errors says, [w 1−w] C [w 1−w]ᵀ.
 				v0, v1 := r.Std[a]*r.Std[a], lmStd*lmStd
-				want = (r.Angles[a]*v1 + lm[a]*v0) / (v0 + v1)
-				wantStd = math.Sqrt(v0 * v1 / (v0 + v1))
+				want = (r.Angles[a]/v0 + lm[a]/v1) / (1/v0 + 1/v1)
+				c := 0.25 * r.Std[a] * lmStd
+				w := [2]float64{(1 / v0) / (1/v0 + 1/v1), (1 / v1) / (1/v0 + 1/v1)}
+				wantStd = math.Sqrt(w[0]*w[0]*v0 + w[1]*w[1]*v1 + 2*w[0]*w[1]*c)
 			}
 			if math.Abs(got.Angles[a]-want) > 1e-9 || math.Abs(got.Std[a]-wantStd) > 1e-9 {
 				t.Errorf("%q: angle %d fused to %g ± %g, want %g ± %g", only, a, got.Angles[a], got.Std[a], want, wantStd)
@@ -378,5 +383,10 @@ func TestFuseLandmarks(t *testing.T) {
 	}
 	if _, err := e.WithLandmarks(landmarkModel(lm, lmStd, "nose")); err == nil || !strings.Contains(err.Error(), "nose") {
 		t.Errorf("an expert told to answer %q: %v", "nose", err)
+	}
+	corr := landmarkModel(lm, lmStd, "")
+	corr.Training.Settings[LandmarkRho] = "1.5"
+	if _, err := e.WithLandmarks(corr); err == nil {
+		t.Error("a correlation of 1.5 accepted")
 	}
 }

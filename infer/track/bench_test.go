@@ -19,7 +19,7 @@ import (
 )
 
 func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
-	return trackerWith(tb, Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, 60)
+	return trackerWith(tb, Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, TurnNoise: 2e4, White: 0.5}, 60)
 }
 
 // trackerWith is a tracker on the default model and its profile expert,
@@ -51,13 +51,27 @@ func trackerTurned(tb testing.TB, cfg Config, minSize int, turned bool) (*Tracke
 	if err != nil {
 		tb.Fatal(err)
 	}
+	// And its landmark expert, with the face network that reads the
+	// landmarks of every face on every frame.
+	l, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default-landmarks.gllim"))
+	if err == nil {
+		est, err = est.WithLandmarks(l)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	net, err := detect.NewNetwork(yunet.New(yunet.Default()), detect.DefaultNetworkParams())
+	if err != nil {
+		tb.Fatal(err)
+	}
 	p := detect.DefaultParams()
 	p.MinSize, p.Turned = minSize, turned
 	det, err := detect.New(p)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return New(cfg, det, detect.CalibrationOf(m.Calibration), est.NewWorker()), est
+	wk := est.NewWorker()
+	return New(cfg, det, detect.CalibrationOf(m.Calibration), wk, WithLandmarks(net, wk)), est
 }
 
 // BenchmarkFrame: one 640×480 grey frame with one face, on one core,
@@ -199,6 +213,21 @@ func BenchmarkFrame(b *testing.B) {
 				b.Fatal("face lost")
 			}
 		})
+	})
+	// tracked-frame-ratio: a tracked frame (the pose, the landmarks, the
+	// filter) against pigo's facefinder frame (detection and the pose),
+	// alternately: the bound is 0.1×.
+	b.Run("tracked-frame-ratio", func(b *testing.B) {
+		ours, est := defaultTracker(b, 1<<30)
+		ours.Process(img) // the first frame detects
+		ref := New(Config{MaxFaces: 4, Every: 1, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, new(pigoDetector), ours.calib, est.NewWorker())
+		ratioLoop(b, func() int {
+			n := len(ours.Process(img))
+			if ours.Timing().Detected {
+				b.Fatal("a tracked frame detected")
+			}
+			return n
+		}, func() int { return len(ref.Process(img)) })
 	})
 	b.Run("pose-step", func(b *testing.B) {
 		_, est := defaultTracker(b, 1)

@@ -130,15 +130,16 @@ func TestTrackFilterUncertaintyDuplicates(t *testing.T) {
 			t.Fatalf("step %d: %+v, want yaw %g σ %g", i, faces, ref.x.AtVec(0), std)
 		}
 	}
-	// Without the filter each frame's estimate is published as it is.
+	// Without the filter the angles are smoothed as the boxes are: a new
+	// track starts unsmoothed.
 	cfg.TurnNoise = 0
 	tr, det, est, img = scripted(cfg)
 	det.faces = []detect.Face{square(200, 100, 100)}
 	est.yaw = func(feature.Box) float64 { return yaw }
-	for _, y := range []float64{0, 10, -4} {
-		yaw = y
-		if faces = tr.Process(img); len(faces) != 1 || faces[0].Angles[0] != y {
-			t.Fatalf("unfiltered: yaw %g published as %+v", y, faces)
+	for i, c := range [][2]float64{{0, 0}, {10, 5}, {10, 7.5}, {-4, 1.75}} {
+		yaw = c[0]
+		if faces = tr.Process(img); len(faces) != 1 || math.Abs(faces[0].Angles[0]-c[1]) > 1e-12 {
+			t.Fatalf("unfiltered, frame %d: yaw %g published as %+v, want %g (smoothing 0.5)", i, c[0], faces, c[1])
 		}
 	}
 	est.std = 31

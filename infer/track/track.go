@@ -23,11 +23,12 @@ type Config struct {
 	Every     int     // full-frame detection every N frames while faces are tracked
 	LostAfter int     // full detections in a row that miss a face before it is dropped
 	MinIoU    float64 // a detection continues a track above this overlap
-	Smoothing float64 // exponential smoothing weight of the past box, [0, 1)
+	Smoothing float64 // exponential smoothing weight of the past box (and angles without TurnNoise), [0, 1)
 	// The angles' filter (angleFilter): TurnNoise is the spectral density
 	// q of the angular acceleration that moves a head's turning rate,
 	// (°/s)²/s; White the share of the model's variance that differs from
-	// frame to frame (0, 1]. TurnNoise 0 leaves the angles unfiltered.
+	// frame to frame (0, 1]. TurnNoise 0: the angles are smoothed as the
+	// boxes are (Smoothing).
 	TurnNoise, White float64
 	// Interval is the time between two frames that Process assumes
 	// (ProcessAt is told); 0: 1/15 s.
@@ -106,6 +107,11 @@ type Face struct {
 func (f *Face) Message() message.Face {
 	b := f.Box
 	m := message.Face{Track: f.ID, Box: [4]float64{b.X, b.Y, b.X + b.W, b.Y + b.H}, Score: f.Score, View: f.View.String()}
+	if f.HasLandmarks {
+		for i := range m.Landmarks {
+			m.Landmarks[i] = [2]float64{f.Landmarks[2*i], f.Landmarks[2*i+1]}
+		}
+	}
 	for a, dst := range [3][2]*message.Num{{&m.Yaw, &m.YawStd}, {&m.Pitch, &m.PitchStd}, {&m.Roll, &m.RollStd}} {
 		if f.Has[a] {
 			*dst[0], *dst[1] = message.Some(f.Angles[a]), message.Some(f.Std[a])
@@ -596,7 +602,11 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		fl := &tr.filt[i]
 		switch {
 		case t.cfg.TurnNoise <= 0:
-			f.Angles[i], f.Std[i] = z, r.Std[i]
+			// No filter: exponential smoothing, as the boxes.
+			f.Angles[i], f.Std[i] = a*f.Angles[i]+(1-a)*z, r.Std[i]
+			if math.IsNaN(f.Angles[i]) {
+				f.Angles[i] = z
+			}
 			continue
 		case tr.fresh || math.IsNaN(fl.x[0]):
 			fl.reset(z, v, t.cfg.White)

@@ -97,7 +97,8 @@ func (v *View) Offer(img *image.Gray, faces []message.Face) {
 func drawn(f *message.Face) annotate.Face {
 	b := f.Box
 	d := annotate.Face{Box: feature.Box{X: b[0], Y: b[1], W: b[2] - b[0], H: b[3] - b[1]}, ID: f.Track,
-		Target: f.Target.Name, State: f.Attention, Dwell: f.Dwell.V, HasDwell: f.Dwell.Set}
+		Target: f.Target.Name, State: f.Attention, Dwell: f.Dwell.V, HasDwell: f.Dwell.Set,
+		Points: f.Landmarks, HasPoints: f.Landmarks != [5][2]float64{}}
 	for a, n := range [3][2]message.Num{{f.Yaw, f.RawYaw}, {f.Pitch, f.RawPitch}, {f.Roll, f.RawRoll}} {
 		if n[1].Set {
 			n[0] = n[1]

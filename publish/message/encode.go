@@ -159,6 +159,20 @@ func appendFace(b []byte, f *Face) []byte {
 			b = appendFloat(b, o.n.V)
 		}
 	}
+	if f.Landmarks != ([5][2]float64{}) {
+		b = append(b, `,"landmarks":[`...)
+		for i, p := range f.Landmarks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = appendFloat(b, p[0])
+			b = append(b, ',')
+			b = appendFloat(b, p[1])
+			b = append(b, ']')
+		}
+		b = append(b, ']')
+	}
 	if f.Target.On {
 		b = append(b, `,"target":`...)
 		b = appendLabel(b, f.Target)
@@ -300,6 +314,11 @@ func (f *Face) Round() {
 		f.Box[i] = Hundredths(f.Box[i])
 	}
 	f.Score = Hundredths(f.Score)
+	for i := range f.Landmarks {
+		for j := range f.Landmarks[i] {
+			f.Landmarks[i][j] = Hundredths(f.Landmarks[i][j])
+		}
+	}
 	for _, n := range [...]*Num{&f.Yaw, &f.Pitch, &f.Roll, &f.YawStd, &f.PitchStd, &f.RollStd, &f.RawYaw, &f.RawPitch, &f.RawRoll, &f.Dwell} {
 		if n.Set {
 			n.V = Hundredths(n.V)

@@ -45,6 +45,11 @@ func randomPose(rng *rand.Rand) (*Pose, int) {
 		for range rng.IntN(3) {
 			f.Zones = append(f.Zones, str())
 		}
+		if rng.IntN(2) == 0 {
+			for i := range f.Landmarks {
+				f.Landmarks[i] = [2]float64{num(), num()}
+			}
+		}
 		switch rng.IntN(3) {
 		case 1:
 			f.Target, f.Dwell = Label{On: true}, Some(num())
@@ -196,6 +201,12 @@ func TestFaceRound(t *testing.T) {
 				x.Index(j).SetFloat(v)
 			}
 			nums++
+		case [5][2]float64:
+			for j := range 5 {
+				x.Index(j).Index(0).SetFloat(v)
+				x.Index(j).Index(1).SetFloat(v)
+			}
+			nums++
 		case Num:
 			if i%2 == 0 {
 				x.Set(reflect.ValueOf(Some(v)))
@@ -214,6 +225,12 @@ func TestFaceRound(t *testing.T) {
 		case [4]float64:
 			if x != [4]float64{12.35, 12.35, 12.35, 12.35} {
 				t.Errorf("%s = %v", name, x)
+			}
+		case [5][2]float64:
+			for _, p := range x {
+				if p != [2]float64{12.35, 12.35} {
+					t.Errorf("%s = %v", name, x)
+				}
 			}
 		case Num:
 			want := Num{}

@@ -81,6 +81,11 @@ type Face struct {
 	RawYaw   Num `json:"raw_yaw,omitzero"`
 	RawPitch Num `json:"raw_pitch,omitzero"`
 	RawRoll  Num `json:"raw_roll,omitzero"`
+	// Landmarks are the face network's five points on the face in this
+	// frame, [x, y] in pixels: the right eye, the left eye, the nose tip,
+	// the right and the left mouth corner (the person's right: on the
+	// picture's left); absent where the network did not read them.
+	Landmarks [5][2]float64 `json:"landmarks,omitzero"`
 	// Target is the attention target the face looks at (null: none of
 	// them), and Dwell the seconds it has looked there (or at none).
 	Target Label `json:"target,omitzero"`

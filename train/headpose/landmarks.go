@@ -31,6 +31,18 @@ type LandmarkOptions struct {
 	// Held is the share of the training persons held out of a first
 	// training to calibrate the expert's σ on (0: 0.2).
 	Held float64
+	// Sets are the data sets it learns from (nil: every set of the
+	// training images). Pointing'04's labels are the directions of the
+	// rig's marks, which its persons' heads follow loosely, and it has no
+	// roll: the landmarks' geometry is learnt better without it
+	// (docs/measured.md, "Landmarks").
+	Sets []string
+	// Gate is the model's |yaw| below which the expert is fused
+	// (pose.LandmarkGate; 0: at any yaw).
+	Gate float64
+	// Rho is the correlation of the model's and the expert's errors (each
+	// in units of its σ) recorded for the fused σ (pose.LandmarkRho).
+	Rho float64
 }
 
 // DefaultLandmarkOptions are the landmark expert's recipe
@@ -131,6 +143,12 @@ func fitLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error) {
 // angle's σ is scaled by the ratio of its RMS error to its RMS σ there.
 func TrainLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error) {
 	start := time.Now()
+	if o.Sets != nil {
+		idx = slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return !slices.Contains(o.Sets, b.Samples[i].Set) })
+	}
+	if !(o.Rho > -1 && o.Rho < 1) {
+		return nil, fmt.Errorf("headpose: landmark expert: ρ %g is not in (−1, 1)", o.Rho)
+	}
 	held := o.Held
 	if held == 0 {
 		held = 0.2
@@ -174,6 +192,15 @@ func TrainLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error)
 	}
 	if o.Outputs != nil {
 		m.Training.Settings[pose.LandmarkOutputs] = strings.Join(o.Outputs, ",")
+	}
+	if o.Sets != nil {
+		m.Training.Settings["sets"] = strings.Join(o.Sets, ",")
+	}
+	if o.Rho != 0 {
+		m.Training.Settings[pose.LandmarkRho] = f(o.Rho)
+	}
+	if o.Gate != 0 {
+		m.Training.Settings[pose.LandmarkGate] = f(o.Gate)
 	}
 	return m, nil
 }
