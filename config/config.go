@@ -208,7 +208,7 @@ func (c Config) TrackConfig() track.Config {
 	t := c.Track
 	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
 		MaxStd: t.MaxStd, StartStd: t.StartStd, Unread: t.Unread, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
-		TurnNoise: t.TurnNoise, White: t.White, ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
+		TurnNoise: t.TurnNoise, White: t.White, LandmarkEvery: t.LandmarkEvery, ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
 	if fps := c.Source.FPS; fps > 0 {
 		tc.Interval = time.Duration(float64(time.Second) / fps)
 	}
@@ -325,6 +325,11 @@ type Track struct {
 	// frame, which the filter averages away; the rest (a person's own
 	// bias) stays in the published σ.
 	White float64 `yaml:"white"`
+	// LandmarkEvery: with a landmark expert, each face's landmarks are
+	// read every this many frames (and whenever its yaw has moved 10°),
+	// the correction they make to the model's angles carried between; 1:
+	// every frame (a network run per face and frame).
+	LandmarkEvery int `yaml:"landmark_every"`
 }
 
 // Zones say where posed looks and name parts of the frame. Rectangles are
@@ -548,7 +553,7 @@ func Default() Config {
 		Model: modelDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: false, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
 			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 2e4, White: 0.5},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 2e4, White: 0.5, LandmarkEvery: 5},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",
@@ -757,6 +762,9 @@ func (p *problems) track(t Track) {
 	}
 	if !(t.TurnNoise >= 0 && t.TurnNoise <= 1e8) {
 		bad("track.turn_noise", "%g is not in [0, 1e8] (°/s)²/s (0: off)", t.TurnNoise)
+	}
+	if t.LandmarkEvery < 1 || t.LandmarkEvery > 1000 {
+		bad("track.landmark_every", "%d is not 1 to 1000 frames", t.LandmarkEvery)
 	}
 	if !(t.White > 0 && t.White <= 1) {
 		bad("track.white", "%g is not in (0, 1]", t.White)

@@ -88,6 +88,7 @@ func (tf *trainFlags) bank(bar *progressBar) ([]dataset.Sample, *headpose.Bank, 
 	if err == nil {
 		bo, err = tf.xf.bankOptions(bo)
 	}
+	bo.NoFeatures = tf.landmarksOnly // the landmarks need the pictures and boxes only
 	if err == nil {
 		bo, err = tf.mf.backdropPictures(bo)
 	}

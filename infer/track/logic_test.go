@@ -12,6 +12,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/yunet"
 )
 
 // The tracker's own logic (ids, order, schedule, misses, smoothing,
@@ -436,4 +437,70 @@ func TestTrackUnread(t *testing.T) {
 	sc := &scriptScanner{faces: []detect.Face{turned(200, 150, 100)}}
 	tr = New(cfg, &scriptDetector{}, detect.Identity, &shiftEstimator{std: 35}, WithScanner(sc))
 	unread(1, tr.Process(img), 200)
+}
+
+// scriptLandmarker finds a face on every look and counts them.
+type scriptLandmarker struct{ looks int }
+
+func (l *scriptLandmarker) Landmarks(_ *image.Gray, box feature.Box) (yunet.Face, bool) {
+	l.looks++
+	f := yunet.Face{X: box.X, Y: box.Y, W: box.W, H: box.H, Score: 0.9}
+	for i := range f.Landmarks {
+		f.Landmarks[i] = box.X + float64(i)
+	}
+	return f, true
+}
+
+// addFuser moves yaw by +3° and halves its σ: a landmark reading.
+type addFuser struct{}
+
+func (addFuser) Fuse(r *pose.Result, _ feature.Box, _ *feature.Landmarks) bool {
+	r.Angles[0] += 3
+	r.Std[0] /= 2
+	r.Landmarks = true
+	return true
+}
+
+// Landmarks are looked for on a face's first frame, then every
+// LandmarkEvery frames and when its yaw moves more than landmarkMove; in
+// between the last look's correction is carried over to the model's
+// angles and σ, and the landmarks are published with a look only.
+func TestTrackLandmarkSchedule(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 100, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, LandmarkEvery: 3}
+	det := &scriptDetector{faces: []detect.Face{square(200, 100, 100)}}
+	yaw := 20.0
+	est := &scriptEstimator{yaw: func(feature.Box) float64 { return yaw }, std: 8}
+	lm := &scriptLandmarker{}
+	tr := New(cfg, det, detect.Identity, est, WithLandmarks(lm, addFuser{}))
+	img := image.NewGray(image.Rect(0, 0, 640, 480))
+	for i, c := range []struct {
+		yaw   float64
+		looks int // after this frame
+	}{{20, 1}, {21, 1}, {22, 1}, {22, 2}, {25, 2}, {40, 3}, {40, 3}} {
+		yaw = c.yaw
+		faces := tr.Process(img)
+		if len(faces) != 1 {
+			t.Fatalf("frame %d: %+v", i, faces)
+		}
+		f := faces[0]
+		if lm.looks != c.looks {
+			t.Errorf("frame %d: %d looks, want %d", i, lm.looks, c.looks)
+		}
+		if f.Angles[0] != c.yaw+3 || f.Std[0] != 4 {
+			t.Errorf("frame %d: yaw %g σ %g, want the model's %g corrected by +3 and σ halved", i, f.Angles[0], f.Std[0], c.yaw)
+		}
+	}
+	// Published with the looks only.
+	lm.looks = 0
+	tr = New(cfg, det, detect.Identity, est, WithLandmarks(lm, addFuser{}))
+	yaw = 0
+	for i := range 4 {
+		f := tr.Process(img)[0]
+		if want := i%3 == 0; f.HasLandmarks != want {
+			t.Errorf("frame %d: landmarks published %v, want %v", i, f.HasLandmarks, want)
+		}
+		if m := f.Message(); (m.Landmarks != [5][2]float64{}) != f.HasLandmarks {
+			t.Errorf("frame %d: message landmarks %v", i, m.Landmarks)
+		}
+	}
 }

@@ -33,6 +33,11 @@ type Config struct {
 	// Interval is the time between two frames that Process assumes
 	// (ProcessAt is told); 0: 1/15 s.
 	Interval time.Duration
+	// LandmarkEvery: with WithLandmarks, a face's landmarks are looked for
+	// every LandmarkEvery frames (and when its yaw moves; 0 or 1: every
+	// frame), the last look's correction carried between
+	// (Tracker.landmarks).
+	LandmarkEvery int
 	// MaxStd: a tracked face whose yaw std (degrees) exceeds this is
 	// dropped, unless a detection found it on this frame (the detector
 	// says a face is there; the std then speaks for its pose only).
@@ -155,6 +160,18 @@ type trackState struct {
 	// modelStd: the model's own yaw σ on this frame, before the landmarks
 	// and the filter: whether it sees a face (Config.StartStd).
 	modelStd float64
+	// lm is the last landmark look's correction (Tracker.landmarks).
+	lm landmarkCorrection
+}
+
+// landmarkCorrection is what a landmark look changed in a face's angles:
+// the fused minus the model's angles and the ratio of their σ, the
+// model's yaw then, the frames since, and whether it holds at all.
+type landmarkCorrection struct {
+	corr, ratio [3]float64
+	yaw         float64
+	age         int
+	valid       bool
 }
 
 // sameFace is the overlap above which two tracks are one face.
@@ -532,7 +549,7 @@ func (t *Tracker) tracked(box feature.Box) bool {
 // take moves o's estimate (box, angles, score) into tr, which keeps its id
 // and age.
 func (tr *trackState) take(o *trackState) {
-	tr.raw, tr.missed, tr.unread, tr.filt = o.raw, 0, o.unread, o.filt
+	tr.raw, tr.missed, tr.unread, tr.filt, tr.lm = o.raw, 0, o.unread, o.filt, o.lm
 	id, age := tr.face.ID, tr.face.Age
 	tr.face = o.face
 	tr.face.ID, tr.face.Age = id, age
@@ -577,13 +594,7 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	}
 	tr.raw = r.Box
 	tr.modelStd = r.Std[0]
-	f.HasLandmarks = false
-	if t.lmk != nil && !tr.unread {
-		if nf, ok := t.lmk.Landmarks(img, r.Box); ok {
-			f.Landmarks, f.HasLandmarks = nf.Landmarks, true
-			t.fuse.Fuse(r, feature.Box{X: nf.X, Y: nf.Y, W: nf.W, H: nf.H}, &f.Landmarks)
-		}
-	}
+	t.landmarks(tr, img, r)
 	tr.jumped = !tr.unread && t.cfg.RecheckTurn > 0 && !tr.fresh && f.Age > 0 && t.est.HasAngle(0) &&
 		math.Abs(r.Angles[0]-f.Angles[0]) > t.cfg.RecheckTurn
 	f.Box = feature.Box{
@@ -622,6 +633,54 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 // maxGap bounds the time the filter moves a face by between two frames: a
 // stalled camera does not throw its faces along their last turn.
 const maxGap = 0.5
+
+// landmarkMove is the move of the model's yaw (degrees) since a face's
+// last landmark look past which its correction is not carried but looked
+// for again: a head that turned that far shows the model another face.
+const landmarkMove = 10
+
+// landmarks folds the face network's landmarks into the estimate r of
+// track tr (WithLandmarks). A look runs on a face's first frame, then
+// every Config.LandmarkEvery frames, and whenever the model's yaw has
+// moved landmarkMove since the last; in between, the correction the last
+// look made to the model's angles (the fused minus the model's) is carried
+// over to each frame's, with its σ shrunk in the same ratio: the
+// landmarks correct the model's bias on this face, which holds while the
+// face holds its pose, and the model follows its moves every frame. The
+// landmarks are published on the frames of a look.
+func (t *Tracker) landmarks(tr *trackState, img *image.Gray, r *pose.Result) {
+	f := &tr.face
+	f.HasLandmarks = false
+	if t.lmk == nil || tr.unread {
+		return
+	}
+	lc := &tr.lm
+	lc.age++
+	if lc.valid && lc.age < t.cfg.LandmarkEvery && math.Abs(r.Angles[0]-lc.yaw) <= landmarkMove {
+		for i := range r.Angles {
+			r.Angles[i] += lc.corr[i]
+			r.Std[i] *= lc.ratio[i]
+		}
+		return
+	}
+	lc.valid, lc.age, lc.yaw = false, 0, r.Angles[0]
+	nf, ok := t.lmk.Landmarks(img, r.Box)
+	if !ok {
+		return
+	}
+	f.Landmarks, f.HasLandmarks = nf.Landmarks, true
+	model, std := r.Angles, r.Std
+	if !t.fuse.Fuse(r, feature.Box{X: nf.X, Y: nf.Y, W: nf.W, H: nf.H}, &f.Landmarks) {
+		return
+	}
+	lc.valid = true
+	for i := range r.Angles {
+		lc.corr[i], lc.ratio[i] = r.Angles[i]-model[i], 1
+		if std[i] > 0 {
+			lc.ratio[i] = r.Std[i] / std[i]
+		}
+	}
+}
 
 // startsUnread reports whether a new track's face, which the model cannot
 // read, goes on unread (Config.Unread): the network found its detection

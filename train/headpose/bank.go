@@ -147,6 +147,10 @@ func (v *View) Target(a int) Shift {
 
 // BankOptions set the boxes and the augmentation of a bank.
 type BankOptions struct {
+	// NoFeatures plans the views and leaves their p-HOG features out:
+	// for what needs the pictures, boxes and labels only (a landmark
+	// expert, posectl train -landmarks-only).
+	NoFeatures  bool
 	Box         BoxKind  // default SquareBox
 	Shifts      int      // moved boxes per view
 	Moves       MoveKind // how they are drawn; default GaussMoves
@@ -261,7 +265,9 @@ func NewBank(samples []dataset.Sample, o BankOptions, progress func(done, total 
 			return nil, err
 		}
 	}
-	b.extract(red, progress)
+	if !o.NoFeatures {
+		b.extract(red, progress)
+	}
 	return b, nil
 }
 
