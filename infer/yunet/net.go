@@ -134,6 +134,15 @@ type Buffers struct {
 	cand  []Face
 	keep  []Face
 	small image.Gray // DetectShrunk's picture
+	pw, ph int        // the last Forward's padded picture
+}
+
+// Level returns level l's feature map of the last run (l = 0, 1, 2: stride
+// 8, 16, 32), after the neck: 64 channels per cell, cells row by row, with
+// its rows and columns (of the picture padded to a multiple of 32).
+func (b *Buffers) Level(l int) (cells []float32, rows, cols int) {
+	rows, cols = b.ph/strides[l], b.pw/strides[l]
+	return b.lvl[l][:rows*cols*64], rows, cols
 }
 
 func grow(s []float32, n int) []float32 {
@@ -236,6 +245,7 @@ func (n *Net) Forward(buf *Buffers, img *image.Gray, r image.Rectangle) {
 	w, h := r.Dx(), r.Dy()
 	// The picture padded to a multiple of 32; level sizes.
 	pw, ph := (w+31)/32*32, (h+31)/32*32
+	buf.pw, buf.ph = pw, ph
 	c2, r2 := pw/2, ph/2
 	c4, r4 := pw/4, ph/4
 	big := max(c2*r2*16, c4*r4*64)

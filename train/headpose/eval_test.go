@@ -272,3 +272,55 @@ func TestModelKeyIgnoresHowDataIsNamed(t *testing.T) {
 		t.Error("another picture gives the same key")
 	}
 }
+
+// A turning sequence is each person's series at pitch 0 from the least
+// yaw to the greatest and back, each end once, with the turn's sign at
+// every picture (0 at the ends); other pitches and data sets stay out.
+func TestTurns(t *testing.T) {
+	var b Bank
+	add := func(set, subject string, series int, yaw, pitch float64) {
+		b.Samples = append(b.Samples, dataset.Sample{Set: set, Subject: subject, Series: series, Yaw: yaw, Pitch: pitch, HasYaw: true})
+	}
+	for _, y := range []float64{30, -30, 0, 15, -15} {
+		add("pointing04", "1", 1, y, 0)
+		add("pointing04", "1", 1, y, 15) // another pitch
+		add("aflw2000", "7", 0, y, 0)    // another set
+	}
+	add("pointing04", "2", 2, 0, 0) // a single picture: no turn
+	idx := make([]int, len(b.Samples))
+	for i := range idx {
+		idx[i] = i
+	}
+	seqs, turns := b.Turns(idx)
+	if len(seqs) != 1 {
+		t.Fatalf("%d sequences, want 1", len(seqs))
+	}
+	var yaws []float64
+	for _, i := range seqs[0] {
+		s := b.Samples[i]
+		if s.Set != "pointing04" || s.Pitch != 0 {
+			t.Fatalf("picture %+v in the sequence", s)
+		}
+		yaws = append(yaws, s.Yaw)
+	}
+	if want := []float64{-30, -15, 0, 15, 30, 15, 0, -15, -30}; !slices.Equal(yaws, want) {
+		t.Errorf("yaws %v, want %v", yaws, want)
+	}
+	if want := []float64{0, 1, 1, 1, 0, -1, -1, -1, 0}; !slices.Equal(turns[0], want) {
+		t.Errorf("turns %v, want %v", turns[0], want)
+	}
+}
+
+// Lag is the mean error along the turn of the found turning frames.
+func TestLag(t *testing.T) {
+	r := Report{Faces: []FaceResult{
+		{Found: true, Has: [3]bool{true}, Turn: 1, Truth: [3]float64{30}, Pred: [3]float64{26}},   // 4 behind
+		{Found: true, Has: [3]bool{true}, Turn: -1, Truth: [3]float64{15}, Pred: [3]float64{17}},  // 2 behind
+		{Found: true, Has: [3]bool{true}, Turn: 0, Truth: [3]float64{90}, Pred: [3]float64{50}},   // an end
+		{Found: false, Has: [3]bool{true}, Turn: 1, Truth: [3]float64{90}, Pred: [3]float64{50}},  // not found
+		{Found: true, Has: [3]bool{true}, Turn: 1, Truth: [3]float64{-15}, Pred: [3]float64{-12}}, // 3 ahead
+	}}
+	if lag, n := r.Lag(); n != 3 || math.Abs(lag-1) > 1e-12 {
+		t.Errorf("lag %g° over %d frames, want 1° over 3", lag, n)
+	}
+}

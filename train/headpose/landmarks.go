@@ -149,6 +149,9 @@ func TrainLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error)
 	if !(o.Rho > -1 && o.Rho < 1) {
 		return nil, fmt.Errorf("headpose: landmark expert: ρ %g is not in (−1, 1)", o.Rho)
 	}
+	if persons(b, idx) < 2 {
+		return nil, fmt.Errorf("headpose: landmark expert: %d person(s) to learn from (sets %v): its σ is calibrated on persons held out, it needs two at least", persons(b, idx), o.Sets)
+	}
 	held := o.Held
 	if held == 0 {
 		held = 0.2
@@ -271,4 +274,13 @@ func splitPersons(b *Bank, idx []int, frac float64, seed uint64) (kept, held []i
 		}
 	}
 	return kept, held
+}
+
+// persons counts the persons of images idx (of every data set).
+func persons(b *Bank, idx []int) int {
+	seen := map[string]bool{}
+	for _, i := range idx {
+		seen[b.Samples[i].Set+"/"+b.Samples[i].Subject] = true
+	}
+	return len(seen)
 }

@@ -403,7 +403,7 @@ func roundTrip(m *gllim.Model, enc gllim.Encoding) (*gllim.Model, error) {
 func testModel(b *Bank, m, xm *gllim.Model, x *Expert, lm *gllim.Model, trainIdx, testIdx []int, evals []EvalOptions) ([]*Report, error) {
 	var reps []*Report
 	for _, eo := range evals {
-		if eo.Condition == Detected || eo.Condition == Published {
+		if eo.Condition == Detected || eo.Condition == Published || eo.Condition == Turning {
 			eo.Calibration = b.Calibration(trainIdx, eo.Detector)
 		}
 		settings := eo.Settings

@@ -1,0 +1,80 @@
+package headpose
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train/dataset"
+)
+
+// A landmark expert trained on four fifths of AFLW2000's persons reads the
+// yaw of the other fifth from the face network's five points alone, with
+// a σ that means what it says; fused with a model's answer it follows the
+// recorded recipe. Bounds: always answering 0° misses AFLW2000's yaw by
+// about 26° on average; the shipped recipe measures 6.3° from the
+// canonical boxes (docs/measured.md), from square boxes here it may be a
+// little worse: 9°. The σ is scaled on persons held out of its own
+// training, so on others its RMS error over RMS σ is near 1: 0.7–1.4.
+func TestLandmarkExpertReadsUnseenPersons(t *testing.T) {
+	_, aflw := bothSets(t)
+	aflw = slices.DeleteFunc(aflw, func(s dataset.Sample) bool { return !s.InRange })
+	b, err := NewBank(aflw, BankOptions{NoFeatures: true, Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, len(b.Samples))
+	for i := range all {
+		all[i] = i
+	}
+	trainIdx, testIdx := splitPersons(b, all, 0.2, 9)
+	o := DefaultLandmarkOptions()
+	o.Outputs, o.Gate, o.Rho, o.Sets = []string{pose.Yaw}, 60, 0.25, []string{"aflw2000", "pointing04"}
+	m, err := TrainLandmarks(b, trainIdx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Training.Settings
+	if s[pose.LandmarkOutputs] != "yaw" || s[pose.LandmarkGate] != "60" || s[pose.LandmarkRho] != "0.25" || feature.CheckLandmarkRecipe(m.Features) != nil {
+		t.Errorf("recorded settings %v, recipe %+v", s, m.Features)
+	}
+	fw, err := gllim.NewForward(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pd := fw.NewPredictor(), fw.NewPrediction()
+	lm := b.landmarkFaces()
+	var sum, se, sv float64
+	n := 0
+	for _, i := range testIdx {
+		if !lm[i].ok {
+			continue
+		}
+		pr.Predict(&pd, lm[i].feat[:])
+		e, sd := pd.Mean[0]-b.Samples[i].Yaw, pd.Std(0)*m.Outputs[0].Uncertainty()
+		sum += math.Abs(e)
+		se += e * e
+		sv += sd * sd
+		n++
+	}
+	if n < len(testIdx)*9/10 {
+		t.Fatalf("the network read %d of %d held-out faces", n, len(testIdx))
+	}
+	mae, ratio := sum/float64(n), math.Sqrt(se/sv)
+	t.Logf("landmarks alone on %d faces of unseen persons: yaw MAE %.2f°, RMS error / RMS σ %.2f", n, mae, ratio)
+	if mae > 9 {
+		t.Errorf("yaw MAE %.2f° from the landmarks, want ≤ 9°", mae)
+	}
+	if ratio < 0.7 || ratio > 1.4 {
+		t.Errorf("RMS yaw error / RMS σ %.2f, want 0.7–1.4", ratio)
+	}
+	// The sets it learns from are the recipe's: none of these is a set of
+	// the bank's, and it says so.
+	o.Sets = []string{"pointing04"}
+	if _, err := TrainLandmarks(b, trainIdx, o); err == nil {
+		t.Error("a landmark expert trained on no face")
+	}
+}
