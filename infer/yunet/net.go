@@ -128,12 +128,12 @@ type Face struct {
 // Buffers hold one run's intermediate results; reused, a run allocates
 // nothing once they have grown to the largest picture seen.
 type Buffers struct {
-	work  [2][]float32
-	lvl   [3][]float32 // levels 8, 16, 32
-	out   [3][]float32 // each level's heads (headChannels per cell)
-	cand  []Face
-	keep  []Face
-	small image.Gray // DetectShrunk's picture
+	work   [2][]float32
+	lvl    [3][]float32 // levels 8, 16, 32
+	out    [3][]float32 // each level's heads (headChannels per cell)
+	cand   []Face
+	keep   []Face
+	small  image.Gray // DetectShrunk's picture
 	pw, ph int        // the last Forward's padded picture
 }
 
