@@ -208,7 +208,7 @@ func (c Config) TrackConfig() track.Config {
 	t := c.Track
 	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
 		MaxStd: t.MaxStd, StartStd: t.StartStd, Unread: t.Unread, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
-		TurnNoise: t.TurnNoise, White: t.White, LandmarkEvery: t.LandmarkEvery, ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
+		TurnNoise: t.TurnNoise, White: t.White, LandmarkEvery: t.LandmarkEvery, Anchored: t.Anchored, ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
 	if fps := c.Source.FPS; fps > 0 {
 		tc.Interval = time.Duration(float64(time.Second) / fps)
 	}
@@ -316,7 +316,7 @@ type Track struct {
 	// face does (the model then answers near its mean yaw). 0: off.
 	RecheckTurn float64 `yaml:"recheck_turn"`
 	// TurnNoise: the angles' filter (a Kalman filter on each angle and its
-	// rate, docs/internals.md "Time"): how freely a head's turning rate
+	// rate, docs/method.md §8): how freely a head's turning rate
 	// changes, the spectral density of its angular acceleration in
 	// (°/s)²/s. Larger follows faster turns with less lag and smooths
 	// less. 0: the angles are smoothed as the boxes are (smoothing).
@@ -330,6 +330,10 @@ type Track struct {
 	// the correction they make to the model's angles carried between; 1:
 	// every frame (a network run per face and frame).
 	LandmarkEvery int `yaml:"landmark_every"`
+	// Anchored: a tracked face's refinement starts from its detection's
+	// box moved as the face moved, not from the last refined box (which
+	// drifts, refined frame after frame).
+	Anchored bool `yaml:"anchored"`
 }
 
 // Zones say where posed looks and name parts of the frame. Rectangles are
@@ -553,7 +557,7 @@ func Default() Config {
 		Model: modelDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: false, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
 			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 2e4, White: 0.5, LandmarkEvery: 5},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 2e4, White: 0.5, LandmarkEvery: 5, Anchored: true},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",

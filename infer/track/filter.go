@@ -9,7 +9,7 @@ import "math"
 // the continuous white-noise acceleration model). Each frame's estimate is
 // a measurement of the angle with the model's σ; the filter weighs it
 // against where the angle was heading, so a confident estimate moves the
-// state and a doubtful one barely does (docs/internals.md, "Time").
+// state and a doubtful one barely does (docs/method.md §8).
 //
 // The model's error is not white: a face's own proportions, the light, the
 // person bias every estimate of it alike, frame after frame. Only a share

@@ -504,3 +504,45 @@ func TestTrackLandmarkSchedule(t *testing.T) {
 		}
 	}
 }
+
+// stepEstimator moves a box half way toward the face at *x and 3 px past
+// it: a refinement whose fixed point (x + 6) is not where the face is.
+type stepEstimator struct{ x *float64 }
+
+func (e stepEstimator) Estimate(_ *image.Gray, from feature.Box) pose.Result {
+	from.X += 0.5*(*e.x-from.X) + 3
+	return pose.Result{Box: from, Angles: [3]float64{10, 0, 0}, Std: [3]float64{5, 5, 5}}
+}
+func (stepEstimator) Refines() bool       { return true }
+func (stepEstimator) HasAngle(i int) bool { return true }
+
+// Anchored: a still face's refinement starts from its detection's box on
+// every frame, so each frame reads it as the first did (refined again and
+// again, the box goes to the refinement's fixed point instead); a moving
+// face's start follows the refined box's moves, so the box keeps up.
+func TestTrackAnchored(t *testing.T) {
+	for _, anchored := range []bool{false, true} {
+		cfg := Config{MaxFaces: 4, Every: 100, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, Anchored: anchored}
+		x := 200.0
+		det := &scriptDetector{faces: []detect.Face{square(x, 100, 100)}}
+		tr := New(cfg, det, detect.Identity, stepEstimator{&x})
+		img := image.NewGray(image.Rect(0, 0, 640, 480))
+		var boxes []float64
+		for range 6 {
+			boxes = append(boxes, tr.Process(img)[0].Box.X)
+		}
+		// The first frame: 200 + 0 + 3.
+		still := slices.IndexFunc(boxes, func(b float64) bool { return b != 203 }) < 0
+		if still != anchored {
+			t.Errorf("anchored %v: a still face's boxes %v", anchored, boxes)
+		}
+		// The face moves 8 px a frame: the box follows within 10 px.
+		for i := range 10 {
+			x += 8
+			b := tr.Process(img)[0].Box.X
+			if anchored && i > 3 && math.Abs(b-x) > 10 {
+				t.Errorf("moving face at %g: box at %g", x, b)
+			}
+		}
+	}
+}

@@ -38,6 +38,13 @@ type Config struct {
 	// frame), the last look's correction carried between
 	// (Tracker.landmarks).
 	LandmarkEvery int
+	// Anchored: a tracked face's refinement starts each frame from where
+	// the last one started (its detection's box), moved as the refined
+	// box moved, instead of from the last refined box: refined again
+	// frame after frame, a still face's box drifts to the model's fixed
+	// point, which reads the face worse than the detection's box it was
+	// trained on (docs/measured.md, "Landmarks and time").
+	Anchored bool
 	// MaxStd: a tracked face whose yaw std (degrees) exceeds this is
 	// dropped, unless a detection found it on this frame (the detector
 	// says a face is there; the std then speaks for its pose only).
@@ -162,6 +169,24 @@ type trackState struct {
 	modelStd float64
 	// lm is the last landmark look's correction (Tracker.landmarks).
 	lm landmarkCorrection
+	// Config.Anchored: where the next refinement starts (anchor, if
+	// anchored), and whether this frame's start is a detection's, which
+	// the anchor then takes as it is.
+	anchor           feature.Box
+	anchored, seeded bool
+}
+
+// follow returns from moved as the refined box moved from before to
+// after: its centre by the same shift, its size by the same ratio.
+func follow(from, before, after feature.Box) feature.Box {
+	bx, by := before.Centre()
+	ax, ay := after.Centre()
+	fx, fy := from.Centre()
+	k := math.Sqrt(after.W * after.H / (before.W * before.H))
+	if !(k > 0) || math.IsInf(k, 0) {
+		k = 1
+	}
+	return feature.Box{X: fx + ax - bx - from.W*k/2, Y: fy + ay - by - from.H*k/2, W: from.W * k, H: from.H * k}
 }
 
 // landmarkCorrection is what a landmark look changed in a face's angles:
@@ -335,6 +360,9 @@ func (t *Tracker) ProcessAt(img *image.Gray, at time.Time) []Face {
 	start := time.Now()
 	for _, tr := range t.tracks {
 		tr.from, tr.fresh = tr.raw, false
+		if t.cfg.Anchored && tr.anchored {
+			tr.from = tr.anchor
+		}
 	}
 	// 1. Detect on schedule (always while nothing is tracked) and match the
 	// detections with the tracks, which may re-anchor or start some. The
@@ -476,7 +504,7 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 			// has drifted off the face: re-anchor the track on it, without
 			// smoothing towards where it had drifted. An unread face's
 			// box is its detections'.
-			tr.from, tr.fresh = t.calib.Apply(faces[best].Box), drifted
+			tr.from, tr.fresh, tr.seeded = t.calib.Apply(faces[best].Box), drifted, true
 		}
 	}
 	for i, f := range faces {
@@ -490,7 +518,7 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 		tr := t.newTrack()
 		tr.face.Score, tr.face.View = f.Score, f.View
 		tr.raw = t.calib.Apply(f.Box)
-		tr.from, tr.fresh = tr.raw, true
+		tr.from, tr.fresh, tr.seeded = tr.raw, true, true
 		t.tracks = append(t.tracks, tr)
 	}
 }
@@ -591,6 +619,16 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		// The model cannot read it: the box follows the detections, and
 		// no angle is told.
 		r.Box = tr.from
+	}
+	if t.cfg.Anchored {
+		// The next frame starts where this one started, moved as the
+		// refined box moved since the last frame (docs/internals.md).
+		if tr.seeded || !tr.anchored {
+			tr.anchor = tr.from
+		} else {
+			tr.anchor = follow(tr.from, tr.raw, r.Box)
+		}
+		tr.anchored, tr.seeded = true, false
 	}
 	tr.raw = r.Box
 	tr.modelStd = r.Std[0]
