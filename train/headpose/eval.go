@@ -596,16 +596,13 @@ func Still(fr Frames, img *image.Gray, frames int) []track.Face {
 	return fr.Process(img)
 }
 
-// published is Evaluate under the published condition: each picture the
-// first frame of a scene of the daemon's frame path.
-func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, error) {
-	if o.Frames == nil {
-		return nil, fmt.Errorf("headpose: the published condition needs the daemon's frame path")
-	}
-	res := make([]FaceResult, len(idx))
+// onFrames runs work on n items in parallel, each worker with a frame
+// path of its own (o.Frames around est); it returns the first error
+// making one.
+func onFrames(n int, est *pose.Estimator, o EvalOptions, work func(Frames) func(int)) error {
 	var ferr error
 	var mu sync.Mutex
-	parallel(len(idx), func() func(int) {
+	parallel(n, func() func(int) {
 		fr, err := o.Frames(est, o.Calibration)
 		if err != nil {
 			mu.Lock()
@@ -613,6 +610,19 @@ func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report,
 			mu.Unlock()
 			return func(int) {}
 		}
+		return work(fr)
+	})
+	return ferr
+}
+
+// published is Evaluate under the published condition: each picture the
+// first frame of a scene of the daemon's frame path.
+func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, error) {
+	if o.Frames == nil {
+		return nil, fmt.Errorf("headpose: the published condition needs the daemon's frame path")
+	}
+	res := make([]FaceResult, len(idx))
+	ferr := onFrames(len(idx), est, o, func(fr Frames) func(int) {
 		return func(j int) {
 			i := idx[j]
 			face := b.FaceBox(i)
@@ -715,16 +725,7 @@ func turning(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, e
 	seqs, turns := b.Turns(idx)
 	hold := max(o.Hold, 1)
 	res := make([][]FaceResult, len(seqs))
-	var ferr error
-	var mu sync.Mutex
-	parallel(len(seqs), func() func(int) {
-		fr, err := o.Frames(est, o.Calibration)
-		if err != nil {
-			mu.Lock()
-			ferr = err
-			mu.Unlock()
-			return func(int) {}
-		}
+	ferr := onFrames(len(seqs), est, o, func(fr Frames) func(int) {
 		return func(j int) {
 			fr.Reset()
 			at := time.Unix(0, 0)

@@ -156,7 +156,7 @@ func TrainLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error)
 	if held == 0 {
 		held = 0.2
 	}
-	fitIdx, testIdx := splitPersons(b, idx, held, o.EM.Seed)
+	fitIdx, testIdx := splitPersons(b, idx, held, o.EM.Seed, 0x1a4d)
 	first, err := fitLandmarks(b, fitIdx, o)
 	if err != nil {
 		return nil, err
@@ -247,8 +247,9 @@ func landmarkStdScales(b *Bank, m *gllim.Model, idx []int) (map[string]float64, 
 }
 
 // splitPersons holds a share frac of the persons of images idx (of every
-// data set, drawn with seed) out: it returns the others' images and theirs.
-func splitPersons(b *Bank, idx []int, frac float64, seed uint64) (kept, held []int) {
+// data set, drawn with seed on the generator's stream) out: it returns the
+// others' images and theirs. There must be two persons at least.
+func splitPersons(b *Bank, idx []int, frac float64, seed, stream uint64) (kept, held []int) {
 	person := func(i int) string { return b.Samples[i].Set + "/" + b.Samples[i].Subject }
 	var persons []string
 	seen := map[string]bool{}
@@ -259,7 +260,7 @@ func splitPersons(b *Bank, idx []int, frac float64, seed uint64) (kept, held []i
 		}
 	}
 	slices.Sort(persons)
-	rng := rand.New(rand.NewPCG(seed, 0x1a4d))
+	rng := rand.New(rand.NewPCG(seed, stream))
 	rng.Shuffle(len(persons), func(i, j int) { persons[i], persons[j] = persons[j], persons[i] })
 	n := min(max(int(math.Round(frac*float64(len(persons)))), 1), len(persons)-1)
 	out := map[string]bool{}

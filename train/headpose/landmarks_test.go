@@ -30,7 +30,7 @@ func TestLandmarkExpertReadsUnseenPersons(t *testing.T) {
 	for i := range all {
 		all[i] = i
 	}
-	trainIdx, testIdx := splitPersons(b, all, 0.2, 9)
+	trainIdx, testIdx := splitPersons(b, all, 0.2, 9, 1)
 	o := DefaultLandmarkOptions()
 	o.Outputs, o.Gate, o.Rho, o.Sets = []string{pose.Yaw}, 60, 0.25, []string{"aflw2000", "pointing04"}
 	m, err := TrainLandmarks(b, trainIdx, o)

@@ -2,9 +2,6 @@ package headpose
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"slices"
 
 	"github.com/edgepose/posed/infer/gllim"
 )
@@ -35,34 +32,10 @@ func LearnHeldOut(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, s
 	if !(frac > 0 && frac < 1) {
 		return 0, nil, nil, fmt.Errorf("headpose: held-out fraction %g not in (0, 1)", frac)
 	}
-	person := func(i int) string { return b.Samples[i].Set + "/" + b.Samples[i].Subject }
-	var persons []string
-	seen := map[string]bool{}
-	for _, i := range idx {
-		if p := person(i); !seen[p] {
-			seen[p] = true
-			persons = append(persons, p)
-		}
+	if n := persons(b, idx); n < 2 {
+		return 0, nil, nil, fmt.Errorf("headpose: %d person(s): calibrating the uncertainty needs at least 2", n)
 	}
-	if len(persons) < 2 {
-		return 0, nil, nil, fmt.Errorf("headpose: %d person(s): calibrating the uncertainty needs at least 2", len(persons))
-	}
-	slices.Sort(persons)
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	rng.Shuffle(len(persons), func(i, j int) { persons[i], persons[j] = persons[j], persons[i] })
-	n := min(max(int(math.Round(frac*float64(len(persons)))), 1), len(persons)-1)
-	held := map[string]bool{}
-	for _, p := range persons[:n] {
-		held[p] = true
-	}
-	var trainIdx, testIdx []int
-	for _, i := range idx {
-		if held[person(i)] {
-			testIdx = append(testIdx, i)
-		} else {
-			trainIdx = append(trainIdx, i)
-		}
-	}
+	trainIdx, testIdx := splitPersons(b, idx, frac, seed, 0x5eed)
 	evals := []EvalOptions{eo}
 	if len(temps) > 0 {
 		evals = nil
