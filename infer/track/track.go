@@ -498,12 +498,13 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 		used[best] = true
 		tr.missed = 0
 		tr.face.Score, tr.face.View = faces[best].Score, faces[best].View
-		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() || tr.unread {
+		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() || tr.unread || t.cfg.Anchored {
 			// Without box refinement the detection is the best box there
 			// is; with it, a track that the detection only half overlaps
 			// has drifted off the face: re-anchor the track on it, without
 			// smoothing towards where it had drifted. An unread face's
-			// box is its detections'.
+			// box is its detections'. An anchored track starts from its
+			// detections' boxes: each new one is its new anchor.
 			tr.from, tr.fresh, tr.seeded = t.calib.Apply(faces[best].Box), drifted, true
 		}
 	}
