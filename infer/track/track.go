@@ -252,7 +252,8 @@ type Option func(*Tracker)
 func WithVerifier(v Verifier) Option { return func(t *Tracker) { t.verify = v } }
 
 // WithLandmarks has l look for the landmarks of every face the model
-// reads, on every frame, and f fold them into its angles.
+// reads (on its first frame, then as Config.LandmarkEvery says) and f
+// fold them into its angles.
 func WithLandmarks(l Landmarker, f Fuser) Option {
 	return func(t *Tracker) { t.lmk, t.fuse = l, f }
 }
@@ -579,6 +580,7 @@ func (t *Tracker) tracked(box feature.Box) bool {
 // and age.
 func (tr *trackState) take(o *trackState) {
 	tr.raw, tr.missed, tr.unread, tr.filt, tr.lm = o.raw, 0, o.unread, o.filt, o.lm
+	tr.anchor, tr.anchored, tr.seeded = o.anchor, o.anchored, o.seeded
 	id, age := tr.face.ID, tr.face.Age
 	tr.face = o.face
 	tr.face.ID, tr.face.Age = id, age

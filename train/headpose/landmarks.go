@@ -57,7 +57,7 @@ type landmarkFace struct {
 	feat, mirrored [feature.LandmarkDim]float32
 }
 
-// Landmarks returns the face network's landmark features of every image
+// landmarkFaces returns the face network's landmark features of every image
 // of the bank, at its face box as the daemon looks for them on a tracked
 // face (detect.Network.Landmarks), computed once.
 func (b *Bank) landmarkFaces() []landmarkFace {
