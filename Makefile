@@ -46,7 +46,7 @@ DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) &
 # Debian architecture:GOARCH:GOARM
 DEB_ARCHES := amd64:amd64: arm64:arm64: armhf:arm:7
 
-.PHONY: expert negatives cascade cascade-folds all build test test-deps test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
+.PHONY: expert landmarks negatives cascade cascade-folds all build test test-deps test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
 
 all: build
 
