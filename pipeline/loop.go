@@ -99,6 +99,12 @@ type Loop struct {
 	// replay that no clock paces (Lossless(config.Source)). A camera's
 	// frames come whether posed is ready or not: the newest one wins.
 	Lossless bool
+	// FrameTime, if set, is the time between two frames of such a replay:
+	// the tracker's filter is told frame n was taken at n·FrameTime, not
+	// when posed got to it (as fast as it processes them, a replay's
+	// frames would be milliseconds apart, and a head seem to turn
+	// thousands of degrees a second). 0: the frames' capture times.
+	FrameTime time.Duration
 
 	// The last processed frame's number and size, for the message that
 	// says the faces went when detection is switched off.
@@ -477,7 +483,11 @@ func (l *Loop) process(f *device.Frame) {
 	defer l.release(f)
 	met := l.Metrics
 	t0 := time.Now()
-	faces := l.Tracker.ProcessAt(f.Gray, f.Time)
+	at := f.Time
+	if l.FrameTime > 0 {
+		at = time.Unix(0, 0).Add(time.Duration(f.Seq) * l.FrameTime)
+	}
+	faces := l.Tracker.ProcessAt(f.Gray, at)
 	tm := l.Tracker.Timing()
 	if tm.Detected {
 		met.Stages[metrics.StageDetect].Observe(tm.Detect)

@@ -423,6 +423,59 @@ func TestLosslessReplayProcessesEveryFrame(t *testing.T) {
 	}
 }
 
+// timedTracker records the times the loop gives its frames.
+type timedTracker struct{ at []time.Time }
+
+func (t *timedTracker) ProcessAt(_ *image.Gray, at time.Time) []track.Face {
+	t.at = append(t.at, at)
+	return nil
+}
+func (t *timedTracker) Timing() track.Timing { return track.Timing{} }
+
+// An unpaced replay's frames reach the tracker FrameTime apart, its
+// frame n at n·FrameTime, however fast posed reads them (the filter would
+// take milliseconds between frames for a head's turn between them); a
+// paced source's frames keep their capture times.
+func TestReplayFrameTime(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 5 {
+		f, _ := os.Create(filepath.Join(dir, fmt.Sprintf("%03d.png", i)))
+		png.Encode(f, image.NewGray(image.Rect(0, 0, 32, 24)))
+		f.Close()
+	}
+	for _, c := range []struct {
+		src  config.Source
+		want time.Duration
+	}{
+		{config.Source{Path: dir}, time.Second / 15},
+		{config.Source{Path: dir, FPS: 30, Unpaced: true}, time.Second / 30},
+		{config.Source{Path: dir, FPS: 60}, 0},
+		{config.Source{Path: "/dev/video0"}, 0},
+	} {
+		if got := ReplayFrameTime(c.src); got != c.want {
+			t.Errorf("%+v: frame time %v, want %v", c.src, got, c.want)
+		}
+	}
+	src, err := Open(config.Source{Path: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	tr := &timedTracker{}
+	l := &Loop{Source: src, Tracker: tr, Publisher: &recorder{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Lossless: true, FrameTime: time.Second / 15}
+	if err := l.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.at) != 5 {
+		t.Fatalf("%d frames processed, want 5", len(tr.at))
+	}
+	for i, at := range tr.at {
+		if want := time.Unix(0, 0).Add(time.Duration(i+1) * (time.Second / 15)); !at.Equal(want) {
+			t.Errorf("frame %d at %v, want %v", i+1, at, want)
+		}
+	}
+}
+
 // The attention topic follows the primary face, change-driven: unknown
 // (no face) at the start, the face's state while it is there, unknown
 // when it goes, and stopped as posed stops; a driver's distraction in

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"strings"
+	"time"
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/device"
@@ -14,6 +15,20 @@ func Open(s config.Source) (device.Source, error) {
 		return device.OpenCamera(s.Path, device.CameraOptions{Width: s.Width, Height: s.Height, FPS: s.FPS, Format: s.Format, Buffers: s.Buffers, Timeout: s.Timeout})
 	}
 	return device.OpenReplay(s.Path, device.ReplayOptions{FPS: s.FPS, Loop: s.Loop, Unpaced: s.Unpaced})
+}
+
+// ReplayFrameTime is the time between two frames of a replay read as
+// fast as posed processes it (Loop.FrameTime): 1/fps where the
+// configuration gives a rate, else 1/15 s (posed's default rate); 0 for a
+// paced source, whose frames carry their own times.
+func ReplayFrameTime(s config.Source) time.Duration {
+	if !Lossless(s) {
+		return 0
+	}
+	if s.FPS > 0 {
+		return time.Duration(float64(time.Second) / s.FPS)
+	}
+	return time.Second / 15
 }
 
 // Lossless reports whether every frame of the source should be processed

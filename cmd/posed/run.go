@@ -99,7 +99,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		Tracker: d.tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      message.State{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
 		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, Control: ctl, Neutral: d.neutral,
-		Stages: d.stages, Lossless: pipeline.Lossless(cfg.Source),
+		Stages: d.stages, Lossless: pipeline.Lossless(cfg.Source), FrameTime: pipeline.ReplayFrameTime(cfg.Source),
 	}
 	src := pipeline.NewSource(cfg.Source, loop.CameraStatus)
 	defer src.Close()
