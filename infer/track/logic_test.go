@@ -451,6 +451,11 @@ func (l *scriptLandmarker) Landmarks(_ *image.Gray, box feature.Box) (yunet.Face
 	return f, true
 }
 
+// noFuser reads nothing (a face past the expert's gate).
+type noFuser struct{}
+
+func (noFuser) Fuse(*pose.Result, feature.Box, *feature.Landmarks) bool { return false }
+
 // addFuser moves yaw by +3° and halves its σ: a landmark reading.
 type addFuser struct{}
 
@@ -489,6 +494,16 @@ func TestTrackLandmarkSchedule(t *testing.T) {
 		if f.Angles[0] != c.yaw+3 || f.Std[0] != 4 {
 			t.Errorf("frame %d: yaw %g σ %g, want the model's %g corrected by +3 and σ halved", i, f.Angles[0], f.Std[0], c.yaw)
 		}
+	}
+	// A look that fuses nothing (past the expert's gate) holds until the
+	// next is due: not a network run every frame.
+	lm.looks = 0
+	tr = New(cfg, det, detect.Identity, est, WithLandmarks(lm, noFuser{}))
+	for range 6 {
+		tr.Process(img)
+	}
+	if lm.looks != 2 {
+		t.Errorf("a face the expert does not read: %d looks in 6 frames, want 2 (every 3)", lm.looks)
 	}
 	// Published with the looks only.
 	lm.looks = 0

@@ -704,7 +704,11 @@ func (t *Tracker) landmarks(tr *trackState, img *image.Gray, r *pose.Result) {
 		}
 		return
 	}
-	lc.valid, lc.age, lc.yaw = false, 0, r.Angles[0]
+	// A look holds until the next one is due, whatever it found: a face
+	// the network does not find, or past the expert's gate, is not looked
+	// at again every frame (it carries no correction).
+	lc.valid, lc.age, lc.yaw = true, 0, r.Angles[0]
+	lc.corr, lc.ratio = [3]float64{}, [3]float64{1, 1, 1}
 	nf, ok := t.lmk.Landmarks(img, r.Box)
 	if !ok {
 		return
@@ -714,7 +718,6 @@ func (t *Tracker) landmarks(tr *trackState, img *image.Gray, r *pose.Result) {
 	if !t.fuse.Fuse(r, feature.Box{X: nf.X, Y: nf.Y, W: nf.W, H: nf.H}, &f.Landmarks) {
 		return
 	}
-	lc.valid = true
 	for i := range r.Angles {
 		lc.corr[i], lc.ratio[i] = r.Angles[i]-model[i], 1
 		if std[i] > 0 {
