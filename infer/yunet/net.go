@@ -128,21 +128,12 @@ type Face struct {
 // Buffers hold one run's intermediate results; reused, a run allocates
 // nothing once they have grown to the largest picture seen.
 type Buffers struct {
-	work   [2][]float32
-	lvl    [3][]float32 // levels 8, 16, 32
-	out    [3][]float32 // each level's heads (headChannels per cell)
-	cand   []Face
-	keep   []Face
-	small  image.Gray // DetectShrunk's picture
-	pw, ph int        // the last Forward's padded picture
-}
-
-// Level returns level l's feature map of the last run (l = 0, 1, 2: stride
-// 8, 16, 32), after the neck: 64 channels per cell, cells row by row, with
-// its rows and columns (of the picture padded to a multiple of 32).
-func (b *Buffers) Level(l int) (cells []float32, rows, cols int) {
-	rows, cols = b.ph/strides[l], b.pw/strides[l]
-	return b.lvl[l][:rows*cols*64], rows, cols
+	work  [2][]float32
+	lvl   [3][]float32 // levels 8, 16, 32
+	out   [3][]float32 // each level's heads (headChannels per cell)
+	cand  []Face
+	keep  []Face
+	small image.Gray // DetectShrunk's picture
 }
 
 func grow(s []float32, n int) []float32 {
@@ -245,7 +236,6 @@ func (n *Net) Forward(buf *Buffers, img *image.Gray, r image.Rectangle) {
 	w, h := r.Dx(), r.Dy()
 	// The picture padded to a multiple of 32; level sizes.
 	pw, ph := (w+31)/32*32, (h+31)/32*32
-	buf.pw, buf.ph = pw, ph
 	c2, r2 := pw/2, ph/2
 	c4, r4 := pw/4, ph/4
 	big := max(c2*r2*16, c4*r4*64)
