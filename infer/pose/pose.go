@@ -101,10 +101,10 @@ type Expert struct {
 	Outputs []string
 	// ByDensity also hands the expert faces below the gate that it
 	// explains about as well as the model does: where log p(y) under the
-	// expert, for the features or for the mirrored ones, is at least the
-	// model's log p(y) less Margin (nats). The likelier of the two gives
-	// the side. It catches the profile faces the model calls frontal,
-	// which the gate on its yaw cannot.
+	// expert, for the face turned the way the model's yaw says (mirrored
+	// where it is negative), is at least the model's log p(y) less Margin
+	// (nats). It catches the profile faces the model calls frontal, which
+	// the gate on its yaw cannot.
 	ByDensity bool
 	Margin    float64
 }
@@ -347,6 +347,17 @@ type Result struct {
 	LogDensity float64     // log p(y) of the last features under the model
 	// Landmarks: Fuse took the landmark expert's answer into the angles.
 	Landmarks bool
+	// First, FirstStd and FirstBox are the first prediction's angles,
+	// their σ (uncalibrated) and the box it moved to: what Step answers
+	// from the same start (a tracker
+	// compares the next frame's Step with them, track.Config.RefineEvery).
+	First, FirstStd [3]float64
+	FirstBox        feature.Box
+	// ExpertGap is the smallest margin (nats) by which the profile
+	// expert lost a density test of this estimate (Expert.ByDensity: the
+	// model's log p(y) less Margin less the expert's), +Inf where none
+	// ran; Step skips the test after a refinement it lost by far.
+	ExpertGap float64
 }
 
 // Worker holds one goroutine's buffers.
@@ -361,11 +372,14 @@ type Worker struct {
 	negate []bool           // outputs that change sign under mirroring
 	xpr    *gllim.Predictor // the profile expert's
 	xpred  gllim.Prediction
-	xmpred gllim.Prediction // the expert's answer for the mirrored face (Expert.ByDensity)
 	// The landmark expert's predictor, answer and features.
 	lpr   *gllim.Predictor
 	lpred gllim.Prediction
 	ly    []float32
+	// The density test's smallest gap over this estimate's predictions
+	// (Result.ExpertGap), and whether Step skips it (expertClear).
+	gap   float64
+	clear bool
 	// The angles to report and their standard deviations.
 	kept, keptStd [3]float64
 	sum, sumStd   [3]float64 // over the iterations (Settings.Average)
@@ -384,7 +398,7 @@ func (e *Estimator) NewWorker() *Worker {
 		}
 	}
 	if e.expert != nil {
-		w.xpr, w.xpred, w.xmpred = e.expert.NewPredictor(), e.expert.NewPrediction(), e.expert.NewPrediction()
+		w.xpr, w.xpred = e.expert.NewPredictor(), e.expert.NewPrediction()
 	}
 	if e.lm != nil {
 		w.lpr, w.lpred, w.ly = e.lm.NewPredictor(), e.lm.NewPrediction(), make([]float32, feature.LandmarkDim)
@@ -468,30 +482,25 @@ func (w *Worker) askExpert() float64 {
 	e := w.e
 	yaw := w.pred.Mean[e.angle[0]]
 	gated := math.Abs(yaw) >= e.gate
-	switch {
-	case gated:
-		y := w.y
-		if yaw < 0 {
-			w.mirror()
-			y = w.ym
-		}
-		w.xpr.Predict(&w.xpred, y)
-	case !e.byDensity:
+	if !gated && (!e.byDensity || w.clear) {
 		return 0
-	default:
-		// Which explains the features best: the expert, for the face as it
-		// is or mirrored, or the model (log p(y), docs/method.md §4)?
-		w.xpr.Predict(&w.xpred, w.y)
+	}
+	// The expert reads the face turned the way the model's yaw says.
+	y := w.y
+	if yaw < 0 {
 		w.mirror()
-		w.xpr.Predict(&w.xmpred, w.ym)
-		direct, mirrored := w.xpred.LogDensity, w.xmpred.LogDensity
-		if max(direct, mirrored) < w.pred.LogDensity-e.margin {
+		y = w.ym
+	}
+	w.xpr.Predict(&w.xpred, y)
+	// Below the gate: does the expert explain the features better than
+	// the model (log p(y), docs/method.md §4)? Asking it about the face
+	// turned the other way too (twice the cost) changed no published
+	// figure (docs/measured.md, "A tracked frame's cost").
+	if !gated {
+		gap := w.pred.LogDensity - e.margin - w.xpred.LogDensity
+		w.gap = min(w.gap, gap)
+		if gap > 0 {
 			return 0
-		}
-		yaw = 1
-		if mirrored > direct {
-			yaw = -1
-			w.xpred, w.xmpred = w.xmpred, w.xpred
 		}
 	}
 	n := len(w.pred.Mean)
@@ -552,19 +561,50 @@ func Move(b feature.Box, dx, dy, ds float64) feature.Box {
 
 // Estimate runs Algorithm 1 from box on img. It allocates nothing.
 func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
+	w.clear = false
+	return w.estimate(img, box, w.e.settings.MaxIter)
+}
+
+// expertClear is the gap (nats) past the density margin by which the
+// profile expert must have lost every density test of a face's last full
+// refinement for Step to skip the test: a face it lost by that much (the
+// median loss is 347 nats on faces at |yaw| 0–15°, 134 at 15–30°,
+// docs/measured.md "A gate by density") is not won by a small move.
+const expertClear = 100
+
+// Step is Estimate's first prediction alone: the angles read at box and
+// the box moved once (Result.First and FirstBox of an Estimate from
+// box), at a third of its cost with three iterations. With last, the
+// last full refinement of the same face, it skips the profile expert's
+// density test where that refinement's expert lost it by expertClear
+// nats or more (Result.ExpertGap): it then answers as the model alone
+// would, as that refinement's first prediction did. It allocates nothing.
+func (w *Worker) Step(img *image.Gray, box feature.Box, last *Result) Result {
+	w.clear = last != nil && last.ExpertGap >= expertClear
+	r := w.estimate(img, box, 1)
+	w.clear = false
+	return r
+}
+
+// estimate is Estimate with at most n predictions.
+func (w *Worker) estimate(img *image.Gray, box feature.Box, n int) Result {
 	e := w.e
 	b := box
-	var r Result
+	r := Result{FirstBox: box}
 	w.sum, w.sumStd = [3]float64{}, [3]float64{}
+	w.gap = math.Inf(1)
 	gain := e.settings.Gain
 	if gain == 0 {
 		gain = 1
 	}
-	for it := 1; it <= e.settings.MaxIter; it++ {
+	for it := 1; it <= n; it++ {
 		w.ex.Extract(w.y, img, b)
 		w.predict()
 		r.Iterations = it
 		w.keep()
+		if it == 1 {
+			r.First, r.FirstStd = w.kept, w.keptStd
+		}
 		for i, k := range e.angle {
 			if k >= 0 {
 				w.sum[i] += w.pred.Mean[k]
@@ -586,12 +626,16 @@ func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
 		// return the last pose with the box updated by the last shift.
 		r.Shift = math.Sqrt(dx*dx + dy*dy + ds*ds)
 		b = Move(b, dx, dy, ds)
+		if it == 1 {
+			r.FirstBox = b
+		}
 		if r.Shift <= e.settings.Eps {
 			break
 		}
 	}
 	r.Box = b
 	r.LogDensity = w.pred.LogDensity
+	r.ExpertGap = w.gap
 	for i, k := range e.angle {
 		if k < 0 {
 			continue

@@ -181,9 +181,10 @@ func TestProfileExpert(t *testing.T) {
 }
 
 // Below the gate, an expert used by density answers where its log p(y) of
-// the features, or of the mirrored features, is within the margin of the
-// model's, from the likelier side; past the margin, or without ByDensity,
-// the model answers. The densities are the forward models' own.
+// the face turned the way the model's yaw says (the features, or the
+// mirrored features for a negative yaw) is within the margin of the
+// model's; past the margin, or without ByDensity, the model answers. The
+// densities are the forward models' own.
 func TestProfileExpertByDensity(t *testing.T) {
 	names := []string{Yaw, Roll, DX, DY}
 	img, box, y, ym, d := mirrorFixture()
@@ -196,30 +197,31 @@ func TestProfileExpertByDensity(t *testing.T) {
 		fw.NewPredictor().Predict(&p, f)
 		return p
 	}
-	mod := constant(names, []float64{20, 1, 0, 0}, 0, 0)
-	lm := ask(mod, y).LogDensity
-	// The sign of the slope decides which of the face and its mirror the
-	// expert finds likelier: both sides are exercised.
-	for _, slope := range []float64{0.01, -0.01} {
-		expert := constant(names, []float64{70, 5, 0.1, 0.02}, d, slope)
-		direct, mirrored := ask(expert, y), ask(expert, ym)
-		want := []float64{direct.Mean[0], direct.Mean[1], direct.Mean[2], direct.Mean[3]}
-		best := direct.LogDensity
-		if mirrored.LogDensity > direct.LogDensity {
-			want = []float64{-mirrored.Mean[0], -mirrored.Mean[1], -mirrored.Mean[2], mirrored.Mean[3]}
-			best = mirrored.LogDensity
+	// The expert reads the face turned the way the model's yaw says: as
+	// it is for a positive yaw, mirrored (its answer mirrored back) for a
+	// negative one; the slope makes the two readings differ.
+	expert := constant(names, []float64{70, 5, 0.1, 0.02}, d, 0.01)
+	for _, yaw := range []float64{20, -20} {
+		mod := constant(names, []float64{yaw, 1, 0, 0}, 0, 0)
+		lm := ask(mod, y).LogDensity
+		side := ask(expert, y)
+		want := []float64{side.Mean[0], side.Mean[1], side.Mean[2], side.Mean[3]}
+		if yaw < 0 {
+			side = ask(expert, ym)
+			want = []float64{-side.Mean[0], -side.Mean[1], -side.Mean[2], side.Mean[3]}
 		}
-		if direct.LogDensity == mirrored.LogDensity || math.Abs(want[0]) == 20 {
+		if ask(expert, y).Mean[0] == ask(expert, ym).Mean[0] {
 			t.Fatal("the test's expert does not tell the face from its mirror")
 		}
+		gap := lm - side.LogDensity
 		for _, c := range []struct {
 			name string
 			xp   Expert
 			want []float64
 		}{
-			{"within the margin", Expert{Model: expert, Gate: 40, ByDensity: true, Margin: lm - best + 0.01}, want},
-			{"past the margin", Expert{Model: expert, Gate: 40, ByDensity: true, Margin: lm - best - 0.01}, []float64{20, 1, 0, 0}},
-			{"the gate alone", Expert{Model: expert, Gate: 40, Margin: lm - best + 0.01}, []float64{20, 1, 0, 0}},
+			{"within the margin", Expert{Model: expert, Gate: 40, ByDensity: true, Margin: gap + 0.01}, want},
+			{"past the margin", Expert{Model: expert, Gate: 40, ByDensity: true, Margin: gap - 0.01}, []float64{yaw, 1, 0, 0}},
+			{"the gate alone", Expert{Model: expert, Gate: 40, Margin: gap + 0.01}, []float64{yaw, 1, 0, 0}},
 		} {
 			e, err := New(mod, Settings{MaxIter: 1})
 			if err != nil {
@@ -230,13 +232,33 @@ func TestProfileExpertByDensity(t *testing.T) {
 			}
 			r := e.NewWorker().Estimate(img, box)
 			if math.Abs(r.Angles[0]-c.want[0]) > 1e-4 || math.Abs(r.Angles[2]-c.want[1]) > 1e-4 {
-				t.Errorf("slope %g, %s (margin %.3f): yaw, roll %.4f, %.4f, want %.4f, %.4f", slope, c.name, c.xp.Margin, r.Angles[0], r.Angles[2], c.want[0], c.want[1])
+				t.Errorf("model yaw %g, %s (margin %.3f): yaw, roll %.4f, %.4f, want %.4f, %.4f", yaw, c.name, c.xp.Margin, r.Angles[0], r.Angles[2], c.want[0], c.want[1])
 			}
 			if w := Move(box, c.want[2], c.want[3], 0); math.Abs(r.Box.X-w.X) > 1e-3 || math.Abs(r.Box.Y-w.Y) > 1e-3 {
-				t.Errorf("slope %g, %s: box %v, want %v", slope, c.name, r.Box, w)
+				t.Errorf("model yaw %g, %s: box %v, want %v", yaw, c.name, r.Box, w)
+			}
+			// The gap it lost by: 0.01 nats past the margin, −0.01 (it
+			// won) within it; none without the test.
+			wantGap := map[string]float64{"within the margin": -0.01, "past the margin": 0.01, "the gate alone": math.Inf(1)}[c.name]
+			if g := r.ExpertGap; math.Abs(g-wantGap) > 1e-6 && g != wantGap {
+				t.Errorf("model yaw %g, %s: expert gap %g, want %g", yaw, c.name, g, wantGap)
+			}
+			// Step after a refinement the expert lost by far skips the
+			// test (the model answers here even where the expert would
+			// win); without one, or after a close one, it asks.
+			w := e.NewWorker()
+			far, close := Result{ExpertGap: expertClear}, Result{ExpertGap: expertClear - 1}
+			if s := w.Step(img, box, &far); s.Angles[0] != yaw {
+				t.Errorf("model yaw %g, %s: Step after a far loss read yaw %g", yaw, c.name, s.Angles[0])
+			}
+			for _, last := range []*Result{nil, &close} {
+				if s := w.Step(img, box, last); math.Abs(s.Angles[0]-c.want[0]) > 1e-4 {
+					t.Errorf("model yaw %g, %s: Step after %v read yaw %g, want %g", yaw, c.name, last, s.Angles[0], c.want[0])
+				}
 			}
 		}
 	}
+	mod := constant(names, []float64{20, 1, 0, 0}, 0, 0)
 	e, _ := New(mod, DefaultSettings())
 	if _, err := e.WithExpert(Expert{Model: constant(names, []float64{70, 5, 0, 0}, 0, 0), Gate: 40, ByDensity: true, Margin: math.NaN()}); err == nil {
 		t.Error("a NaN density margin accepted")
@@ -388,5 +410,33 @@ func TestFuseLandmarks(t *testing.T) {
 	corr.Training.Settings[LandmarkRho] = "1.5"
 	if _, err := e.WithLandmarks(corr); err == nil {
 		t.Error("a correlation of 1.5 accepted")
+	}
+}
+
+// Step is the first prediction of Estimate from the same box: its angles,
+// σ and box are Estimate's First, FirstStd and FirstBox, and it allocates
+// nothing.
+func TestStepIsEstimatesFirst(t *testing.T) {
+	img, box, _, _, d := mirrorFixture()
+	names := []string{Yaw, Pitch, DX, DY, DS}
+	m := constant(names, []float64{10, 5, 0.05, -0.03, 0.02}, d, 0.02)
+	e, err := New(m, DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.NewWorker()
+	full, step := w.Estimate(img, box), w.Step(img, box, nil)
+	if full.Iterations < 2 || step.Iterations != 1 {
+		t.Fatalf("Estimate made %d predictions, Step %d", full.Iterations, step.Iterations)
+	}
+	u := m.Outputs[0].Uncertainty()
+	if step.Angles != full.First || step.Box != full.FirstBox || step.Std[0] != full.FirstStd[0]*u || step.First != full.First {
+		t.Errorf("Step %v %v σ %v; Estimate's first %v %v σ %v", step.Angles, step.Box, step.Std, full.First, full.FirstBox, full.FirstStd)
+	}
+	if full.Box == full.FirstBox || full.Angles == full.First {
+		t.Error("the test's refinement does not move past its first step")
+	}
+	if a := testing.AllocsPerRun(20, func() { w.Step(img, box, &full) }); a != 0 {
+		t.Errorf("Step allocates %.0f times", a)
 	}
 }
