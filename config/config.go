@@ -208,7 +208,7 @@ func (c Config) TrackConfig() track.Config {
 	t := c.Track
 	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
 		MaxStd: t.MaxStd, StartStd: t.StartStd, Unread: t.Unread, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
-		TurnNoise: t.TurnNoise, White: t.White, LandmarkEvery: t.LandmarkEvery, Anchored: t.Anchored, ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
+		TurnNoise: t.TurnNoise, White: t.White, LandmarkEvery: t.LandmarkEvery, Anchored: t.Anchored, RefineEvery: t.RefineEvery, ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
 	if fps := c.Source.FPS; fps > 0 {
 		tc.Interval = time.Duration(float64(time.Second) / fps)
 	}
@@ -334,6 +334,12 @@ type Track struct {
 	// box moved as the face moved, not from the last refined box (which
 	// drifts, refined frame after frame).
 	Anchored bool `yaml:"anchored"`
+	// RefineEvery: anchored, a tracked face is refined in full (every
+	// model.iterations) every this many frames, and whenever a detection
+	// renews its anchor or its first prediction moved 3°; the frames
+	// between read it with one prediction, as the change since. 1: in full
+	// on every frame.
+	RefineEvery int `yaml:"refine_every"`
 }
 
 // Zones say where posed looks and name parts of the frame. Rectangles are
@@ -557,7 +563,7 @@ func Default() Config {
 		Model: modelDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: false, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
 			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 5},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",
@@ -766,6 +772,9 @@ func (p *problems) track(t Track) {
 	}
 	if !(t.TurnNoise >= 0 && t.TurnNoise <= 1e8) {
 		bad("track.turn_noise", "%g is not in [0, 1e8] (°/s)²/s (0: off)", t.TurnNoise)
+	}
+	if t.RefineEvery < 1 || t.RefineEvery > 1000 {
+		bad("track.refine_every", "%d is not 1 to 1000 frames", t.RefineEvery)
 	}
 	if t.LandmarkEvery < 1 || t.LandmarkEvery > 1000 {
 		bad("track.landmark_every", "%d is not 1 to 1000 frames", t.LandmarkEvery)

@@ -19,7 +19,7 @@ import (
 )
 
 func defaultTracker(tb testing.TB, every int) (*Tracker, *pose.Estimator) {
-	return trackerWith(tb, Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true}, 60)
+	return trackerWith(tb, Config{MaxFaces: 4, Every: every, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 5}, 60)
 }
 
 // trackerWith is a tracker on the default model and its profile expert,

@@ -561,3 +561,91 @@ func TestTrackAnchored(t *testing.T) {
 		}
 	}
 }
+
+// refineEstimator answers yaw *turn + from.X/100 at any box, moves the box
+// 4 px right per prediction (three a refinement) and counts its
+// refinements and steps.
+type refineEstimator struct {
+	turn        *float64
+	full, steps int
+}
+
+func (e *refineEstimator) read(from feature.Box) (float64, feature.Box) {
+	from.X += 4
+	return *e.turn + from.X/100, from
+}
+
+func (e *refineEstimator) Estimate(_ *image.Gray, from feature.Box) pose.Result {
+	e.full++
+	y, b1 := e.read(from)
+	b3 := b1
+	b3.X += 8
+	return pose.Result{Box: b3, Angles: [3]float64{y + 1, 0, 0}, Std: [3]float64{5, 5, 5}, Iterations: 3,
+		First: [3]float64{y, 0, 0}, FirstStd: [3]float64{4, 4, 4}, FirstBox: b1}
+}
+
+func (e *refineEstimator) Step(_ *image.Gray, from feature.Box, _ *pose.Result) pose.Result {
+	e.steps++
+	y, b1 := e.read(from)
+	return pose.Result{Box: b1, Angles: [3]float64{y, 0, 0}, Std: [3]float64{4, 4, 4}, Iterations: 1,
+		First: [3]float64{y, 0, 0}, FirstStd: [3]float64{4, 4, 4}, FirstBox: b1}
+}
+func (e *refineEstimator) Refines() bool       { return true }
+func (e *refineEstimator) HasAngle(i int) bool { return i == 0 }
+
+// RefineEvery: an anchored face is refined in full on its first frame and
+// every RefineEvery-th after, read with one step in between; it publishes
+// what the full refinement would have on a still face (the step's change
+// carried onto the last full answer), and a turn past refineTurn or a detection that renews
+// its anchor refines it in full at once.
+func TestTrackRefineEvery(t *testing.T) {
+	run := func(every, detEvery int, turns []float64) ([]Face, *refineEstimator) {
+		cfg := Config{MaxFaces: 4, Every: detEvery, LostAfter: 100, MinIoU: 0.3, MaxStd: 60, Anchored: true, RefineEvery: every}
+		turn := 0.0
+		est := &refineEstimator{turn: &turn}
+		det := &scriptDetector{faces: []detect.Face{square(200, 100, 100)}}
+		tr := New(cfg, det, detect.Identity, est)
+		img := image.NewGray(image.Rect(0, 0, 640, 480))
+		var out []Face
+		for _, a := range turns {
+			turn = a
+			f := tr.Process(img)
+			if len(f) != 1 {
+				t.Fatalf("every %d: %d faces", every, len(f))
+			}
+			out = append(out, f[0])
+		}
+		return out, est
+	}
+	still := make([]float64, 9)
+	want, ref := run(1, 100, still)
+	got, est := run(4, 100, still)
+	if ref.steps != 0 || ref.full != 9 {
+		t.Errorf("RefineEvery 1: %d refinements, %d steps; want 9, 0", ref.full, ref.steps)
+	}
+	// Full on frames 1, 5 and 9; steps on the 6 between.
+	if est.full != 3 || est.steps != 6 {
+		t.Errorf("RefineEvery 4, a still face: %d refinements, %d steps; want 3, 6", est.full, est.steps)
+	}
+	for i := range want {
+		if math.Abs(got[i].Angles[0]-want[i].Angles[0]) > 1e-9 || math.Abs(got[i].Box.X-want[i].Box.X) > 1e-9 {
+			t.Errorf("frame %d: stepped yaw %g box %g, refined %g box %g", i+1, got[i].Angles[0], got[i].Box.X, want[i].Angles[0], want[i].Box.X)
+		}
+	}
+	// A 5° turn on frame 3 (past refineTurn): a step, then in full.
+	_, est = run(4, 100, []float64{0, 0, 5, 5, 5})
+	if est.full != 2 || est.steps != 4 {
+		t.Errorf("a 5° turn: %d refinements, %d steps; want 2 (frames 1, 3), 4 (frames 2 to 5)", est.full, est.steps)
+	}
+	// 2° (within refineTurn): carried by the step, as a third of the
+	// mean of three predictions.
+	got, est = run(4, 100, []float64{0, 0, 2, 2})
+	if est.full != 1 || math.Abs(got[3].Angles[0]-got[1].Angles[0]-2.0/3) > 1e-9 {
+		t.Errorf("a 2° turn: %d refinements, yaw %g → %g", est.full, got[1].Angles[0], got[3].Angles[0])
+	}
+	// A detection every 2 frames renews the anchor: those frames in full.
+	_, est = run(4, 2, still[:6])
+	if est.full != 3 || est.steps != 3 {
+		t.Errorf("detections every 2 frames: %d refinements, %d steps; want 3, 3", est.full, est.steps)
+	}
+}

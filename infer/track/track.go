@@ -45,6 +45,14 @@ type Config struct {
 	// point, which reads the face worse than the detection's box it was
 	// trained on (docs/measured.md, "Landmarks and time").
 	Anchored bool
+	// RefineEvery: with Anchored and an estimator that can Step, a
+	// tracked face is refined in full (every iteration) on every
+	// RefineEvery-th frame, on a frame whose anchor a detection renewed,
+	// and on a frame where its first prediction moved more than
+	// refineTurn from the last full refinement's; in between, one
+	// prediction from the anchor is read as the change since that
+	// refinement (Tracker.estimate). 0 or 1: in full on every frame.
+	RefineEvery int
 	// MaxStd: a tracked face whose yaw std (degrees) exceeds this is
 	// dropped, unless a detection found it on this frame (the detector
 	// says a face is there; the std then speaks for its pose only).
@@ -169,6 +177,10 @@ type trackState struct {
 	modelStd float64
 	// lm is the last landmark look's correction (Tracker.landmarks).
 	lm landmarkCorrection
+	// full is the last full refinement (Config.RefineEvery), valid
+	// while fullAge, the frames since, is at least 0.
+	full    pose.Result
+	fullAge int
 	// Config.Anchored: where the next refinement starts (anchor, if
 	// anchored), and whether this frame's start is a detection's, which
 	// the anchor then takes as it is.
@@ -220,6 +232,12 @@ type Estimator interface {
 	HasAngle(i int) bool // whether it predicts angle i (0 yaw, 1 pitch, 2 roll)
 }
 
+// Stepper is an Estimator that can also make its refinement's first
+// prediction alone (pose.Worker.Step): Config.RefineEvery.
+type Stepper interface {
+	Step(img *image.Gray, from feature.Box, last *pose.Result) pose.Result
+}
+
 // Verifier says whether a detection's box holds a face, on evidence richer
 // than the detector's (detect.Network: a convolutional network on a crop
 // around it). It is asked about detections that would start a track.
@@ -269,6 +287,7 @@ type Tracker struct {
 	det    Detector
 	calib  detect.Calibration
 	est    Estimator
+	step   Stepper // est, where it can Step (Config.RefineEvery)
 	verify Verifier
 	scan   Scanner
 	lmk    Landmarker
@@ -317,6 +336,9 @@ func New(cfg Config, det Detector, calib detect.Calibration, est Estimator, opts
 		cfg.White = 1
 	}
 	t := &Tracker{cfg: cfg, det: det, calib: calib, est: est}
+	if s, ok := est.(Stepper); ok && cfg.Anchored && cfg.RefineEvery > 1 {
+		t.step = s
+	}
 	for _, o := range opts {
 		o(t)
 	}
@@ -581,6 +603,7 @@ func (t *Tracker) tracked(box feature.Box) bool {
 func (tr *trackState) take(o *trackState) {
 	tr.raw, tr.missed, tr.unread, tr.filt, tr.lm = o.raw, 0, o.unread, o.filt, o.lm
 	tr.anchor, tr.anchored, tr.seeded = o.anchor, o.anchored, o.seeded
+	tr.full, tr.fullAge = o.full, o.fullAge
 	id, age := tr.face.ID, tr.face.Age
 	tr.face = o.face
 	tr.face.ID, tr.face.Age = id, age
@@ -603,7 +626,13 @@ func (t *Tracker) newTrack() *trackState {
 // the track, smoothed unless tr.fresh.
 func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	r := &t.res // the tracker's: its address goes to the Fuser
-	*r = t.est.Estimate(img, tr.from)
+	if !t.stepped(tr, img, r) {
+		*r = t.est.Estimate(img, tr.from)
+		tr.full, tr.fullAge = *r, 0
+		if r.Iterations < 2 {
+			tr.fullAge = -1 // nothing to spare
+		}
+	}
 	f := &tr.face
 	readable := !t.cfg.Refuses(r.Std[0])
 	switch {
@@ -669,6 +698,54 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		f.Angles[i], f.Std[i] = fl.angle(), fl.std()
 	}
 	f.Age++
+}
+
+// refineTurn is the move (degrees) of an angle's first prediction since
+// the last full refinement past which a face is refined in full again:
+// turned that far, the refinement's later steps may read it otherwise.
+const refineTurn = 3
+
+// stepped reads track tr's face with one prediction from its anchor where
+// Config.RefineEvery allows (the track anchored, not renewed by a
+// detection on this frame, its last full refinement recent and its first
+// prediction moved at most refineTurn since): r is then that refinement's
+// answer, its box moved as the first step's box moved, its σ in the ratio
+// of the first prediction's, and its angles, the mean of its n
+// predictions (pose.Settings.Average), moved by 1/n of what the first
+// moved: the later steps start from boxes the refinement has brought onto
+// the face, and read a face that moved a little as they read it before.
+// (Moved by all of it, a face sliding a pixel a frame read 1° off the
+// full refinement, the first prediction's own jitter; a turn past
+// refineTurn is refined in full.) A still face's frames cost one
+// prediction in place of two or three and read the same. It reports
+// whether it did.
+func (t *Tracker) stepped(tr *trackState, img *image.Gray, r *pose.Result) bool {
+	if t.step == nil || !tr.anchored || tr.seeded || tr.fresh || tr.unread ||
+		tr.fullAge < 0 || tr.fullAge+1 >= t.cfg.RefineEvery {
+		return false
+	}
+	p := &tr.full
+	s := t.step.Step(img, tr.from, p)
+	for i := range p.Angles {
+		if t.est.HasAngle(i) && !(math.Abs(s.First[i]-p.First[i]) <= refineTurn) {
+			return false
+		}
+	}
+	*r = *p
+	n := float64(p.Iterations)
+	for i := range r.Angles {
+		if !t.est.HasAngle(i) {
+			continue
+		}
+		r.Angles[i] += (s.First[i] - p.First[i]) / n
+		if p.FirstStd[i] > 0 && s.FirstStd[i] > 0 {
+			r.Std[i] *= s.FirstStd[i] / p.FirstStd[i]
+		}
+	}
+	r.Box = follow(p.Box, p.FirstBox, s.FirstBox)
+	r.Iterations = s.Iterations
+	tr.fullAge++
+	return true
 }
 
 // maxGap bounds the time the filter moves a face by between two frames: a

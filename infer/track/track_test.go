@@ -385,3 +385,53 @@ func TestStartStdRefusesBackground(t *testing.T) {
 		t.Errorf("wall boxes published: %d with the check, %d without (of %d); want most without and at most 40 %% of those with", wall, wall0, len(corners)*len(frames))
 	}
 }
+
+// With the default model, a face read with one prediction between full
+// refinements (Config.RefineEvery) publishes what refining it in full on
+// every frame publishes: the same on a still face, within half a degree
+// and a pixel on one that moves a pixel a frame; with fewer predictions.
+func TestRefineEveryReadsAsRefined(t *testing.T) {
+	src := datatest.Frame640(t)
+	frame := func(dx int) *image.Gray {
+		g := image.NewGray(src.Rect)
+		draw.Draw(g, g.Rect, src, image.Pt(-dx, 0), draw.Src)
+		return g
+	}
+	for _, move := range []int{0, 1} {
+		var yaws, xs [2][]float64 // published yaw and box
+		var preds [2]int
+		for k, every := range []int{1, 5} {
+			cfg := Config{MaxFaces: 4, Every: 1 << 30, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60,
+				TurnNoise: 1e5, White: 0.4, Anchored: true, RefineEvery: every}
+			tr := newTracker(t, cfg)
+			// The model alone: a landmark look reads a face a degree
+			// apart from boxes a fraction of a pixel apart, whichever
+			// way they were refined.
+			tr.lmk = nil
+			for i := range 15 {
+				f := tr.Process(frame(i * move))
+				if len(f) != 1 {
+					t.Fatalf("refine_every %d, frame %d: %d faces", every, i+1, len(f))
+				}
+				yaws[k] = append(yaws[k], f[0].Angles[0])
+				xs[k] = append(xs[k], f[0].Box.X)
+				preds[k] += tr.res.Iterations
+			}
+		}
+		tol, btol := 1e-9, 1e-9
+		if move > 0 {
+			tol, btol = 0.5, 1
+		}
+		for i := range yaws[0] {
+			if d := math.Abs(yaws[1][i] - yaws[0][i]); d > tol {
+				t.Errorf("moving %d px a frame, frame %d: yaw %.3f stepped, %.3f refined", move, i+1, yaws[1][i], yaws[0][i])
+			}
+			if d := math.Abs(xs[1][i] - xs[0][i]); d > btol {
+				t.Errorf("moving %d px a frame, frame %d: box at x %.2f stepped, %.2f refined", move, i+1, xs[1][i], xs[0][i])
+			}
+		}
+		if !(preds[1] < preds[0]*2/3) {
+			t.Errorf("moving %d px a frame: %d predictions stepped, %d refined", move, preds[1], preds[0])
+		}
+	}
+}
