@@ -563,7 +563,7 @@ func Default() Config {
 		Model: modelDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: false, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
 			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 5},
+		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",
