@@ -49,6 +49,7 @@ type evalFlags struct {
 	hold                 string
 	alone                bool
 	daemon               config.Config // -config's, or the defaults
+	paste                pasteFlags
 }
 
 func (e *evalFlags) register(fs *flag.FlagSet) {
@@ -74,6 +75,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.hold, "hold", "1", "turning: the frames each pose is held (15 a second), a comma-separated list: 1 turns 225°/s, 4 56°/s")
 	fs.BoolVar(&e.alone, "alone", false, "turning: also measure the same frames one by one (each a scene's first frame), against which the video is compared")
 	fs.BoolVar(&e.heldOutOnly, "face-free-held-out", true, "with -face-free: only the third of the pictures kept out of every training (by name, as posectl cascade keeps them)")
+	e.paste.register(fs)
 	fs.IntVar(&e.folds, "folds", 0, "lopo and kfold: run only the first N folds")
 	fs.StringVar(&e.set, "set", "pointing04", "lopo, kfold, holdout: the data set whose persons are left out")
 	fs.Float64Var(&e.testSigma, "test-centre-sigma", 0.1, "shifted: σ of test box moves, in box sides")
@@ -187,6 +189,11 @@ func runEval(args []string, stdout io.Writer) error {
 	}
 	if err := e.report(stdout, args, reps, bank, title, time.Since(start).Round(time.Second)); err != nil {
 		return err
+	}
+	if e.paste.dir != "" {
+		if err := e.pasted(stdout, samples); err != nil {
+			return err
+		}
 	}
 	if e.faceFree == "" {
 		return nil

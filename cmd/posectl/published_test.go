@@ -31,7 +31,7 @@ func posedFaces(t *testing.T, posed, picture string) [][5]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "frame.jpg"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "frame"+filepath.Ext(picture)), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -92,40 +92,11 @@ func TestEvalIsWhatPosedPublishes(t *testing.T) {
 	// A data set of 40 AFLW2000 pictures in its own labels.csv (eval
 	// learns how the detector frames its faces from 20 or more): the
 	// daemon runs on the seven named, the others pad the set.
-	src := filepath.Join(root, "aflw2000")
 	// image03189 (yaw −83°, pitch −63°, roll 65°): the network sees it
 	// turned, the model cannot read it: published without angles.
 	compared := []string{"image00002", "image00004", "image01662", "image02532", "image00610", "image03862", "image03189"}
-	names := slices.Clone(compared)
-	data := filepath.Join(t.TempDir(), "aflw2000")
-	os.MkdirAll(filepath.Join(data, "images"), 0o755)
-	labels, err := os.ReadFile(filepath.Join(src, "labels.csv"))
-	if err != nil {
-		datatest.Missing(t, "%v", err)
-	}
-	lines := strings.Split(string(labels), "\n")
-	for _, l := range lines[1:] {
-		if n, _, ok := strings.Cut(strings.TrimPrefix(l, "images/"), ".jpg,"); ok && len(names) < 40 && !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	kept := []string{lines[0]}
-	for _, l := range lines[1:] {
-		for _, n := range names {
-			if strings.HasPrefix(l, "images/"+n+".jpg,") {
-				kept = append(kept, l)
-				b, err := os.ReadFile(filepath.Join(src, "images", n+".jpg"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				os.WriteFile(filepath.Join(data, "images", n+".jpg"), b, 0o644)
-			}
-		}
-	}
-	if len(kept) != len(names)+1 {
-		t.Fatalf("%d of %d pictures in AFLW2000's labels", len(kept)-1, len(names))
-	}
-	os.WriteFile(filepath.Join(data, "labels.csv"), []byte(strings.Join(kept, "\n")+"\n"), 0o644)
+	src := filepath.Join(root, "aflw2000")
+	data := aflwSubset(t, src, compared, 40)
 	perFace := filepath.Join(t.TempDir(), "faces.csv")
 	var stdout bytes.Buffer
 	if err := runEval([]string{"-model", filepath.Join("..", "..", "models", "default.gllim"), "-data", data, "-per-face", perFace, "-cache", ""}, &stdout); err != nil {
@@ -218,5 +189,94 @@ func TestEvalIsWhatPosedPublishes(t *testing.T) {
 	want := fmt.Sprintf("(every picture, 1): %.4f faces published per picture", float64(len(posedFaces(t, posed, scene))))
 	if !strings.Contains(stdout.String(), want) {
 		t.Errorf("eval -face-free says\n%s\nposed publishes %d faces on the scene", stdout.String(), len(posedFaces(t, posed, scene)))
+	}
+}
+
+// aflwSubset copies the AFLW2000 pictures named, and others up to n, with
+// their labels into a data set of their own and returns its folder.
+func aflwSubset(t *testing.T, src string, named []string, n int) string {
+	t.Helper()
+	names := slices.Clone(named)
+	data := filepath.Join(t.TempDir(), "aflw2000")
+	os.MkdirAll(filepath.Join(data, "images"), 0o755)
+	labels, err := os.ReadFile(filepath.Join(src, "labels.csv"))
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	lines := strings.Split(string(labels), "\n")
+	for _, l := range lines[1:] {
+		if n1, _, ok := strings.Cut(strings.TrimPrefix(l, "images/"), ".jpg,"); ok && len(names) < n && !slices.Contains(names, n1) {
+			names = append(names, n1)
+		}
+	}
+	kept := []string{lines[0]}
+	for _, l := range lines[1:] {
+		for _, name := range names {
+			if strings.HasPrefix(l, "images/"+name+".jpg,") {
+				kept = append(kept, l)
+				b, err := os.ReadFile(filepath.Join(src, "images", name+".jpg"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(data, "images", name+".jpg"), b, 0o644)
+			}
+		}
+	}
+	if len(kept) != len(names)+1 {
+		t.Fatalf("%d of %d pictures in AFLW2000's labels", len(kept)-1, len(names))
+	}
+	os.WriteFile(filepath.Join(data, "labels.csv"), []byte(strings.Join(kept, "\n")+"\n"), 0o644)
+	return data
+}
+
+// posectl eval -paste counts what posed publishes on the scenes it makes:
+// on each pasted scene (written by -paste-save), the faces the daemon
+// publishes are the faces eval found there and the others it counted.
+func TestPasteIsWhatPosedPublishes(t *testing.T) {
+	root := datatest.Root(t)
+	posed := filepath.Join(t.TempDir(), "posed")
+	if out, err := exec.Command("go", "build", "-o", posed, "../posed").CombinedOutput(); err != nil {
+		t.Fatalf("building posed: %v\n%s", err, out)
+	}
+	data := aflwSubset(t, filepath.Join(root, "aflw2000"), nil, 32)
+	scenes := t.TempDir()
+	for _, n := range []string{"UMD_001.jpg", "UMD_003.jpg", "UMD_004.jpg", "UMD_005.jpg", "UMD_006.jpg", "UMD_007.jpg"} {
+		b, err := os.ReadFile(filepath.Join(root, "scenes", "images", n))
+		if err != nil {
+			datatest.Missing(t, "%v", err)
+		}
+		os.WriteFile(filepath.Join(scenes, n), b, 0o644)
+	}
+	saved := t.TempDir()
+	var stdout bytes.Buffer
+	if err := runEval([]string{"-model", filepath.Join("..", "..", "models", "default.gllim"), "-data", data, "-cache", "",
+		"-paste", scenes, "-paste-scenes", "all", "-paste-widths", "40,64", "-paste-per-scene", "6", "-paste-save", saved}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	var n, others, on, of int
+	var pct float64
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if strings.HasPrefix(l, "| all |") {
+			fmt.Sscanf(l, "| all | %d | %g %%", &n, &pct)
+		}
+		if strings.HasPrefix(l, "other faces published:") {
+			_, rest, _ := strings.Cut(l, "(")
+			fmt.Sscanf(rest, "%d on %d of %d scenes", &others, &on, &of)
+		}
+	}
+	found := int(math.Round(pct * float64(n) / 100))
+	if n < 24 || of != (n+5)/6 || of > 8 {
+		t.Fatalf("eval -paste measured %d faces on %d scenes, want 24 to 48 at 6 a scene:\n%s", n, of, stdout.String())
+	}
+	published := 0
+	for i := range of {
+		published += len(posedFaces(t, posed, filepath.Join(saved, fmt.Sprintf("pasted-%02d.png", i))))
+	}
+	t.Logf("eval: %d of %d found, %d others; posed published %d faces", found, n, others, published)
+	if published != found+others {
+		t.Errorf("posed published %d faces on the %d scenes, eval counts %d found and %d others:\n%s", published, of, found, others, stdout.String())
+	}
+	if found < n/4 {
+		t.Errorf("%d of %d pasted faces found: the comparison needs faces", found, n)
 	}
 }

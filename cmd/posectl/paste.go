@@ -1,0 +1,209 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/train/cascade"
+	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/headpose"
+)
+
+// pasteFlags measure small faces in rooms: posectl eval -model M -paste
+// DIR (docs/measured.md, "Small faces in rooms").
+type pasteFlags struct {
+	dir, widths, scenes, save string
+	perScene                  int
+	seed                      uint64
+}
+
+func (p *pasteFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.dir, "paste", "", "with -model: also paste every labelled face of -data, shrunk to -paste-widths, into the face-free pictures of this folder (each scaled to 640×480), -paste-per-scene to a scene, and measure what posed publishes on them: faces found by width and yaw, their angles, and the other faces published")
+	fs.StringVar(&p.widths, "paste-widths", "32,40,48,56,64", "paste: the faces' widths (their label box, pixels in the 640×480 frame), taken in turn")
+	fs.IntVar(&p.perScene, "paste-per-scene", 4, "paste: faces pasted into each scene")
+	fs.StringVar(&p.scenes, "paste-scenes", "held-out", "paste: the scenes used: held-out (the third kept out of every training and choice), rest (the other two thirds, to choose settings on) or all")
+	fs.Uint64Var(&p.seed, "paste-seed", 1, "paste: seed of the faces' order and places")
+	fs.StringVar(&p.save, "paste-save", "", "paste: write the first 8 pasted scenes to this folder as PNG (to look at)")
+}
+
+// pasteWidthBins are the width bins the paste report splits faces by:
+// [32, 48), [48, 64), [64, ∞) pixels, and below 32.
+var pasteWidthBins = []struct {
+	name     string
+	min, max int
+}{{"below 32 px", 0, 32}, {"32–47 px", 32, 48}, {"48–63 px", 48, 64}, {"64 px and more", 64, 1 << 30}}
+
+// pasted runs the paste measure with -model and the daemon's frame path.
+func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
+	p := &e.paste
+	if e.modelPath == "" {
+		return fmt.Errorf("%w: -paste measures -model", errUsage)
+	}
+	widths, err := parseInts(p.widths)
+	if err != nil || len(widths) == 0 {
+		return fmt.Errorf("%w: -paste-widths %q: want pixel widths, comma-separated", errUsage, p.widths)
+	}
+	keep := map[string]func(string) bool{
+		"held-out": cascade.HeldOut,
+		"rest":     func(n string) bool { return !cascade.HeldOut(n) },
+		"all":      func(string) bool { return true },
+	}[p.scenes]
+	if keep == nil {
+		return fmt.Errorf("%w: -paste-scenes %q is not held-out, rest or all", errUsage, p.scenes)
+	}
+	pics, err := cascade.ReadPictures(p.dir, 640)
+	if err != nil {
+		return err
+	}
+	var scenes []*image.Gray
+	for _, pic := range pics {
+		if keep(pic.Name) {
+			scenes = append(scenes, pic.Img.Gray())
+		}
+	}
+	var faces []dataset.Sample
+	for _, s := range samples {
+		if s.MadeFrom == "" && s.InRange && s.HasYaw {
+			faces = append(faces, s)
+		}
+	}
+	set, err := headpose.PasteScenes(faces, scenes, headpose.PasteOptions{Widths: widths, PerScene: p.perScene, Seed: p.seed})
+	if err != nil {
+		return err
+	}
+	if p.save != "" {
+		if err := savePasted(p.save, set[:min(8, len(set))]); err != nil {
+			return err
+		}
+	}
+	est, m, err := estimator(e.daemon.Model, e.modelPath, e.daemon.Model.Expert)
+	if err != nil {
+		return err
+	}
+	calib := detect.CalibrationOf(m.Calibration)
+	res, err := headpose.EvaluatePasted(faces, set, est, func(est *pose.Estimator) (headpose.Frames, error) {
+		return framesOf(e.daemon)(est, calib)
+	}, e.frames)
+	if err != nil {
+		return err
+	}
+	printPasted(stdout, p, len(scenes), res)
+	return nil
+}
+
+// printPasted prints the paste measure's table.
+func printPasted(w io.Writer, p *pasteFlags, scenes int, res *headpose.PasteResult) {
+	others, on := 0, 0
+	for _, n := range res.Others {
+		others += n
+		if n > 0 {
+			on++
+		}
+	}
+	fmt.Fprintf(w, "\nFaces pasted into face-free scenes (%s, %s scenes of %d, %d faces a scene, widths %s px, seed %d)\n\n",
+		p.dir, p.scenes, scenes, p.perScene, p.widths, p.seed)
+	fmt.Fprintln(w, "| width | faces | found | without angles | yaw / pitch / roll MAE | found by |yaw| 0–15 / 15–30 / 30–45 / 45–60 / 60–75 / 75–90 |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	all := pasteRow{name: "all"}
+	for _, b := range pasteWidthBins {
+		r := pasteRow{name: b.name}
+		for i := range res.Faces {
+			if res.Widths[i] >= b.min && res.Widths[i] < b.max {
+				r.add(&res.Faces[i])
+				all.add(&res.Faces[i])
+			}
+		}
+		if r.n > 0 {
+			r.print(w)
+		}
+	}
+	all.print(w)
+	fmt.Fprintf(w, "\nother faces published: %.4f a scene (%d on %d of %d scenes)\n", float64(others)/float64(max(len(res.Others), 1)), others, on, len(res.Others))
+}
+
+// pasteRow sums the faces of one row of the paste table.
+type pasteRow struct {
+	name              string
+	n, found, unread  int
+	err               [3]float64
+	has               [3]int // faces with angle a labelled and published
+	byYaw, byYawFound [6]int
+}
+
+func (r *pasteRow) add(f *headpose.FaceResult) {
+	r.n++
+	b := min(int(abs(f.Truth[0])/15), 5)
+	r.byYaw[b]++
+	if !f.Found {
+		return
+	}
+	r.found++
+	r.byYawFound[b]++
+	if f.Unread {
+		r.unread++
+		return
+	}
+	for a := range r.err {
+		if f.Has[a] {
+			r.err[a] += f.Err(a)
+			r.has[a]++
+		}
+	}
+}
+
+func (r *pasteRow) print(w io.Writer) {
+	var by []string
+	for b := range r.byYaw {
+		if r.byYaw[b] == 0 {
+			by = append(by, "–")
+			continue
+		}
+		by = append(by, fmt.Sprintf("%.0f", 100*float64(r.byYawFound[b])/float64(r.byYaw[b])))
+	}
+	var mae []string
+	for a := range r.err {
+		if r.has[a] == 0 {
+			mae = append(mae, "–")
+			continue
+		}
+		mae = append(mae, fmt.Sprintf("%.2f", r.err[a]/float64(r.has[a])))
+	}
+	fmt.Fprintf(w, "| %s | %d | %.1f %% | %d | %s | %s %% |\n", r.name, r.n, 100*float64(r.found)/float64(max(r.n, 1)),
+		r.unread, strings.Join(mae, " / "), strings.Join(by, " / "))
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// savePasted writes scenes as PNG files into dir.
+func savePasted(dir string, scenes []headpose.Pasted) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, s := range scenes {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("pasted-%02d.png", i)))
+		if err != nil {
+			return err
+		}
+		err = png.Encode(f, s.Frame)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

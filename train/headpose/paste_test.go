@@ -1,0 +1,99 @@
+package headpose
+
+import (
+	"image"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/edgepose/posed/train/cascade"
+	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/dataset/datatest"
+)
+
+// Faces pasted into scenes: each as wide as asked, inside the frame, clear
+// of the others, the scene untouched around them, the same places for the
+// same seed and others for another.
+func TestPasteScenes(t *testing.T) {
+	root := datatest.Root(t)
+	samples, err := dataset.Read(filepath.Join(root, "aflw2000"))
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	samples = samples[:10]
+	var scenes []*image.Gray
+	for _, n := range []string{"UMD_001.jpg", "UMD_003.jpg", "UMD_004.jpg"} {
+		g, err := dataset.LoadGray(datatest.File(t, "scenes", "images", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scenes = append(scenes, g)
+	}
+	o := PasteOptions{Widths: []int{32, 48, 64}, PerScene: 4, Seed: 3}
+	set, err := PasteScenes(samples, scenes, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set) != 3 {
+		t.Fatalf("%d scenes for 10 faces at 4 a scene", len(set))
+	}
+	n := 0
+	for j, p := range set {
+		if p.Scene != j || p.Frame.Rect != image.Rect(0, 0, 640, 480) {
+			t.Errorf("scene %d: scene %d, frame %v", j, p.Scene, p.Frame.Rect)
+		}
+		bare := cascade.ScaleGray(scenes[p.Scene], 640, 480)
+		for k, f := range p.Faces {
+			n++
+			if math.Abs(f.Box.W-float64(f.Width)) > 1 {
+				t.Errorf("scene %d face %d: %.1f px wide, want %d", j, k, f.Box.W, f.Width)
+			}
+			if f.Box.X < 0 || f.Box.Y < 0 || f.Box.X+f.Box.W > 640 || f.Box.Y+f.Box.H > 480 {
+				t.Errorf("scene %d face %d: box %v outside the frame", j, k, f.Box)
+			}
+			for _, g := range p.Faces[k+1:] {
+				if f.Box.X < g.Box.X+g.Box.W && g.Box.X < f.Box.X+f.Box.W && f.Box.Y < g.Box.Y+g.Box.H && g.Box.Y < f.Box.Y+f.Box.H {
+					t.Errorf("scene %d: faces %v and %v overlap", j, f.Box, g.Box)
+				}
+			}
+		}
+		// Far from every face (more than its context square), the
+		// scene is as it was; on the faces it is not.
+		changed, same := 0, 0
+		for y := 0; y < 480; y += 3 {
+			for x := 0; x < 640; x += 3 {
+				near, on := false, false
+				for _, f := range p.Faces {
+					cx, cy := f.Box.Centre()
+					d := math.Max(math.Abs(float64(x)-cx), math.Abs(float64(y)-cy))
+					near = near || d < 1.6*math.Max(f.Box.W, f.Box.H)
+					on = on || d < f.Box.W/3
+				}
+				i := y*640 + x
+				switch {
+				case !near && p.Frame.Pix[i] != bare.Pix[i]:
+					t.Fatalf("scene %d: pixel %d,%d changed away from every face", j, x, y)
+				case on && p.Frame.Pix[i] != bare.Pix[i]:
+					changed++
+				case on:
+					same++
+				}
+			}
+		}
+		if changed < 4*same {
+			t.Errorf("scene %d: %d pixels on the faces changed, %d not", j, changed, same)
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d faces pasted, want 10", n)
+	}
+	again, _ := PasteScenes(samples, scenes, o)
+	o.Seed = 4
+	other, _ := PasteScenes(samples, scenes, o)
+	if again[1].Faces[0] != set[1].Faces[0] || other[1].Faces[0] == set[1].Faces[0] {
+		t.Errorf("seed 3 twice: %v, %v; seed 4: %v", set[1].Faces[0], again[1].Faces[0], other[1].Faces[0])
+	}
+	if _, err := PasteScenes(samples, scenes, PasteOptions{Widths: []int{300}}); err == nil {
+		t.Error("a 300-px face width accepted")
+	}
+}
