@@ -222,6 +222,18 @@ type Detector struct {
 	views []ViewCascade
 }
 
+// Sees reports whether a detection of region could have found a face
+// whose box is box: its centre in region and its side within the sizes
+// the detector scans (a fifth either way). A tracker counts a miss
+// against a face only where the detector sees it (track.Seer): a face
+// smaller than MinSize, found by the network's scan, is not lost because
+// the cascades cannot find it.
+func (d *Detector) Sees(box feature.Box, region image.Rectangle) bool {
+	cx, cy := box.Centre()
+	s := math.Sqrt(box.W * box.H)
+	return image.Pt(int(cx), int(cy)).In(region) && s >= 0.8*float64(d.p.MinSize) && s <= 1.25*float64(d.p.MaxSize)
+}
+
 // New returns a detector with the embedded facefinder cascade and, if
 // p.Turned, the embedded cascade for turned faces (its first
 // p.TurnedStages stages) in both its views.
@@ -450,6 +462,14 @@ func CalibrationOf(c *gllim.BoxCalibration) Calibration {
 		return Identity
 	}
 	return Calibration{DX: c.DX, DY: c.DY, Scale: c.Scale}
+}
+
+// Undo returns the detector box whose calibrated box is b (Apply's
+// inverse).
+func (c Calibration) Undo(b feature.Box) feature.Box {
+	cx, cy := b.Centre()
+	s := math.Sqrt(b.W*b.H) / c.Scale
+	return feature.SquareAt(cx-c.DX*s, cy-c.DY*s, s)
 }
 
 // Apply returns the calibrated box of a detector box.

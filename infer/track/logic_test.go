@@ -649,3 +649,39 @@ func TestTrackRefineEvery(t *testing.T) {
 		t.Errorf("detections every 2 frames: %d refinements, %d steps; want 3, 3", est.full, est.steps)
 	}
 }
+
+// seeingDetector is a scriptDetector that sees (Seer) only boxes of at
+// least min pixels.
+type seeingDetector struct {
+	scriptDetector
+	min float64
+}
+
+func (d *seeingDetector) Sees(box feature.Box, _ image.Rectangle) bool { return box.W >= d.min }
+
+// A detection that could not have found a face (Seer) counts no miss
+// against it: a face smaller than the detector's smallest is kept through
+// detections that miss it, a face it could find is dropped after
+// LostAfter misses, as before.
+func TestTrackMissesOnlyWhereSeen(t *testing.T) {
+	for _, c := range []struct {
+		min  float64
+		kept bool
+	}{{60, true}, {40, false}} {
+		cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, Smoothing: 0, MaxStd: 60}
+		det := &seeingDetector{min: c.min}
+		est := &scriptEstimator{yaw: func(b feature.Box) float64 { return b.X / 10 }, std: 5}
+		tr := New(cfg, det, detect.Identity, est)
+		img := image.NewGray(image.Rect(0, 0, 640, 480))
+		det.faces = []detect.Face{square(100, 100, 48)}
+		tr.Process(img)
+		det.faces = nil
+		n := 0
+		for range 6 {
+			n = len(tr.Process(img))
+		}
+		if kept := n == 1; kept != c.kept {
+			t.Errorf("a 48-px face, a detector seeing from %g px: %d faces after 6 misses, want kept %v", c.min, n, c.kept)
+		}
+	}
+}

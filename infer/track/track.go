@@ -238,6 +238,15 @@ type Stepper interface {
 	Step(img *image.Gray, from feature.Box, last *pose.Result) pose.Result
 }
 
+// Seer is a Detector or Scanner that says whether its last run over
+// region could have found a face whose (uncalibrated) box is box: a track
+// it does not find counts a miss (Config.LostAfter) only where it could
+// (detect.Detector.Sees, detect.Network.Sees). Without it, every miss
+// counts.
+type Seer interface {
+	Sees(box feature.Box, region image.Rectangle) bool
+}
+
 // Verifier says whether a detection's box holds a face, on evidence richer
 // than the detector's (detect.Network: a convolutional network on a crop
 // around it). It is asked about detections that would start a track.
@@ -346,10 +355,14 @@ func New(cfg Config, det Detector, calib detect.Calibration, est Estimator, opts
 }
 
 // Reset forgets every track, refusal and frame: the next frame is a new
-// scene's first (track ids go on).
+// scene's first (track ids go on), and a scanner that can (ResetScan)
+// starts its round of tiles again.
 func (t *Tracker) Reset() {
 	t.free = append(t.free, t.tracks...)
 	t.tracks, t.refused, t.frame, t.last = t.tracks[:0], t.refused[:0], 0, Timing{}
+	if r, ok := t.scan.(interface{ ResetScan() }); ok {
+		r.ResetScan()
+	}
 }
 
 // Timing returns the stage times of the last frame.
@@ -402,9 +415,9 @@ func (t *Tracker) ProcessAt(img *image.Gray, at time.Time) []Face {
 		t.last.Detected = true
 		if scanDue {
 			t.last.Scanned = true
-			t.match(t.scan.Scan(img, r), img, true)
+			t.match(t.scan.Scan(img, r), img, true, t.scan, r)
 		} else {
-			t.match(t.det.DetectInto(&t.dbuf, img, r), img, false)
+			t.match(t.det.DetectInto(&t.dbuf, img, r), img, false, t.det, r)
 		}
 		t.last.Detect = time.Since(d0)
 	}
@@ -494,8 +507,10 @@ func before(x, y *trackState) bool {
 // were (best first). A matched track is re-anchored on its detection when
 // the model does not refine boxes or the track has drifted off it; an
 // unmatched detection starts a track if the verifier (if any) finds a face
-// there (a scan's faces need none); an unmatched track counts a miss.
-func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
+// there (a scan's faces need none); an unmatched track counts a miss
+// where the detection (by, over region) could have found it (Seer).
+func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, by any, region image.Rectangle) {
+	seer, _ := by.(Seer)
 	if cap(t.used) < len(faces) {
 		t.used = make([]bool, len(faces))
 	}
@@ -515,7 +530,9 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool) {
 			}
 		}
 		if best < 0 {
-			tr.missed++
+			if seer == nil || seer.Sees(t.calib.Undo(tr.raw), region) {
+				tr.missed++
+			}
 			continue
 		}
 		used[best] = true
