@@ -21,6 +21,14 @@ type NetworkParams struct {
 	// frame is scanned at 320×240, which finds faces from about 30 pixels).
 	ScanScore  float64
 	ScanShrink int
+	// ScanTiles: every other scan runs at ScanShrink times the
+	// resolution (the frame's own, for one of scanMaxSide or less) on one
+	// of this many tiles of the frame (2, 4, 6 or 9: 1×2, 2×2, 2×3, 3×3,
+	// each grown by tileOverlap on every side), in turn, in place of the
+	// shrunk scan: a face too small for the shrunk scan is seen at full
+	// size once every 2·ScanTiles scans, each scan at about the shrunk
+	// one's cost. 0: off.
+	ScanTiles int
 }
 
 // DefaultNetworkParams are the measured defaults (docs/measured.md, "Faces
@@ -51,6 +59,11 @@ func (p NetworkParams) Problems() []Problem {
 	if p.ScanShrink < 1 || p.ScanShrink > 8 {
 		out = append(out, Problem{"scan_shrink", fmt.Sprintf("%d is not 1 to 8", p.ScanShrink)})
 	}
+	if _, _, ok := tileGrid(p.ScanTiles); !ok {
+		out = append(out, Problem{"scan_tiles", fmt.Sprintf("%d is not 0 (off), 2, 4, 6 or 9", p.ScanTiles)})
+	} else if p.ScanTiles > 0 && p.ScanShrink == 1 {
+		out = append(out, Problem{"scan_tiles", "the scan already runs at the frame's resolution (scan_shrink 1): tiles would add nothing"})
+	}
 	return out
 }
 
@@ -63,7 +76,46 @@ type Network struct {
 	buf   yunet.Buffers
 	out   []Face
 	patch [LandmarkSide * LandmarkSide]uint8 // Landmarks' crop
+	tile  int                                // the next tile scan's tile (ScanTiles)
+	scans int                                // scans since ResetScan
+	// The last scan's shrink, and its tile (empty without one).
+	lastShrink int
+	lastTile   image.Rectangle
 }
+
+// scanSees is, with scan tiles, the smallest face side (pixels of the
+// picture the network runs on) whose absence from the shrunk scan counts
+// as a miss (Sees): below it the shrunk scan finds faces too seldom for
+// its silence to say they left (at 16–24 px, a third), and the face's
+// tile judges it.
+const scanSees = 24
+
+// Sees reports whether the last scan could have found a face whose box
+// is box: its centre in region and, with scan tiles, on a scan of the
+// shrunk frame its side at least scanSees at that resolution, on a tile's
+// scan the face in the tile and at most as wide as the tile's overlap
+// (a wider one may be cut by the tile's edge). Without tiles the shrunk
+// scan judges every face.
+func (n *Network) Sees(box feature.Box, region image.Rectangle) bool {
+	cx, cy := box.Centre()
+	c := image.Pt(int(cx), int(cy))
+	if !c.In(region) {
+		return false
+	}
+	cols, rows, _ := tileGrid(n.p.ScanTiles)
+	if cols*rows < 2 || n.lastShrink <= 1 {
+		return true
+	}
+	s := math.Sqrt(box.W * box.H)
+	if n.lastTile.Empty() {
+		return s >= float64(scanSees*n.lastShrink)
+	}
+	return c.In(n.lastTile) && s <= 2*tileOverlap
+}
+
+// ResetScan starts the round of scans again (ScanTiles): a new scene's
+// first scan is of the whole frame, its second of the top left tile.
+func (n *Network) ResetScan() { n.tile, n.scans = 0, 0 }
 
 // NewNetwork returns net as a verifier and scanner with p, or p's first
 // problem.
@@ -160,10 +212,59 @@ func (n *Network) scanShrink(r image.Rectangle) int {
 func (n *Network) Scan(img *image.Gray, r image.Rectangle) []Face {
 	n.out = n.out[:0]
 	r = r.Intersect(img.Rect)
-	for _, f := range n.net.DetectShrunk(&n.buf, img, r, n.scanShrink(r), n.p.ScanScore) {
+	k := n.scanShrink(r)
+	n.lastShrink, n.lastTile = k, image.Rectangle{}
+	cols, rows, _ := tileGrid(n.p.ScanTiles)
+	tiled := cols*rows >= 2 && k > 1
+	n.scans++
+	if tiled && n.scans%2 == 0 {
+		// Every other scan: the next tile, at ScanShrink times the
+		// resolution of the shrunk scan (the frame's own for one of
+		// scanMaxSide or less), at about the shrunk scan's cost.
+		t := tileOf(r, n.tile%(cols*rows), cols, rows)
+		n.tile++
+		n.lastTile = t
+		for _, f := range n.net.DetectShrunk(&n.buf, img, t, max(k/n.p.ScanShrink, 1), n.p.ScanScore) {
+			n.out = append(n.out, asDetection(f))
+		}
+		return n.out
+	}
+	for _, f := range n.net.DetectShrunk(&n.buf, img, r, k, n.p.ScanScore) {
 		n.out = append(n.out, asDetection(f))
 	}
 	return n.out
+}
+
+// tileOverlap is how far (pixels of the frame) each scan tile reaches
+// past its cell on every side: a face up to twice that wide lies whole in
+// some tile, and wider faces are the shrunk scan's.
+const tileOverlap = 48
+
+// tileGrid returns the columns and rows of n scan tiles, and whether n is
+// a grid posed scans (0: none).
+func tileGrid(n int) (cols, rows int, ok bool) {
+	switch n {
+	case 0:
+		return 0, 0, true
+	case 2:
+		return 2, 1, true
+	case 4:
+		return 2, 2, true
+	case 6:
+		return 3, 2, true
+	case 9:
+		return 3, 3, true
+	}
+	return 0, 0, false
+}
+
+// tileOf is cell i (row by row) of a cols×rows grid on r, grown by
+// tileOverlap on every side and clipped to r.
+func tileOf(r image.Rectangle, i, cols, rows int) image.Rectangle {
+	c, w := i%cols, i/cols
+	x0, x1 := r.Min.X+c*r.Dx()/cols, r.Min.X+(c+1)*r.Dx()/cols
+	y0, y1 := r.Min.Y+w*r.Dy()/rows, r.Min.Y+(w+1)*r.Dy()/rows
+	return image.Rect(x0-tileOverlap, y0-tileOverlap, x1+tileOverlap, y1+tileOverlap).Intersect(r)
 }
 
 // turnedNose: the nose's offset, in box sides, past which a face is

@@ -4,6 +4,7 @@ import (
 	"image"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/edgepose/posed/infer/feature"
@@ -184,5 +185,125 @@ func TestNetworkScanBoundsLargeFrames(t *testing.T) {
 	}
 	if k := n.scanShrink(big.Rect); k != 4 {
 		t.Errorf("the 2560×1920 frame is shrunk %d times, want 4 (to 640×480)", k)
+	}
+}
+
+// Scan tiles: the cells cover the frame, each grown by tileOverlap; a face
+// too small for the shrunk scan is found on the scan of its tile, every
+// other scan being of the whole frame shrunk, and only that scan counts
+// its absence (Sees); ResetScan starts the round again.
+func TestNetworkScanTiles(t *testing.T) {
+	r := image.Rect(0, 0, 640, 480)
+	for _, n := range []int{2, 4, 6, 9} {
+		cols, rows, ok := tileGrid(n)
+		if !ok || cols*rows != n {
+			t.Fatalf("%d tiles: %d×%d", n, cols, rows)
+		}
+		covered := 0
+		for y := 0; y < 480; y += 7 {
+			for x := 0; x < 640; x += 7 {
+				for i := range n {
+					if image.Pt(x, y).In(tileOf(r, i, cols, rows)) {
+						covered++
+						break
+					}
+				}
+			}
+		}
+		if covered != 92*69 {
+			t.Errorf("%d tiles cover %d of %d points", n, covered, 92*69)
+		}
+		if c := tileOf(r, 0, cols, rows); c.Min != r.Min || c.Max.X != 640/cols+tileOverlap || c.Max.Y != min(480/rows+tileOverlap, 480) {
+			t.Errorf("%d tiles: the first %v", n, c)
+		}
+	}
+	p := DefaultNetworkParams()
+	for _, bad := range []int{1, 3, 5, 16, -2} {
+		p.ScanTiles = bad
+		if pr := p.Problems(); len(pr) != 1 || pr[0].Field != "scan_tiles" {
+			t.Errorf("scan_tiles %d: problems %v", bad, pr)
+		}
+	}
+	p.ScanTiles, p.ScanShrink = 4, 1
+	if pr := p.Problems(); len(pr) != 1 || pr[0].Field != "scan_tiles" {
+		t.Errorf("scan_tiles 4 at scan_shrink 1: problems %v", pr)
+	}
+	p.ScanShrink = 2
+	// A Pointing'04 face shrunk to 28 px wide at the bottom right of a
+	// grey 640×480 frame: in the fourth of 2×2 tiles.
+	src, err := dataset.LoadGray(datatest.File(t, "pointing04", "Person05", "person05146+0+0.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := image.NewGray(r)
+	for i := range frame.Pix {
+		frame.Pix[i] = 128
+	}
+	const k = 4
+	at := image.Pt(480, 360)
+	for y := range src.Rect.Dy() / k {
+		for x := range src.Rect.Dx() / k {
+			sum := 0
+			for dy := range k {
+				for dx := range k {
+					sum += int(src.Pix[(y*k+dy)*src.Stride+x*k+dx])
+				}
+			}
+			frame.Pix[(at.Y+y)*640+at.X+x] = uint8(sum / (k * k))
+		}
+	}
+	// Its label (labels.csv): 73.5, 85.5, 113×101.
+	face := feature.Box{X: float64(at.X) + 73.5/k, Y: float64(at.Y) + 85.5/k, W: 113.0 / k, H: 101.0 / k}
+	count := func(faces []Face) int {
+		n := 0
+		for _, f := range faces {
+			if feature.Finds(f.Box, face) {
+				n++
+			}
+		}
+		return n
+	}
+	plain := testNetwork(t)
+	if c := count(plain.Scan(frame, r)); c != 0 {
+		t.Fatalf("the shrunk scan finds the %g-px face: no test of the tiles", face.W)
+	}
+	p.ScanTiles = 4
+	tiled, err := NewNetwork(yunet.New(yunet.Default()), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Scans alternate: the shrunk frame, tile 1, the shrunk frame, tile
+	// 2, …: the face is found on the 8th of each 8.
+	var seen []int
+	for range 16 {
+		seen = append(seen, count(tiled.Scan(frame, r)))
+	}
+	if want := []int{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}; !slices.Equal(seen, want) {
+		t.Errorf("the face found %v times on 16 scans, want %v", seen, want)
+	}
+	// What the scans see: the small face only on its tile's scan; a
+	// face of 64 px on the shrunk frame's and on its tile's.
+	big := feature.Box{X: 100, Y: 100, W: 64, H: 64}
+	var sees, seesBig []bool
+	tiled.ResetScan()
+	for range 8 {
+		tiled.Scan(frame, r)
+		sees, seesBig = append(sees, tiled.Sees(face, r)), append(seesBig, tiled.Sees(big, r))
+	}
+	if want := []bool{false, false, false, false, false, false, false, true}; !slices.Equal(sees, want) {
+		t.Errorf("the small face seen %v, want %v", sees, want)
+	}
+	if want := []bool{true, true, true, false, true, false, true, false}; !slices.Equal(seesBig, want) {
+		t.Errorf("a 64-px face at the top left seen %v, want %v", seesBig, want)
+	}
+	if plain.Sees(face, r) != true || plain.Sees(face, image.Rect(0, 0, 320, 240)) {
+		t.Error("without tiles, the scan should see every face of its region, and none outside")
+	}
+	tiled.Scan(frame, r)
+	tiled.ResetScan()
+	for i := range 8 {
+		if c := count(tiled.Scan(frame, r)); c != seen[i] {
+			t.Errorf("after ResetScan, scan %d found it %d times, want %d", i+1, c, seen[i])
+		}
 	}
 }

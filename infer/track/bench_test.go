@@ -150,6 +150,8 @@ func BenchmarkFrame(b *testing.B) {
 	//   - scan-frame-ratio: a scene's first frame, the scan's (the
 	//     tracker reset before each): the scan and the pose, against the
 	//     same pigo frame;
+	//   - scan-tiles-frame-ratio: two scanned frames with
+	//     detect.scan_tiles 4 (the shrunk frame, a tile);
 	//   - replay-ratio: 150 frames of a scene with one face, with the
 	//     daemon's schedule (a detection every 10 frames, a scan every 15,
 	//     from the first), against the same with the daemon before the
@@ -186,6 +188,37 @@ func BenchmarkFrame(b *testing.B) {
 			}
 			return n
 		}, func() int { ref.Reset(); return len(ref.Process(img)) })
+	})
+	// scan-tiles-frame-ratio: with detect.scan_tiles 4, a scene's first
+	// two frames both scanned (the shrunk frame, then a 2×2 tile at full
+	// resolution) against two of pigo's.
+	b.Run("scan-tiles-frame-ratio", func(b *testing.B) {
+		p := detect.DefaultNetworkParams()
+		p.ScanTiles = 4
+		tiled, err := detect.NewNetwork(yunet.New(yunet.Default()), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ours, est := defaultTracker(b, 1)
+		ours.det, ours.verify, ours.scan = det, tiled, tiled
+		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
+		// A scene's first two frames, both scanned: the shrunk frame's
+		// scan, then a tile's.
+		ours.cfg.ScanEvery = 1
+		ratioLoop(b, func() int {
+			ours.Reset()
+			n := 0
+			for range 2 {
+				n += len(ours.Process(img))
+				if !ours.Timing().Scanned {
+					b.Fatal("a frame was not scanned")
+				}
+			}
+			return n
+		}, func() int {
+			ref.Reset()
+			return len(ref.Process(img)) + len(ref.Process(img))
+		})
 	})
 	b.Run("replay-ratio", func(b *testing.B) {
 		cfg := Config{MaxFaces: 4, Every: 10, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, StartStd: 30, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: 30}
