@@ -57,6 +57,7 @@ var haSensors = []haSensor{
 	{"sensor", "pitch", "Pitch", "pitch", "°", "mdi:axis-x-rotate-counterclockwise", false, false},
 	{"sensor", "roll", "Roll", "roll", "°", "mdi:axis-y-rotate-counterclockwise", false, false},
 	{"sensor", "faces", "Faces", "faces", "", "mdi:account-multiple", false, false},
+	{"binary_sensor", "occupied", "Occupied", "faces", "", "mdi:home-account", false, false},
 	{"switch", "detect", "Detection", message.CommandDetect, "", "mdi:face-recognition", true, false},
 	{"button", "snapshot", "Snapshot", message.CommandSnapshot, "", "mdi:camera", true, false},
 	{"button", "zero", "Set neutral pose", message.CommandZero, "", "mdi:crosshairs-gps", true, false},
@@ -134,6 +135,17 @@ func (p *Publisher) discovery() []string {
 			// Assistant then shows the sensor as unknown.
 			cfg["value_template"] = "{{ value_json." + s.field + " }}"
 			cfg["state_class"] = "measurement"
+		case "binary_sensor":
+			if s.attention {
+				break // attentionEntity's
+			}
+			// Someone there or not: on while posed publishes a face, as
+			// an NVR's person occupancy (the faces count's sensor, read
+			// as a state for automations).
+			cfg["state_topic"] = p.base + message.TopicHA
+			cfg["device_class"] = "occupancy"
+			cfg["value_template"] = "{{ 'ON' if value_json." + s.field + " > 0 else 'OFF' }}"
+			cfg["payload_on"], cfg["payload_off"] = "ON", "OFF"
 		case "switch":
 			// The privacy switch: available while posed is, whatever
 			// the camera does.

@@ -64,6 +64,7 @@ type haConfig struct {
 	Availability                                                                  []struct{ Topic, ValueTemplate string }
 	Device                                                                        map[string]any
 	Origin                                                                        map[string]string
+	DeviceClass                                                                   string
 }
 
 func (c *haConfig) UnmarshalJSON(b []byte) error {
@@ -79,13 +80,14 @@ func (c *haConfig) UnmarshalJSON(b []byte) error {
 			Topic         string `json:"topic"`
 			ValueTemplate string `json:"value_template"`
 		} `json:"availability"`
-		Device map[string]any    `json:"device"`
-		Origin map[string]string `json:"origin"`
+		Device      map[string]any    `json:"device"`
+		Origin      map[string]string `json:"origin"`
+		DeviceClass string            `json:"device_class"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	*c = haConfig{raw.Name, raw.UniqueID, raw.StateTopic, raw.ValueTemplate, raw.StateClass, raw.AvailabilityMode, raw.Unit, nil, raw.Device, raw.Origin}
+	*c = haConfig{raw.Name, raw.UniqueID, raw.StateTopic, raw.ValueTemplate, raw.StateClass, raw.AvailabilityMode, raw.Unit, nil, raw.Device, raw.Origin, raw.DeviceClass}
 	for _, a := range raw.Availability {
 		c.Availability = append(c.Availability, struct{ Topic, ValueTemplate string }{a.Topic, a.ValueTemplate})
 	}
@@ -167,7 +169,7 @@ func TestHomeAssistant(t *testing.T) {
 	}
 	var configs []haConfig
 	for _, m := range col.All() {
-		if strings.HasPrefix(m.Topic, "homeassistant/sensor/posed_cam_") {
+		if strings.HasPrefix(m.Topic, "homeassistant/sensor/posed_cam_") || strings.HasPrefix(m.Topic, "homeassistant/binary_sensor/posed_cam_") {
 			var c haConfig
 			if err := json.Unmarshal(m.Payload, &c); err != nil {
 				t.Fatalf("%s: %v", m.Topic, err)
@@ -178,9 +180,17 @@ func TestHomeAssistant(t *testing.T) {
 	if len(configs) != plainEntities() {
 		t.Fatalf("%d discovery configs, want %d", len(configs), plainEntities())
 	}
-	want := map[string][]string{"Yaw": {"10", "12", "None"}, "Pitch": {"None", "None", "None"}, "Faces": {"1", "1", "0"}}
+	// The occupancy sensor: someone there, or not.
+	want := map[string][]string{"Yaw": {"10", "12", "None"}, "Pitch": {"None", "None", "None"}, "Faces": {"1", "1", "0"}, "Occupied": {"ON", "ON", "OFF"}}
 	for _, c := range configs {
-		if c.StateTopic != "posed/cam/ha" || c.StateClass != "measurement" || c.AvailabilityMode != "all" || len(c.Availability) != 2 {
+		class := "measurement"
+		if c.Name == "Occupied" {
+			class = ""
+			if c.DeviceClass != "occupancy" {
+				t.Errorf("the occupancy sensor's device class is %q", c.DeviceClass)
+			}
+		}
+		if c.StateTopic != "posed/cam/ha" || c.StateClass != class || c.AvailabilityMode != "all" || len(c.Availability) != 2 {
 			t.Errorf("%s: %+v", c.Name, c)
 		}
 		if c.Device["sw_version"] != "1.2.3" || c.Device["manufacturer"] == nil || c.Device["configuration_url"] != "http://cam.local:9464/" || c.Origin["name"] != "posed" {
