@@ -258,11 +258,16 @@ type Detect struct {
 	ScanEvery  int     `yaml:"scan_every"`
 	ScanScore  float64 `yaml:"scan_score"`
 	ScanShrink int     `yaml:"scan_shrink"`
+	// ScanTiles: each scan also looks at one of this many tiles of the
+	// frame (2, 4, 6 or 9) at scan_shrink times its resolution, in turn:
+	// a face too small for the shrunk scan is found within ScanTiles
+	// scans. 0: off.
+	ScanTiles int `yaml:"scan_tiles"`
 }
 
 // NetworkParams are the face network's settings of the detect block.
 func (d Detect) NetworkParams() detect.NetworkParams {
-	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink}
+	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles}
 }
 
 // Params are the detector's parameters of d (the rest as
@@ -277,7 +282,10 @@ func (d Detect) Params() detect.Params {
 
 // Track configures face tracking between frames.
 type Track struct {
-	MaxFaces  int     `yaml:"max_faces"`  // faces reported per frame, largest first
+	// MaxFaces: the faces tracked and published per frame, largest first
+	// (everyone in a room, a meeting, a classroom: each costs a pose a
+	// frame); Home Assistant's faces count and occupancy read them.
+	MaxFaces  int     `yaml:"max_faces"`
 	Smoothing float64 `yaml:"smoothing"`  // 0: none … 0.9: heavy (exponential, on the boxes, and the angles where turn_noise is 0)
 	LostAfter int     `yaml:"lost_after"` // full-frame detections in a row that may miss a tracked face
 	MinIoU    float64 `yaml:"min_iou"`    // a detection continues a track above this overlap
@@ -563,7 +571,7 @@ func Default() Config {
 		Model: modelDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: false, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
 			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink},
-		Track:   Track{MaxFaces: 4, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
+		Track:   Track{MaxFaces: 16, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",
