@@ -68,7 +68,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&e.holdoutSeed, "holdout-seed", 1, "holdout and kfold: seed of the draw of persons")
 	fs.IntVar(&e.splits, "splits", 5, "kfold: number of folds")
 	fs.StringVar(&e.modelPath, "model", "", "evaluate this model on -data (no training)")
-	fs.StringVar(&e.condition, "condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's), published (what posed publishes, each picture the first frame of a scene: the daemon's frame path with -config; the default with -model), turning (what posed publishes on Pointing'04 persons turning the head in 15° steps, replayed as video: -hold, -alone)")
+	fs.StringVar(&e.condition, "condition", "annotated", "test boxes, a comma-separated list of: annotated (the face boxes), shifted (seeded Gaussian moves), detected (the detector's), published (what posed publishes, each picture the first frame of a scene: the daemon's frame path with -config; the default with -model), turning (what posed publishes on Pointing'04 persons turning the head in 15° steps, replayed as video: -hold, -alone); none: with -model, only the -paste and -face-free measures")
 	fs.StringVar(&e.configPath, "config", "", "published: the daemon's configuration file whose frame path runs (detectors, verification, scan, tracker); default: posed's defaults. Its model keys are ignored: the model is -model's, with the expert beside it")
 	fs.StringVar(&e.faceFree, "face-free", "", "published: also count the faces published on each picture of this folder of face-free pictures (phantoms per picture)")
 	fs.IntVar(&e.frames, "frames", 1, "published: show each picture this many frames (a still scene) and count what the last frame publishes: 1 is a scene's first frame, found by the network's scan; 2 adds the cascades' detection with its verification")
@@ -127,6 +127,10 @@ func runEval(args []string, stdout io.Writer) error {
 			return fmt.Errorf("-card: %w (the model card is appended to: write it with posectl train first)", err)
 		}
 		f.Close()
+	}
+	if e.condition == "none" {
+		// The scene measures alone (-paste, -face-free).
+		return e.scenesOnly(stdout)
 	}
 	evals, err := e.cases()
 	if err != nil {
@@ -191,6 +195,31 @@ func runEval(args []string, stdout io.Writer) error {
 		return err
 	}
 	if e.paste.dir != "" {
+		if err := e.pasted(stdout, samples); err != nil {
+			return err
+		}
+	}
+	if e.faceFree == "" {
+		return nil
+	}
+	return e.phantoms(stdout, e.daemon)
+}
+
+// scenesOnly runs -paste and -face-free without measuring -data's
+// pictures themselves (-condition none).
+func (e *evalFlags) scenesOnly(stdout io.Writer) error {
+	if e.modelPath == "" || e.paste.dir == "" && e.faceFree == "" {
+		return fmt.Errorf("%w: -condition none measures -model with -paste or -face-free only", errUsage)
+	}
+	var err error
+	if e.daemon, err = e.daemonConfig(); err != nil {
+		return err
+	}
+	if e.paste.dir != "" {
+		samples, err := e.data.load()
+		if err != nil {
+			return err
+		}
 		if err := e.pasted(stdout, samples); err != nil {
 			return err
 		}

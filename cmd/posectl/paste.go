@@ -101,9 +101,10 @@ func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
 
 // printPasted prints the paste measure's table.
 func printPasted(w io.Writer, p *pasteFlags, scenes int, res *headpose.PasteResult) {
-	others, on := 0, 0
-	for _, n := range res.Others {
+	others, on, beside := 0, 0, 0
+	for j, n := range res.Others {
 		others += n
+		beside += res.Beside[j]
 		if n > 0 {
 			on++
 		}
@@ -126,7 +127,7 @@ func printPasted(w io.Writer, p *pasteFlags, scenes int, res *headpose.PasteResu
 		}
 	}
 	all.print(w)
-	fmt.Fprintf(w, "\nother faces published: %.4f a scene (%d on %d of %d scenes)\n", float64(others)/float64(max(len(res.Others), 1)), others, on, len(res.Others))
+	fmt.Fprintf(w, "\nother faces published: %.4f a scene (%d on %d of %d scenes; %d of them overlapping a pasted face)\n", float64(others)/float64(max(len(res.Others), 1)), others, on, len(res.Others), beside)
 }
 
 // pasteRow sums the faces of one row of the paste table.

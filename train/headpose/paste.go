@@ -144,14 +144,18 @@ func blend(dst, patch *image.Gray, at image.Point) {
 type PasteResult struct {
 	Faces  []FaceResult // one per pasted face; Face is its label box in the scene
 	Widths []int        // each face's width
-	Others []int        // per scene: published faces on no pasted face
+	Others []int        // per scene: published faces that find no pasted face
+	// Beside is, per scene, how many of Others overlap a pasted face's
+	// label box (a second or misplaced box on a face, rather than a
+	// phantom where there is none).
+	Beside []int
 }
 
 // EvaluatePasted shows each pasted scene to a frame path of fr (around
 // est) as the first frame of a scene (frames frames, the last counted)
 // and matches what it publishes with the pasted faces (feature.Finds).
 func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimator, fr func(*pose.Estimator) (Frames, error), frames int) (*PasteResult, error) {
-	res := &PasteResult{Others: make([]int, len(scenes))}
+	res := &PasteResult{Others: make([]int, len(scenes)), Beside: make([]int, len(scenes))}
 	start := make([]int, len(scenes))
 	for j, p := range scenes {
 		start[j] = len(res.Faces)
@@ -197,6 +201,12 @@ func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimat
 				}
 				if !hit {
 					res.Others[j]++
+					for k := range faces {
+						if cascade.Overlaps(g.Box, faces[k].Face) {
+							res.Beside[j]++
+							break
+						}
+					}
 				}
 			}
 		}
