@@ -971,6 +971,11 @@ func TestCheckConfigWarnsOfReadableSecrets(t *testing.T) {
 		{"mqtt: {password: s3cret}\nmetrics: {listen: \"\"}\n", 0o644, "mqtt.password: "},
 		{"mqtt: {password: s3cret}\nmetrics: {listen: \"\"}\n", 0o640, ""},
 		{fmt.Sprintf("mqtt: {password_file: %s}\nmetrics: {listen: \"\"}\n", pw), 0o640, "mqtt.password_file: " + pw + " is readable by every user (mode 0644)"},
+		// A password in the broker's URL is a password too; a user name
+		// alone is not.
+		{"mqtt: {broker: \"tcp://posed:s3cret@127.0.0.1:1\"}\nmetrics: {listen: \"\"}\n", 0o644, "mqtt.broker (its URL holds a password): "},
+		{"mqtt: {broker: \"tcp://posed:s3cret@127.0.0.1:1\"}\nmetrics: {listen: \"\"}\n", 0o640, ""},
+		{"mqtt: {broker: \"tcp://posed@127.0.0.1:1\"}\nmetrics: {listen: \"\"}\n", 0o644, ""},
 	} {
 		cfgFile := filepath.Join(dir, "posed.yaml")
 		os.WriteFile(cfgFile, []byte(c.yaml), c.mode)
@@ -982,6 +987,9 @@ func TestCheckConfigWarnsOfReadableSecrets(t *testing.T) {
 		}
 		if c.want == "" && strings.Contains(stderr.String(), "warning") || c.want != "" && !strings.Contains(stderr.String(), "warning: "+c.want) {
 			t.Errorf("%q mode %o: stderr %q, want the warning %q", c.yaml, c.mode, stderr.String(), c.want)
+		}
+		if out := stdout.String() + stderr.String(); strings.Contains(out, "s3cret") {
+			t.Errorf("%q: the password is printed: %s", c.yaml, out)
 		}
 	}
 }

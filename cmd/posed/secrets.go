@@ -2,13 +2,15 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 
 	"github.com/edgepose/posed/config"
 )
 
 // secretWarnings names the files holding a secret of cfg — the
-// configuration file itself where it holds mqtt.password, the password
+// configuration file itself where it holds mqtt.password or a broker URL
+// with a password, the password
 // file, the TLS key, the embedded broker's users — that users other than
 // their owner and group may read, as ssh refuses a private key others can
 // read. posed runs with them all the same (the operator may have reasons);
@@ -28,6 +30,13 @@ func secretWarnings(cfg config.Config, cfgPath string) []string {
 	}
 	if cfg.MQTT.Password != "" {
 		check("mqtt.password", cfgPath)
+	}
+	// A password in the broker's URL (tcp://user:secret@host) is one all
+	// the same: paho logs in with it.
+	if u, err := url.Parse(cfg.MQTT.Broker); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			check("mqtt.broker (its URL holds a password)", cfgPath)
+		}
 	}
 	check("mqtt.password_file", cfg.MQTT.PasswordFile)
 	check("mqtt.key", cfg.MQTT.Key)
