@@ -417,6 +417,20 @@ func TestReplaySkipsBadFrames(t *testing.T) {
 		{"j-padded.jpg", append(append([]byte(nil), good.Bytes()...), make([]byte, 12<<20)...), ErrBadFrame},
 		{"k-good.jpg", good.Bytes(), nil},
 	}
+	// One 8000×8000 picture alone in a folder sets the replay's size, and
+	// is refused all the same, undecoded (MaxFramePixels): it would have
+	// taken gigabytes (#55).
+	alone := t.TempDir()
+	os.WriteFile(filepath.Join(alone, "huge.jpg"), hugeJPEG(t, 8000, 8000), 0o644)
+	r, err := OpenReplay(alone, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hf Frame
+	if err := r.Next(context.Background(), &hf); !errors.Is(err, ErrFrameSize) || !strings.Contains(err.Error(), "huge.jpg") || !strings.Contains(err.Error(), "8000×8000") {
+		t.Errorf("an 8000×8000 picture alone: %v, want ErrFrameSize naming it and its size", err)
+	}
+	r.Close()
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 			t.Fatal(err)

@@ -47,11 +47,14 @@ var (
 	ErrBadFrame = errors.New("device: undecodable frame")
 )
 
-// MaxFramePixels bounds the frames posed decodes (64 megapixels, far above
-// any camera it serves): a frame whose header claims more is refused before
-// a byte of it is decoded, so that one hostile image cannot take the
-// memory of a small board.
-const MaxFramePixels = 1 << 26
+// MaxFramePixels bounds the frames posed decodes: 3840×2160 (4K UHD,
+// 8.3 megapixels, above any camera it serves). A frame whose header claims
+// more is refused before a byte of it is decoded, so that one picture
+// cannot take the memory of a small board: Go's decoder holds a
+// progressive 4:4:4 JPEG's coefficients whole (an 8000×8000 one, 375 KB on
+// disk, took 2.5 GB), and at this bound a frame's decoding stays within
+// about 300 MB (docs/internals.md, "Frames").
+const MaxFramePixels = 3840 * 2160
 
 // checkHeaderSize refuses a frame whose header says w×h where want (if
 // not zero) is the expected size, or that is larger than MaxFramePixels.
