@@ -685,3 +685,43 @@ func TestTrackMissesOnlyWhereSeen(t *testing.T) {
 		}
 	}
 }
+
+// faceAtEstimator reads a face at *x: its σ grows with a box's distance
+// from it, and it keeps the box where it starts.
+type faceAtEstimator struct{ x *float64 }
+
+func (e faceAtEstimator) Estimate(_ *image.Gray, from feature.Box) pose.Result {
+	s := 2 + math.Abs(from.X-*e.x)/5
+	return pose.Result{Box: from, Angles: [3]float64{10, 0, 0}, Std: [3]float64{s, s, s}, Iterations: 1}
+}
+func (faceAtEstimator) Refines() bool       { return true }
+func (faceAtEstimator) HasAngle(i int) bool { return true }
+
+// An anchored track that a detection matches only by the centre rule
+// (overlap under sameFace) is re-anchored on it where the model reads the
+// face better there (the face moved, the track slid off), and keeps its
+// own box where the model reads it better in the track (the detection a
+// poor window half on the face).
+func TestTrackKeepsItsBoxAgainstAPoorDetection(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		face, detX float64
+		wantX      float64
+	}{
+		{"a poor window beside the face", 100, 140, 100},
+		{"the face moved", 140, 140, 140},
+	} {
+		cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, Anchored: true}
+		x := 100.0
+		det := &scriptDetector{faces: []detect.Face{square(100, 100, 100)}}
+		tr := New(cfg, det, detect.Identity, faceAtEstimator{&x})
+		img := image.NewGray(image.Rect(0, 0, 640, 480))
+		tr.Process(img)
+		x = c.face
+		det.faces = []detect.Face{square(c.detX, 100, 100)} // IoU 0.43 with the track
+		f := tr.Process(img)
+		if len(f) != 1 || f[0].Box.X != c.wantX {
+			t.Errorf("%s: faces %+v, want one at x %g", c.name, f, c.wantX)
+		}
+	}
+}

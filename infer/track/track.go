@@ -537,8 +537,19 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, by any,
 		}
 		used[best] = true
 		tr.missed = 0
+		drifted := bestIoU < sameFace
+		if drifted && t.cfg.Anchored && t.est.Refines() && !tr.unread && t.readsBetter(img, tr.from, t.calib.Apply(faces[best].Box)) {
+			// Near but not on the track: either the track slid off its
+			// face, or the detection is a poor box half on it (a
+			// cascade's window around a small face). The model says
+			// which box holds the face: here the track's, kept (a
+			// 64-px face's track was re-anchored on a 149-px window
+			// and refined to 292 px: docs/measured.md, "Small faces in
+			// rooms").
+			continue
+		}
 		tr.face.Score, tr.face.View = faces[best].Score, faces[best].View
-		if drifted := bestIoU < sameFace; drifted || !t.est.Refines() || tr.unread || t.cfg.Anchored {
+		if drifted || !t.est.Refines() || tr.unread || t.cfg.Anchored {
 			// Without box refinement the detection is the best box there
 			// is; with it, a track that the detection only half overlaps
 			// has drifted off the face: re-anchor the track on it, without
@@ -562,6 +573,24 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, by any,
 		tr.from, tr.fresh, tr.seeded = tr.raw, true, true
 		t.tracks = append(t.tracks, tr)
 	}
+}
+
+// readsBetter reports whether the model reads a face at box a more surely
+// than at box b on img (a smaller yaw σ from one prediction at each).
+func (t *Tracker) readsBetter(img *image.Gray, a, b feature.Box) bool {
+	read := func(box feature.Box) float64 {
+		var r pose.Result
+		if t.step != nil {
+			r = t.step.Step(img, box, nil)
+		} else {
+			r = t.est.Estimate(img, box)
+		}
+		if !t.est.HasAngle(0) || !(r.Std[0] >= 0) {
+			return math.Inf(1)
+		}
+		return r.Std[0]
+	}
+	return read(a) < read(b)
 }
 
 // verified asks the verifier whether box holds a face, unless it refused
