@@ -101,6 +101,11 @@ func (p *Publisher) runCommands() {
 
 // runCommand carries out one command and reports how it went.
 func (p *Publisher) runCommand(c Command) {
+	// A command carried out holds busy until it is done: Hold waits for
+	// it, so that the run's last word (its privacy switch) is what the
+	// next run is handed.
+	p.handover.busy.Lock()
+	defer p.handover.busy.Unlock()
 	if p.hold(c) { // a reload is handing the publisher over
 		return
 	}

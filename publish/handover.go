@@ -23,6 +23,8 @@ type handover struct {
 	mu   sync.Mutex
 	on   bool
 	cmds []Command
+	// busy is held while a command is carried out (runCommand).
+	busy sync.Mutex
 }
 
 // hold keeps c if the publisher is held, and reports whether it did.
@@ -42,12 +44,19 @@ func (p *Publisher) hold(c Command) bool {
 }
 
 // Hold prepares the publisher for a reload's handover: from now on the
-// commands it receives are kept, not carried out, and what is queued is
-// sent (the run's last state goes out before the next run's first).
+// commands it receives are kept, not carried out; it returns once the
+// command being carried out, if any, is done (a set/detect OFF that
+// arrived as the reload began is then in the state the run hands over,
+// not carried out after it: #55) and what is queued is sent (the run's
+// last state goes out before the next run's first).
 func (p *Publisher) Hold(ctx context.Context) {
 	p.handover.mu.Lock()
 	p.handover.on = true
 	p.handover.mu.Unlock()
+	// Wait for the command in progress: taking busy is enough.
+	p.handover.busy.Lock()
+	//lint:ignore SA2001 the lock is taken only to wait for runCommand
+	p.handover.busy.Unlock()
 	p.flush(ctx)
 }
 
