@@ -69,6 +69,9 @@ type eventHold struct {
 	open    map[string]json.RawMessage // kind/track → its _start: started, not ended
 	log     *slog.Logger
 	saveErr bool // the last save failed (and was logged)
+	// sending: the oldest event is being sent (front to taken or
+	// unsent): the bound spares it, and taken removes it.
+	sending bool
 }
 
 // newEventHold returns a hold, with the events of the file at path (in a
@@ -148,8 +151,15 @@ func (h *eventHold) add(e heldEvent) (dropped int, warn bool) {
 		h.q = append(h.q, e)
 	}
 	for len(h.q) > maxHeldEvents {
-		old := h.q[0]
-		h.q = h.q[1:]
+		// The oldest goes, unless it is on its way to the broker: then
+		// the next (the one in flight is delivered, and its removal
+		// must not take the next one, never sent, with it).
+		v := 0
+		if h.sending {
+			v = 1
+		}
+		old := h.q[v]
+		h.q = append(h.q[:v], h.q[v+1:]...)
 		dropped++
 		if !old.Start {
 			continue
@@ -180,25 +190,35 @@ func (h *eventHold) indexOf(key string, start bool) int {
 	return -1
 }
 
-// front is the oldest event held (ok false: none).
+// front is the oldest event held (ok false: none), now being sent: it
+// stays first, spared by the bound, until taken or unsent.
 func (h *eventHold) front() (heldEvent, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.q) == 0 {
 		return heldEvent{}, false
 	}
+	h.sending = true
 	return h.q[0], true
 }
 
-// taken removes the oldest event: the broker has it.
+// unsent says the event front gave was not delivered: it stays first.
+func (h *eventHold) unsent() {
+	h.mu.Lock()
+	h.sending = false
+	h.mu.Unlock()
+}
+
+// taken removes the event front gave (the oldest): the broker has it.
 func (h *eventHold) taken() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.q) > 0 {
+	if len(h.q) > 0 && h.sending {
 		h.q[0] = heldEvent{}
 		h.q = h.q[1:]
 		h.save()
 	}
+	h.sending = false
 	h.warned = false
 }
 
@@ -214,8 +234,11 @@ func (h *eventHold) held() int {
 // try (the sending goroutine's).
 func (p *Publisher) sendEvents() {
 	for {
+		if !p.client.IsConnectionOpen() {
+			return
+		}
 		e, ok := p.events.front()
-		if !ok || !p.client.IsConnectionOpen() {
+		if !ok {
 			return
 		}
 		m := outMsg{topic: p.base + message.TopicEvent, qos: 1, payload: e.Payload}
@@ -224,6 +247,7 @@ func (p *Publisher) sendEvents() {
 		}
 		t := p.client.Publish(m.topic, 1, false, m.payload)
 		if p.waitFor(t) != acked || t.Error() != nil {
+			p.events.unsent()
 			return // kept: sent again when the broker is back (nothing dropped)
 		}
 		p.events.taken()

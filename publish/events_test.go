@@ -115,6 +115,45 @@ func TestEventHoldBound(t *testing.T) {
 	}
 }
 
+// At the bound, the event on its way to the broker is spared: the next
+// oldest goes instead, the acknowledgement removes the event that was
+// sent (not the next, never sent), and the next one sent is the oldest
+// still waiting. Before, the bound dropped the event in flight, counted
+// it as dropped though the broker got it, and its acknowledgement
+// removed an event never sent (#55, "the hold loses the wrong event").
+// A send that fails leaves the event first, and the bound may then take
+// it again.
+func TestEventHoldSparesTheEventInFlight(t *testing.T) {
+	h := newEventHold("", quiet())
+	ev := func(i int) heldEvent {
+		return heldEvent{Key: fmt.Sprintf("long/%d", i), Start: false, Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	for i := range maxHeldEvents {
+		h.add(ev(i))
+	}
+	sent, _ := h.front()
+	if d, _ := h.add(ev(maxHeldEvents)); d != 1 {
+		t.Fatalf("past the bound: %d dropped, want 1", d)
+	}
+	if e, _ := h.front(); string(e.Payload) != string(sent.Payload) {
+		t.Fatalf("the event in flight %s is no longer first: %s", sent.Payload, e.Payload)
+	}
+	h.taken()
+	next, _ := h.front()
+	if string(next.Payload) != `{"n":2}` || h.held() != maxHeldEvents-1 {
+		t.Errorf("after the acknowledgement: next %s (want event 2: 0 was sent, 1 dropped), %d held", next.Payload, h.held())
+	}
+	// Not delivered: it stays first and is no longer spared.
+	h.unsent()
+	for h.held() < maxHeldEvents {
+		h.add(ev(h.held() + 10000))
+	}
+	h.add(ev(20000))
+	if e, _ := h.front(); string(e.Payload) == `{"n":2}` {
+		t.Errorf("an event not in flight was spared by the bound")
+	}
+}
+
 // Events caught waiting by a stop (or a crash: the file is written at each
 // change) are sent by the next run that has the same state directory,
 // with their own ids and times, before its own; one the last run started
