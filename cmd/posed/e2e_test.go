@@ -1109,7 +1109,11 @@ func TestDriveThroughATunnel(t *testing.T) {
 	// the time of each look: the drive goes on, and on a busy machine new
 	// ones can start as fast as the held ones are delivered.)
 	want := metric(t, cfg.Metrics.Listen, "posed_attention_events_total")
-	events.WaitFor(t, "every event started", 30*time.Second, func(ms []mqtttest.Msg) bool {
+	// Reconnecting after a long outage waits up to paho's longest
+	// reconnection interval (30 s) before the held events can go: the
+	// wait is that and 30 s more (it failed once at 30 s on a busy run of
+	// the suite, 4 messages in).
+	events.WaitFor(t, "every event started", 60*time.Second, func(ms []mqtttest.Msg) bool {
 		starts := 0
 		for _, m := range ms {
 			if strings.Contains(string(m.Payload), `"phase":"start"`) {
