@@ -22,7 +22,8 @@ import (
 // in order, until the broker has acknowledged it (QoS 1): a distraction
 // that starts in a tunnel reaches the broker when the car is out of it,
 // with its own times. The hold is bounded (maxHeldEvents); past it the
-// oldest event goes, and an _end whose _start went goes too (a consumer
+// oldest event goes (the next oldest while the oldest is being sent),
+// and an _end whose _start went goes too (a consumer
 // never gets an _end it cannot pair). Each event has an id of its own
 // (the publisher's start and a number), so that a consumer can drop one
 // it got twice (QoS 1 may deliver twice). With a state directory the hold
