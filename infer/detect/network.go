@@ -76,8 +76,7 @@ type Network struct {
 	buf   yunet.Buffers
 	out   []Face
 	patch [LandmarkSide * LandmarkSide]uint8 // Landmarks' crop
-	tile  int                                // the next tile scan's tile (ScanTiles)
-	scans int                                // scans since ResetScan
+	scans int                                // scans since ResetScan (ScanTiles: the even ones are the tiles')
 	// The last scan's shrink, and its tile (empty without one).
 	lastShrink int
 	lastTile   image.Rectangle
@@ -115,7 +114,7 @@ func (n *Network) Sees(box feature.Box, region image.Rectangle) bool {
 
 // ResetScan starts the round of scans again (ScanTiles): a new scene's
 // first scan is of the whole frame, its second of the top left tile.
-func (n *Network) ResetScan() { n.tile, n.scans = 0, 0 }
+func (n *Network) ResetScan() { n.scans = 0 }
 
 // NewNetwork returns net as a verifier and scanner with p, or p's first
 // problem.
@@ -221,8 +220,7 @@ func (n *Network) Scan(img *image.Gray, r image.Rectangle) []Face {
 		// Every other scan: the next tile, at ScanShrink times the
 		// resolution of the shrunk scan (the frame's own for one of
 		// scanMaxSide or less), at about the shrunk scan's cost.
-		t := tileOf(r, n.tile%(cols*rows), cols, rows)
-		n.tile++
+		t := tileOf(r, (n.scans/2-1)%(cols*rows), cols, rows)
 		n.lastTile = t
 		for _, f := range n.net.DetectShrunk(&n.buf, img, t, max(k/n.p.ScanShrink, 1), n.p.ScanScore) {
 			n.out = append(n.out, asDetection(f))

@@ -377,9 +377,8 @@ type Worker struct {
 	lpred gllim.Prediction
 	ly    []float32
 	// The density test's smallest gap over this estimate's predictions
-	// (Result.ExpertGap), and whether Step skips it (expertClear).
-	gap   float64
-	clear bool
+	// (Result.ExpertGap).
+	gap float64
 	// The angles to report and their standard deviations.
 	kept, keptStd [3]float64
 	sum, sumStd   [3]float64 // over the iterations (Settings.Average)
@@ -444,10 +443,11 @@ func (w *Worker) Fuse(r *Result, box feature.Box, l *feature.Landmarks) bool {
 // predict fills w.pred from w.y, averaged with the mirrored face's
 // prediction when Settings.Mirror is on. The variances are averaged too
 // (the two answers are far from independent, so this does not shrink them).
-func (w *Worker) predict() {
+// The profile expert answers as askExpert says.
+func (w *Worker) predict(noDensity bool) {
 	w.pr.Predict(&w.pred, w.y)
 	if w.e.expert != nil {
-		w.askExpert()
+		w.askExpert(noDensity)
 	}
 	if !w.e.settings.Mirror {
 		return
@@ -474,15 +474,17 @@ func (w *Worker) mirror() {
 }
 
 // askExpert replaces w.pred by the profile expert's answer where the
-// model's yaw is past the gate. The expert knows faces turned one way
+// model's yaw is past the gate, and below it where it explains the
+// features about as well (Expert.ByDensity; not tested where noDensity).
+// The expert knows faces turned one way
 // (yaw > 0): a face turned the other way is mirrored for it and its answer
 // mirrored back. It returns the side the expert answered for (+1, or −1
 // for a mirrored face), 0 where the model answers alone.
-func (w *Worker) askExpert() float64 {
+func (w *Worker) askExpert(noDensity bool) float64 {
 	e := w.e
 	yaw := w.pred.Mean[e.angle[0]]
 	gated := math.Abs(yaw) >= e.gate
-	if !gated && (!e.byDensity || w.clear) {
+	if !gated && (!e.byDensity || noDensity) {
 		return 0
 	}
 	// The expert reads the face turned the way the model's yaw says.
@@ -561,8 +563,7 @@ func Move(b feature.Box, dx, dy, ds float64) feature.Box {
 
 // Estimate runs Algorithm 1 from box on img. It allocates nothing.
 func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
-	w.clear = false
-	return w.estimate(img, box, w.e.settings.MaxIter)
+	return w.estimate(img, box, w.e.settings.MaxIter, false)
 }
 
 // expertClear is the gap (nats) past the density margin by which the
@@ -580,14 +581,12 @@ const expertClear = 100
 // nats or more (Result.ExpertGap): it then answers as the model alone
 // would, as that refinement's first prediction did. It allocates nothing.
 func (w *Worker) Step(img *image.Gray, box feature.Box, last *Result) Result {
-	w.clear = last != nil && last.ExpertGap >= expertClear
-	r := w.estimate(img, box, 1)
-	w.clear = false
-	return r
+	return w.estimate(img, box, 1, last != nil && last.ExpertGap >= expertClear)
 }
 
-// estimate is Estimate with at most n predictions.
-func (w *Worker) estimate(img *image.Gray, box feature.Box, n int) Result {
+// estimate is Estimate with at most n predictions, without the profile
+// expert's density test where noDensity.
+func (w *Worker) estimate(img *image.Gray, box feature.Box, n int, noDensity bool) Result {
 	e := w.e
 	b := box
 	r := Result{FirstBox: box}
@@ -599,7 +598,7 @@ func (w *Worker) estimate(img *image.Gray, box feature.Box, n int) Result {
 	}
 	for it := 1; it <= n; it++ {
 		w.ex.Extract(w.y, img, b)
-		w.predict()
+		w.predict(noDensity)
 		r.Iterations = it
 		w.keep()
 		if it == 1 {

@@ -177,8 +177,8 @@ type trackState struct {
 	modelStd float64
 	// lm is the last landmark look's correction (Tracker.landmarks).
 	lm landmarkCorrection
-	// full is the last full refinement (Config.RefineEvery), valid
-	// while fullAge, the frames since, is at least 0.
+	// full is the last full refinement (Config.RefineEvery) and fullAge
+	// the frames since; one of a single prediction has nothing to spare.
 	full    pose.Result
 	fullAge int
 	// Config.Anchored: where the next refinement starts (anchor, if
@@ -415,9 +415,9 @@ func (t *Tracker) ProcessAt(img *image.Gray, at time.Time) []Face {
 		t.last.Detected = true
 		if scanDue {
 			t.last.Scanned = true
-			t.match(t.scan.Scan(img, r), img, true, t.scan, r)
+			t.match(t.scan.Scan(img, r), img, true, r)
 		} else {
-			t.match(t.det.DetectInto(&t.dbuf, img, r), img, false, t.det, r)
+			t.match(t.det.DetectInto(&t.dbuf, img, r), img, false, r)
 		}
 		t.last.Detect = time.Since(d0)
 	}
@@ -508,8 +508,13 @@ func before(x, y *trackState) bool {
 // the model does not refine boxes or the track has drifted off it; an
 // unmatched detection starts a track if the verifier (if any) finds a face
 // there (a scan's faces need none); an unmatched track counts a miss
-// where the detection (by, over region) could have found it (Seer).
-func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, by any, region image.Rectangle) {
+// where the detection (the scanner's or the detector's, over region)
+// could have found it (Seer).
+func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, region image.Rectangle) {
+	var by any = t.det
+	if scan {
+		by = t.scan
+	}
 	seer, _ := by.(Seer)
 	if cap(t.used) < len(faces) {
 		t.used = make([]bool, len(faces))
@@ -675,9 +680,6 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	if !t.stepped(tr, img, r) {
 		*r = t.est.Estimate(img, tr.from)
 		tr.full, tr.fullAge = *r, 0
-		if r.Iterations < 2 {
-			tr.fullAge = -1 // nothing to spare
-		}
 	}
 	f := &tr.face
 	readable := !t.cfg.Refuses(r.Std[0])
@@ -767,7 +769,7 @@ const refineTurn = 3
 // whether it did.
 func (t *Tracker) stepped(tr *trackState, img *image.Gray, r *pose.Result) bool {
 	if t.step == nil || !tr.anchored || tr.seeded || tr.fresh || tr.unread ||
-		tr.fullAge < 0 || tr.fullAge+1 >= t.cfg.RefineEvery {
+		tr.full.Iterations < 2 || tr.fullAge+1 >= t.cfg.RefineEvery {
 		return false
 	}
 	p := &tr.full
