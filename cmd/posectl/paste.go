@@ -99,7 +99,9 @@ func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
 	return nil
 }
 
-// printPasted prints the paste measure's table.
+// printPasted prints the paste measure: a row per width bin (faces,
+// found, MAE as headpose.Report counts them), then each bin's faces by
+// |yaw| (Report.YawTable), then the other faces published.
 func printPasted(w io.Writer, p *pasteFlags, scenes int, res *headpose.PasteResult) {
 	others, on, beside := 0, 0, 0
 	for j, n := range res.Others {
@@ -111,81 +113,36 @@ func printPasted(w io.Writer, p *pasteFlags, scenes int, res *headpose.PasteResu
 	}
 	fmt.Fprintf(w, "\nFaces pasted into face-free scenes (%s, %s scenes of %d, %d faces a scene, widths %s px, seed %d)\n\n",
 		p.dir, p.scenes, scenes, p.perScene, p.widths, p.seed)
-	fmt.Fprintln(w, "| width | faces | found | without angles | yaw / pitch / roll MAE | found by |yaw| 0–15 / 15–30 / 30–45 / 45–60 / 60–75 / 75–90 |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	all := pasteRow{name: "all"}
-	for _, b := range pasteWidthBins {
-		r := pasteRow{name: b.name}
-		for i := range res.Faces {
-			if res.Widths[i] >= b.min && res.Widths[i] < b.max {
-				r.add(&res.Faces[i])
-				all.add(&res.Faces[i])
+	fmt.Fprintln(w, "| width | faces | found | without angles | yaw / pitch / roll MAE |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	row := func(name string, r *headpose.Report) {
+		var mae []string
+		for _, a := range pose.AngleNames {
+			if st := r.Stats(a); st.N > 0 {
+				mae = append(mae, fmt.Sprintf("%.2f", st.MAE))
+			} else {
+				mae = append(mae, "–")
 			}
 		}
-		if r.n > 0 {
-			r.print(w)
+		fmt.Fprintf(w, "| %s | %d | %.1f %% | %d | %s |\n", name, len(r.Faces), 100*float64(r.Found())/float64(max(len(r.Faces), 1)),
+			r.Unread(), strings.Join(mae, " / "))
+	}
+	var bins []*headpose.Report
+	for _, b := range pasteWidthBins {
+		r := res.Within(b.min, b.max)
+		bins = append(bins, r)
+		if len(r.Faces) > 0 {
+			row(b.name, r)
 		}
 	}
-	all.print(w)
+	row("all", res.Within(0, 1<<30))
+	for i, r := range bins {
+		if len(r.Faces) > 0 {
+			fmt.Fprintf(w, "\nFaces %s, by |yaw|:\n\n", pasteWidthBins[i].name)
+			r.YawTable(w)
+		}
+	}
 	fmt.Fprintf(w, "\nother faces published: %.4f a scene (%d on %d of %d scenes; %d of them overlapping a pasted face)\n", float64(others)/float64(max(len(res.Others), 1)), others, on, len(res.Others), beside)
-}
-
-// pasteRow sums the faces of one row of the paste table.
-type pasteRow struct {
-	name              string
-	n, found, unread  int
-	err               [3]float64
-	has               [3]int // faces with angle a labelled and published
-	byYaw, byYawFound [6]int
-}
-
-func (r *pasteRow) add(f *headpose.FaceResult) {
-	r.n++
-	b := min(int(abs(f.Truth[0])/15), 5)
-	r.byYaw[b]++
-	if !f.Found {
-		return
-	}
-	r.found++
-	r.byYawFound[b]++
-	if f.Unread {
-		r.unread++
-		return
-	}
-	for a := range r.err {
-		if f.Has[a] {
-			r.err[a] += f.Err(a)
-			r.has[a]++
-		}
-	}
-}
-
-func (r *pasteRow) print(w io.Writer) {
-	var by []string
-	for b := range r.byYaw {
-		if r.byYaw[b] == 0 {
-			by = append(by, "–")
-			continue
-		}
-		by = append(by, fmt.Sprintf("%.0f", 100*float64(r.byYawFound[b])/float64(r.byYaw[b])))
-	}
-	var mae []string
-	for a := range r.err {
-		if r.has[a] == 0 {
-			mae = append(mae, "–")
-			continue
-		}
-		mae = append(mae, fmt.Sprintf("%.2f", r.err[a]/float64(r.has[a])))
-	}
-	fmt.Fprintf(w, "| %s | %d | %.1f %% | %d | %s | %s %% |\n", r.name, r.n, 100*float64(r.found)/float64(max(r.n, 1)),
-		r.unread, strings.Join(mae, " / "), strings.Join(by, " / "))
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // savePasted writes scenes as PNG files into dir.

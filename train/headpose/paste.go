@@ -151,6 +151,18 @@ type PasteResult struct {
 	Beside []int
 }
 
+// Within is the report of the pasted faces at least lo and under hi
+// pixels wide.
+func (r *PasteResult) Within(lo, hi int) *Report {
+	out := &Report{Case: fmt.Sprintf("pasted, %d–%d px", lo, hi)}
+	for i, f := range r.Faces {
+		if r.Widths[i] >= lo && r.Widths[i] < hi {
+			out.Faces = append(out.Faces, f)
+		}
+	}
+	return out
+}
+
 // EvaluatePasted shows each pasted scene to a frame path of fr (around
 // est) as the first frame of a scene (frames frames, the last counted)
 // and matches what it publishes with the pasted faces (feature.Finds).
