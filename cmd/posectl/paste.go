@@ -89,9 +89,7 @@ func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
 		return err
 	}
 	calib := detect.CalibrationOf(m.Calibration)
-	res, err := headpose.EvaluatePasted(faces, set, est, func(est *pose.Estimator) (headpose.Frames, error) {
-		return framesOf(e.daemon)(est, calib)
-	}, e.frames)
+	res, err := headpose.EvaluatePasted(faces, set, est, framesOf(e.daemon), calib, e.frames)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,8 @@ import (
 	"image"
 	"math"
 	"math/rand/v2"
-	"sync"
 
+	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train/cascade"
@@ -166,7 +166,7 @@ func (r *PasteResult) Within(lo, hi int) *Report {
 // EvaluatePasted shows each pasted scene to a frame path of fr (around
 // est) as the first frame of a scene (frames frames, the last counted)
 // and matches what it publishes with the pasted faces (feature.Finds).
-func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimator, fr func(*pose.Estimator) (Frames, error), frames int) (*PasteResult, error) {
+func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimator, frames func(*pose.Estimator, detect.Calibration) (Frames, error), calib detect.Calibration, n int) (*PasteResult, error) {
 	res := &PasteResult{Others: make([]int, len(scenes)), Beside: make([]int, len(scenes))}
 	start := make([]int, len(scenes))
 	for j, p := range scenes {
@@ -174,32 +174,20 @@ func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimat
 		for _, f := range p.Faces {
 			s := samples[f.Sample]
 			r := FaceResult{Sample: f.Sample, Face: f.Box}
-			for a, v := range [3]struct {
-				x  float64
-				ok bool
-			}{{s.Yaw, s.HasYaw}, {s.Pitch, s.HasPitch}, {s.Roll, s.HasRoll}} {
-				if v.ok && est.HasAngle(a) {
-					r.Truth[a], r.Has[a] = v.x, true
+			for a, name := range pose.AngleNames {
+				if v, ok := s.Angle(name); ok && est.HasAngle(a) {
+					r.Truth[a], r.Has[a] = v, true
 				}
 			}
 			res.Faces = append(res.Faces, r)
 			res.Widths = append(res.Widths, f.Width)
 		}
 	}
-	var mu sync.Mutex
-	var ferr error
-	parallel(len(scenes), func() func(int) {
-		f, err := fr(est)
-		if err != nil {
-			mu.Lock()
-			ferr = err
-			mu.Unlock()
-			return func(int) {}
-		}
+	err := onFrames(len(scenes), est, EvalOptions{Frames: frames, Calibration: calib}, func(f Frames) func(int) {
 		return func(j int) {
 			p := scenes[j]
 			faces := res.Faces[start[j] : start[j]+len(p.Faces)]
-			for _, g := range Still(f, p.Frame, frames) {
+			for _, g := range Still(f, p.Frame, n) {
 				hit := false
 				for k := range faces {
 					out := &faces[k]
@@ -223,5 +211,5 @@ func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimat
 			}
 		}
 	})
-	return res, ferr
+	return res, err
 }
