@@ -194,6 +194,11 @@ func runEval(args []string, stdout io.Writer) error {
 	if err := e.report(stdout, args, reps, bank, title, time.Since(start).Round(time.Second)); err != nil {
 		return err
 	}
+	return e.sceneMeasures(stdout, samples)
+}
+
+// sceneMeasures runs -paste (on samples) and -face-free, where asked.
+func (e *evalFlags) sceneMeasures(stdout io.Writer, samples []dataset.Sample) error {
 	if e.paste.dir != "" {
 		if err := e.pasted(stdout, samples); err != nil {
 			return err
@@ -215,19 +220,13 @@ func (e *evalFlags) scenesOnly(stdout io.Writer) error {
 	if e.daemon, err = e.daemonConfig(); err != nil {
 		return err
 	}
+	var samples []dataset.Sample
 	if e.paste.dir != "" {
-		samples, err := e.data.load()
-		if err != nil {
-			return err
-		}
-		if err := e.pasted(stdout, samples); err != nil {
+		if samples, err = e.data.load(); err != nil {
 			return err
 		}
 	}
-	if e.faceFree == "" {
-		return nil
-	}
-	return e.phantoms(stdout, e.daemon)
+	return e.sceneMeasures(stdout, samples)
 }
 
 // daemonConfig is the configuration of -config (posed's defaults without
