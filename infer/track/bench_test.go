@@ -176,19 +176,29 @@ func BenchmarkFrame(b *testing.B) {
 		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
 		ratioLoop(b, func() int { ours.Reset(); return len(ours.Process(img)) }, func() int { ref.Reset(); return len(ref.Process(img)) })
 	})
-	b.Run("scan-frame-ratio", func(b *testing.B) {
+	// scanned runs a scene's first frames, each scanned by scan, against
+	// as many of pigo's frames.
+	scanned := func(b *testing.B, scan *detect.Network, frames int) {
 		ours, est := defaultTracker(b, 1)
-		ours.det, ours.verify, ours.scan = det, net, net
+		ours.det, ours.verify, ours.scan = det, scan, scan
+		ours.cfg.ScanEvery = 1
 		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
-		ratioLoop(b, func() int {
-			ours.Reset()
-			n := len(ours.Process(img))
-			if !ours.Timing().Scanned {
-				b.Fatal("the first frame was not scanned")
+		run := func(tr *Tracker, scans bool) func() int {
+			return func() int {
+				tr.Reset()
+				n := 0
+				for range frames {
+					n += len(tr.Process(img))
+					if scans && !tr.Timing().Scanned {
+						b.Fatal("a frame was not scanned")
+					}
+				}
+				return n
 			}
-			return n
-		}, func() int { ref.Reset(); return len(ref.Process(img)) })
-	})
+		}
+		ratioLoop(b, run(ours, true), run(ref, false))
+	}
+	b.Run("scan-frame-ratio", func(b *testing.B) { scanned(b, net, 1) })
 	// scan-tiles-frame-ratio: with detect.scan_tiles 4, a scene's first
 	// two frames both scanned (the shrunk frame, then a 2×2 tile at full
 	// resolution) against two of pigo's.
@@ -199,26 +209,7 @@ func BenchmarkFrame(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ours, est := defaultTracker(b, 1)
-		ours.det, ours.verify, ours.scan = det, tiled, tiled
-		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
-		// A scene's first two frames, both scanned: the shrunk frame's
-		// scan, then a tile's.
-		ours.cfg.ScanEvery = 1
-		ratioLoop(b, func() int {
-			ours.Reset()
-			n := 0
-			for range 2 {
-				n += len(ours.Process(img))
-				if !ours.Timing().Scanned {
-					b.Fatal("a frame was not scanned")
-				}
-			}
-			return n
-		}, func() int {
-			ref.Reset()
-			return len(ref.Process(img)) + len(ref.Process(img))
-		})
+		scanned(b, tiled, 2)
 	})
 	b.Run("replay-ratio", func(b *testing.B) {
 		cfg := Config{MaxFaces: 4, Every: 10, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, StartStd: 30, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: 30}
