@@ -57,6 +57,9 @@ func (p *Publisher) subscribeCommands(c mqtt.Client) {
 			p.CommandError(name, fmt.Errorf("retained command ignored (commands are actions: publish them without the retain flag); clear it with: mosquitto_pub -r -n -t %s", m.Topic()))
 			return
 		}
+		if p.handover.arrived != nil {
+			p.handover.arrived()
+		}
 		p.queueCommand(Command{Name: name, Payload: append([]byte(nil), m.Payload()...), At: time.Now()})
 	})
 	go func() {
@@ -106,9 +109,16 @@ func (p *Publisher) runCommand(c Command) {
 	// next run is handed.
 	p.handover.busy.Lock()
 	defer p.handover.busy.Unlock()
+	if c.Name == barrierCommand {
+		p.pass(string(c.Payload))
+		return
+	}
 	if p.hold(c) { // a reload is handing the publisher over
 		return
 	}
+	p.handover.mu.Lock()
+	p.handover.ran++
+	p.handover.mu.Unlock()
 	r, err := p.commands(c.Name, c.Payload)
 	if err != nil {
 		p.CommandError(c.Name, err)

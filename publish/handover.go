@@ -5,26 +5,87 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/edgepose/posed/publish/message"
 )
 
 // A reload hands the running publisher over to the next run's instead of
 // closing it first: while the next run starts, the old connection stays
 // subscribed and keeps the commands it receives (Hold); once the new
-// publisher has subscribed, the old one ends without saying "offline" and
-// gives them up (Release), and the new one carries them out (Take). A
-// command sent while posed reloads is carried out after the reload, not
-// lost between two connections.
+// publisher has subscribed, it takes over (TakeOver): the old one ends
+// without saying "offline" and gives up what it kept, and the new one
+// carries it out. A command sent while posed reloads is carried out after
+// the reload, once, not lost between two connections.
+//
+// Which commands are the old connection's alone is decided by a barrier,
+// not by the clock: the new publisher sends a command of its own,
+// set/handover with a fresh nonce, through the broker. The broker routes
+// every command to the connections subscribed at that moment, in one
+// order, and each connection delivers in that order (SetOrderMatters):
+// the commands the old connection received before the barrier are the
+// ones it must hand over, except those the new one also received before
+// the barrier (sent after it subscribed), which it has carried out
+// itself; those after the barrier reached the new one. (Before, the old
+// connection's commands were cut at the time the new one subscribed: a
+// command routed to the old connection alone but delivered late, on a
+// loaded machine, was dropped as one the new connection had had: #55.)
 
 // maxHeld bounds the commands a held publisher keeps.
 const maxHeld = 64
 
-// handover is a publisher's state while held.
+// handover is a publisher's state while held, and the barrier's.
 type handover struct {
 	mu   sync.Mutex
 	on   bool
 	cmds []Command
 	// busy is held while a command is carried out (runCommand).
 	busy sync.Mutex
+	// ran counts the commands carried out (not kept) since the start.
+	ran int
+	// The barrier awaited (expect): its nonce, closed when it passed,
+	// and then cut: how many commands were kept (held) or carried out
+	// (not held) before it.
+	nonce  string
+	passed chan struct{}
+	cut    int
+	// arrived, where set (tests), is called as each command arrives,
+	// before it is queued: a slow delivery, in order.
+	arrived func()
+}
+
+// barrierCommand is the name of the barrier's command (TakeOver).
+const barrierCommand = "handover"
+
+// barrierWait bounds how long TakeOver waits for the barrier to come back
+// through the broker (one that does not let posed publish on its own
+// command topics never returns it).
+const barrierWait = 2 * time.Second
+
+// expect makes the publisher wait for the barrier with nonce.
+func (p *Publisher) expect(nonce string) <-chan struct{} {
+	h := &p.handover
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nonce, h.passed, h.cut = nonce, make(chan struct{}), 0
+	return h.passed
+}
+
+// pass records a barrier command: where it is the one awaited, what came
+// before it. Any other (a stale nonce, or one sent by someone else) is
+// ignored: the barrier is no command to carry out or refuse.
+func (p *Publisher) pass(nonce string) {
+	h := &p.handover
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.passed == nil || nonce != h.nonce {
+		return
+	}
+	h.cut = h.ran
+	if h.on {
+		h.cut = len(h.cmds)
+	}
+	close(h.passed)
+	h.passed, h.nonce = nil, ""
 }
 
 // hold keeps c if the publisher is held, and reports whether it did.
@@ -60,38 +121,89 @@ func (p *Publisher) Hold(ctx context.Context) {
 	p.flush(ctx)
 }
 
-// Release ends a held publisher and returns the commands it kept that
-// arrived before since (those after it reached next, the next run's
-// publisher, too). It says "offline" only if next publishes on other
-// topics (a new device id or prefix): on the same ones next is online.
-func (p *Publisher) Release(ctx context.Context, since time.Time, next *Publisher) []Command {
-	if next == nil || next.base != p.base {
-		p.Shutdown(ctx)
-	} else {
-		p.stopCommands(ctx)
-		p.flush(ctx)
-		p.stopLoops(ctx)
-		p.client.Disconnect(250)
+// WithHeld starts the publisher held (keeping its commands, not carrying
+// them out) where held is true: a reload's next publisher, until it takes
+// over (TakeOver).
+func WithHeld(held bool) Option { return func(p *Publisher) { p.handover.on = held } }
+
+// TakeOver ends prev, the last run's held publisher, once p (started
+// WithHeld) has subscribed to the commands or ctx ends, and the barrier
+// has come back (barrierWait at most); then carries out,
+// in the order they were sent, the commands prev kept that p did not
+// receive itself (the barrier, above) and those p kept, and returns how
+// many of them were prev's. prev says "offline" only if p publishes on
+// other topics (a new device id or prefix): on the same ones p is online.
+func (p *Publisher) TakeOver(ctx context.Context, prev *Publisher) int {
+	select {
+	case <-p.subscribed:
+	case <-ctx.Done():
 	}
-	p.handover.mu.Lock()
-	defer p.handover.mu.Unlock()
-	var out []Command
-	for _, c := range p.handover.cmds {
-		if c.At.Before(since) {
-			out = append(out, c)
+	since := time.Now()
+	same := p.base == prev.base
+	nonce := NewClientID("barrier")
+	passed := []<-chan struct{}{prev.expect(nonce)}
+	if same {
+		passed = append(passed, p.expect(nonce))
+	}
+	p.enqueue(outMsg{topic: prev.base + message.TopicSet + barrierCommand, qos: 1, payload: []byte(nonce)})
+	wait := time.NewTimer(barrierWait)
+	defer wait.Stop()
+	ok := true
+	for _, c := range passed {
+		if !ok {
+			break
+		}
+		select {
+		case <-c:
+		case <-wait.C:
+			ok = false
 		}
 	}
-	p.handover.cmds = nil
-	return out
-}
-
-// Take carries out commands another publisher kept, in order, as if they
-// had arrived here.
-func (p *Publisher) Take(cmds []Command) {
-	for _, c := range cmds {
+	end, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if !same {
+		prev.Shutdown(end)
+	} else {
+		prev.stopCommands(end)
+		prev.flush(end)
+		prev.stopLoops(end)
+		prev.client.Disconnect(250)
+	}
+	prev.handover.mu.Lock()
+	kept, cut := prev.handover.cmds, prev.handover.cut
+	prev.handover.cmds = nil
+	prev.handover.mu.Unlock()
+	h := &p.handover
+	h.mu.Lock()
+	own, overlap := h.cmds, 0
+	if same {
+		overlap = h.cut
+	}
+	h.cmds, h.on = nil, false
+	h.mu.Unlock()
+	var theirs []Command
+	if ok && overlap <= cut {
+		theirs = kept[:cut-overlap]
+	} else {
+		// The barrier did not come back: the clock decides, as well as it
+		// can (a command routed to the old connection alone but delivered
+		// to it after since is lost).
+		p.log.Warn("mqtt: the reload's handover barrier did not come back through the broker: a command sent as the new run subscribed may be lost",
+			"topic", prev.base+message.TopicSet+barrierCommand)
+		for _, c := range kept {
+			if c.At.Before(since) {
+				theirs = append(theirs, c)
+			}
+		}
+	}
+	for _, c := range theirs {
 		p.log.Info("command received during the reload", "command", c.Name)
 		p.queueCommand(c)
 	}
+	for _, c := range own {
+		p.queueCommand(c)
+	}
+	return len(theirs)
 }
 
 // Subscribed is closed once the command topics are first subscribed.

@@ -2,6 +2,8 @@ package publish
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,5 +81,97 @@ func TestHoldWaitsForTheCommandInProgress(t *testing.T) {
 	}
 	if len(kept) != 1 || string(kept[0].Payload) != "ON" || kept[0].At.Before(sent.Add(-time.Second)) || calls.Load() != 1 {
 		t.Errorf("after the hold: kept %v, %d calls of the handler", kept, calls.Load())
+	}
+}
+
+// withArrived has the publisher call f as each command arrives, before it
+// is queued: in order, on the connection's delivery, as a loaded machine
+// delays it.
+func withArrived(f func()) Option { return func(p *Publisher) { p.handover.arrived = f } }
+
+// A reload's handover hands over exactly the commands the old connection
+// alone received, however late it delivers them: here the old
+// connection's delivery is held up until after the new one has
+// subscribed (a loaded machine: #55 lost commands sent 1–2 ms before the
+// new subscription, which the old connection delivered after it). Each
+// command is carried out once, in the order sent: the three routed to the
+// old connection alone, the two routed to both, the one sent after.
+func TestTakeOverHandsOverLateCommandsOnce(t *testing.T) {
+	broker := mqtttest.Start(t)
+	var mu sync.Mutex
+	var ran []string
+	record := func(who string) CommandHandler {
+		return func(name string, payload []byte) (message.Reply, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			ran = append(ran, who+":"+string(payload))
+			return message.Reply{}, nil
+		}
+	}
+	gate := make(chan struct{})
+	var late atomic.Int32
+	old, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(record("old")), withArrived(func() {
+		late.Add(1)
+		<-gate
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(old, time.Second)
+	subscribed := func(p *Publisher) {
+		t.Helper()
+		select {
+		case <-p.Subscribed():
+		case <-time.After(10 * time.Second):
+			t.Fatal("a publisher did not subscribe to its commands")
+		}
+	}
+	subscribed(old)
+	old.Hold(context.Background())
+	c := mqtttest.Connect(t, broker.Addr(), "sender")
+	send := func(payloads ...string) {
+		t.Helper()
+		for _, pl := range payloads {
+			if tok := c.Publish("posed/cam/set/ping", 1, false, pl); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+				t.Fatalf("send %s: %v", pl, tok.Error())
+			}
+		}
+	}
+	send("1", "2", "3") // the old connection's alone; its delivery waits at the gate
+	next, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(record("new")), WithHeld(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(next, time.Second)
+	subscribed(next)
+	send("4", "5") // both connections'
+	go func() {
+		time.Sleep(300 * time.Millisecond) // after the new connection subscribed: the cut by the clock was here
+		close(gate)
+	}()
+	if n := next.TakeOver(context.Background(), old); n != 3 {
+		t.Errorf("TakeOver carried out %d of the old connection's commands, want 3", n)
+	}
+	send("6")
+	want := []string{"new:1", "new:2", "new:3", "new:4", "new:5", "new:6"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := slices.Clone(ran)
+		mu.Unlock()
+		if len(got) >= len(want) || time.Now().After(deadline) {
+			time.Sleep(100 * time.Millisecond) // nothing more comes
+			mu.Lock()
+			got = slices.Clone(ran)
+			mu.Unlock()
+			if !slices.Equal(got, want) {
+				t.Errorf("commands carried out %v, want %v", got, want)
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if late.Load() < 3 {
+		t.Errorf("the old connection delivered %d commands, want the 5 sent before the barrier", late.Load())
 	}
 }

@@ -185,7 +185,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 		SetCustomOpenConnectionFn(openLimited). // packets over maxInbound are not held
 		SetWriteTimeout(tokenWait).
 		SetKeepAlive(30*time.Second).
-		SetOrderMatters(false).
+		SetOrderMatters(true). // commands in the order sent (the handler never blocks); the handover's barrier needs it
 		SetWill(p.base+message.TopicAvailable, "offline", 1, true).
 		SetOnConnectHandler(p.onConnect).
 		SetConnectionLostHandler(func(_ mqtt.Client, err error) {

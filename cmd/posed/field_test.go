@@ -8,6 +8,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -251,5 +252,78 @@ func TestFieldAudit(t *testing.T) {
 	t.Logf("8 anonymous 50 MB retained messages on the embedded broker: VmRSS %d kB after (idle %d, %.2f×), %.1f poses/s", qRSS, qIdle, float64(qRSS)/float64(qIdle), qRate)
 	if qRSS > 2*qIdle {
 		t.Errorf("RSS %d kB after anonymous floods, idle %d kB", qRSS, qIdle)
+	}
+}
+
+// Commands at 20 a second through 40 SIGHUP reloads (#55: 1–3 in a few
+// hundred were lost, routed to the old connection and never delivered):
+// every command is answered. Each is unique (an unknown name, answered
+// on the error topic); the plain configuration hands its connection over
+// at each reload.
+func TestFieldCommandsThroughReloads(t *testing.T) {
+	bin := buildPosed(t)
+	broker := mqtttest.Start(t)
+	seq, _ := yawSequence(t)
+	p := startPosed(t, bin, "reloads", seq, broker.Addr())
+	col := mqtttest.Collect(t, broker.Addr(), "posed/reloads/#")
+	col.WaitFor(t, "online", 20*time.Second, func(ms []mqtttest.Msg) bool {
+		for _, m := range ms {
+			if m.Topic == "posed/reloads/available" && string(m.Payload) == "online" {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(2 * time.Second)
+	c := mqtttest.Connect(t, broker.Addr(), "sender")
+	const reloads, rate = 40, 20
+	stop := make(chan struct{})
+	sent := make(chan int, 1)
+	go func() {
+		n := 0
+		tick := time.NewTicker(time.Second / rate)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				sent <- n
+				return
+			case <-tick.C:
+				c.Publish(fmt.Sprintf("posed/reloads/set/probe-%d", n), 1, false, "x").WaitTimeout(5 * time.Second)
+				n++
+			}
+		}
+	}()
+	for range reloads {
+		time.Sleep(700 * time.Millisecond)
+		p.Process.Signal(syscall.SIGHUP)
+	}
+	time.Sleep(2 * time.Second)
+	close(stop)
+	n := <-sent
+	answered := func() map[string]int {
+		got := map[string]int{}
+		for _, m := range col.On("posed/reloads/error") {
+			var e struct{ Command string }
+			if json.Unmarshal(m.Payload, &e) == nil && strings.HasPrefix(e.Command, "probe-") {
+				got[e.Command]++
+			}
+		}
+		return got
+	}
+	col.WaitFor(t, "every command answered", 15*time.Second, func([]mqtttest.Msg) bool { return len(answered()) >= n })
+	got := answered()
+	var lost, twice []string
+	for i := range n {
+		switch name := fmt.Sprintf("probe-%d", i); {
+		case got[name] == 0:
+			lost = append(lost, name)
+		case got[name] > 1:
+			twice = append(twice, name)
+		}
+	}
+	t.Logf("%d commands through %d reloads: %d answered, lost %v, answered twice %v", n, reloads, len(got), lost, twice)
+	if len(lost) > 0 || len(twice) > 0 {
+		t.Errorf("of %d commands, %d got no answer and %d two", n, len(lost), len(twice))
 	}
 }

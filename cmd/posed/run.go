@@ -65,7 +65,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
 		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)),
 		publish.WithDetect(ctl.Detecting()), publish.WithCommands(ctl.Handle), publish.WithLossless(pipeline.Lossless(cfg.Source)),
-		publish.WithAttention(att.Info()))
+		publish.WithAttention(att.Info()), publish.WithHeld(carry.holding()))
 	if err != nil {
 		return err
 	}
@@ -164,6 +164,10 @@ type carried struct {
 	prev      *publish.Publisher
 }
 
+// holding says whether the next run's publisher starts held: it takes
+// over from the last run's (startPublisher).
+func (c *carried) holding() bool { return c != nil && c.prev != nil }
+
 // startPublisher has pub take over from the last run's held publisher, if
 // any; the function it returns waits until that is done.
 func (c *carried) startPublisher(pub *publish.Publisher, log *slog.Logger) (wait func()) {
@@ -212,27 +216,17 @@ func handsOver(cfg config.MQTT) bool {
 	return cfg.Broker != "embedded" && cfg.ClientID == ""
 }
 
-// takeOver ends the previous run's held publisher once pub has subscribed
-// to the commands (or after 5 s), and has pub carry out the commands the
-// old one received meanwhile. The returned channel closes when it is done.
+// takeOver has pub take over from prev (publish.TakeOver), waiting 5 s
+// at most for pub's subscription. The returned channel closes when it is
+// done.
 func takeOver(prev, pub *publish.Publisher, log *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTimer(5 * time.Second)
-		defer t.Stop()
-		select {
-		case <-pub.Subscribed():
-		case <-t.C:
-		}
-		// Commands the old connection received from now on reached the
-		// new one too (or none did: it never subscribed).
-		since := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if cmds := prev.Release(ctx, since, pub); len(cmds) > 0 {
-			log.Info("carrying out the commands received during the reload", "commands", len(cmds))
-			pub.Take(cmds)
+		if n := pub.TakeOver(ctx, prev); n > 0 {
+			log.Info("carrying out the commands received during the reload", "commands", n)
 		}
 	}()
 	return done
