@@ -119,6 +119,10 @@ func (p *Publisher) Hold(ctx context.Context) {
 	//lint:ignore SA2001 the lock is taken only to wait for runCommand
 	p.handover.busy.Unlock()
 	p.flush(ctx)
+	// The next run reads the events' spool and writes it from now on: the
+	// held publisher writes it no more (an event it still sends is sent
+	// again by the next run, under its own id).
+	p.events.close()
 }
 
 // WithHeld starts the publisher held (keeping its commands, not carrying

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -158,11 +157,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	for _, o := range opts {
 		o(p)
 	}
-	held := "" // the events' file, in the state directory (an option)
-	if p.stateDir != "" {
-		held = filepath.Join(p.stateDir, eventsFile)
-	}
-	p.events = newEventHold(held, log)
+	p.events = newEventHold(p.stateDir, device, log) // the events' spool in the state directory (an option)
 	broker := cfg.Broker
 	if broker == "embedded" {
 		broker = "tcp://" + cfg.Listen
@@ -409,6 +404,7 @@ func (p *Publisher) loop() {
 			return
 		case <-p.dirty:
 			p.sendDirty()
+			p.events.sync(time.Now()) // the state moves on: mark the time while events are open
 		case <-p.events.ready:
 			p.sendEvents()
 		case m := <-p.queue:
@@ -743,6 +739,7 @@ func (p *Publisher) Shutdown(ctx context.Context) error {
 	p.stopCommands(ctx)
 	p.flush(ctx)
 	p.stopLoops(ctx)
+	p.events.close()
 	if p.print != nil {
 		fmt.Fprintf(p.print, "%s offline\n", p.base+message.TopicAvailable)
 	}
