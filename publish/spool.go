@@ -77,9 +77,9 @@ type spoolRecord struct {
 type spool struct {
 	path, device string
 	f            *os.File
-	size, live   int64  // the file's bytes; those of records still needed
-	dirty        bool   // appended since the last sync
-	written      int64  // every byte written, compactions included (tests)
+	size, live   int64 // the file's bytes; those of records still needed
+	dirty        bool  // appended since the last sync
+	written      int64 // every byte written, compactions included (tests)
 	lastAlive    time.Time
 	closed       bool // the publisher has ended: nothing more is written
 }
