@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/edgepose/posed/infer/detect"
@@ -93,14 +94,14 @@ func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
 	if err != nil {
 		return err
 	}
-	printPasted(stdout, p, len(scenes), res)
+	printPasted(stdout, p, len(scenes), faces, res)
 	return nil
 }
 
 // printPasted prints the paste measure: a row per width bin (faces,
 // found, MAE as headpose.Report counts them), then each bin's faces by
 // |yaw| (Report.YawTable), then the other faces published.
-func printPasted(w io.Writer, p *pasteFlags, scenes int, res *headpose.PasteResult) {
+func printPasted(w io.Writer, p *pasteFlags, scenes int, samples []dataset.Sample, res *headpose.PasteResult) {
 	others, on, beside := 0, 0, 0
 	for j, n := range res.Others {
 		others += n
@@ -131,6 +132,9 @@ func printPasted(w io.Writer, p *pasteFlags, scenes int, res *headpose.PasteResu
 		bins = append(bins, r)
 		if len(r.Faces) > 0 {
 			row(b.name, r)
+			for _, set := range setsOf(samples, r) {
+				row(b.name+", "+set, bySet(samples, r, set))
+			}
 		}
 	}
 	row("all", res.Within(0, 1<<30))
@@ -141,6 +145,32 @@ func printPasted(w io.Writer, p *pasteFlags, scenes int, res *headpose.PasteResu
 		}
 	}
 	fmt.Fprintf(w, "\nother faces published: %.4f a scene (%d on %d of %d scenes; %d of them overlapping a pasted face)\n", float64(others)/float64(max(len(res.Others), 1)), others, on, len(res.Others), beside)
+}
+
+// setsOf names the data sets of r's faces, when there is more than one.
+func setsOf(samples []dataset.Sample, r *headpose.Report) []string {
+	var sets []string
+	for _, f := range r.Faces {
+		if s := samples[f.Sample].Set; !slices.Contains(sets, s) {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) < 2 {
+		return nil
+	}
+	slices.Sort(sets)
+	return sets
+}
+
+// bySet is the report of r's faces from data set set.
+func bySet(samples []dataset.Sample, r *headpose.Report, set string) *headpose.Report {
+	out := &headpose.Report{Case: r.Case + ", " + set}
+	for _, f := range r.Faces {
+		if samples[f.Sample].Set == set {
+			out.Faces = append(out.Faces, f)
+		}
+	}
+	return out
 }
 
 // savePasted writes scenes as PNG files into dir.
