@@ -258,16 +258,20 @@ type Detect struct {
 	ScanEvery  int     `yaml:"scan_every"`
 	ScanScore  float64 `yaml:"scan_score"`
 	ScanShrink int     `yaml:"scan_shrink"`
-	// ScanTiles: each scan also looks at one of this many tiles of the
-	// frame (2, 4, 6 or 9) at scan_shrink times its resolution, in turn:
-	// a face too small for the shrunk scan is found within ScanTiles
-	// scans. 0: off.
+	// ScanTiles: every other scan looks at one of this many tiles of the
+	// frame (2, 4, 6 or 9) at scan_shrink times its resolution, in turn,
+	// instead of the whole frame: a face too small for the shrunk scan is
+	// found within 2·ScanTiles scans. 0: off.
 	ScanTiles int `yaml:"scan_tiles"`
+	// ScanLooks: each scan looks again, on a crop where the face is 64
+	// pixels wide, at up to this many of the faces it found too weakly
+	// to report (0: off).
+	ScanLooks int `yaml:"scan_looks"`
 }
 
 // NetworkParams are the face network's settings of the detect block.
 func (d Detect) NetworkParams() detect.NetworkParams {
-	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles}
+	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles, ScanLooks: d.ScanLooks}
 }
 
 // Params are the detector's parameters of d (the rest as
@@ -570,7 +574,7 @@ func Default() Config {
 		},
 		Model: modelDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: false, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
-			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink},
+			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink, ScanLooks: net.ScanLooks},
 		Track:   Track{MaxFaces: 16, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},

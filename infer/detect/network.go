@@ -1,9 +1,11 @@
 package detect
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"math"
+	"slices"
 
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/yunet"
@@ -29,12 +31,28 @@ type NetworkParams struct {
 	// size once every 2·ScanTiles scans, each scan at about the shrunk
 	// one's cost. 0: off.
 	ScanTiles int
+	// ScanLooks: a scan also takes up to this many of its weak faces
+	// (a confidence from lookFrom up to ScanScore) that are on no face
+	// already tracked, the most confident first and in turn from scan to
+	// scan, and looks at each on a crop where the face is about
+	// LandmarkSide/LandmarkContext pixels wide (a landmark look); a face
+	// found there with ScanScore is reported. A weak face on a tracked
+	// face is reported without a look. The network finds faces of 16–24
+	// pixels (a 32–48 pixel face on the shrunk scan) seldom and weakly,
+	// and faces of 64 surely. 0: off (and weak faces are not reported).
+	ScanLooks int
 }
+
+// lookFrom is the smallest confidence of a scan's weak face that a look
+// may take (ScanLooks): on the shrunk scan of pasted small faces it keeps
+// half the 32–47 pixel faces the scan misses, at about one weak face a
+// scene (docs/measured.md, "Small faces in rooms").
+const lookFrom = 0.2
 
 // DefaultNetworkParams are the measured defaults (docs/measured.md, "Faces
 // in the wild").
 func DefaultNetworkParams() NetworkParams {
-	return NetworkParams{VerifyScore: 0.5, ScanScore: 0.5, ScanShrink: 2}
+	return NetworkParams{VerifyScore: 0.5, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1}
 }
 
 // A verification's crop is verifyContext detection sides wide, shrunk by a
@@ -42,6 +60,7 @@ func DefaultNetworkParams() NetworkParams {
 // face's size (toward 96 pixels it refused 15 % of the cascades' faces at
 // 75–90°, toward 128 6 %: docs/measured.md).
 const (
+	maxScanLooks  = 8
 	verifyContext = 2
 	verifySide    = 128
 )
@@ -64,6 +83,9 @@ func (p NetworkParams) Problems() []Problem {
 	} else if p.ScanTiles > 0 && p.ScanShrink == 1 {
 		out = append(out, Problem{"scan_tiles", "the scan already runs at the frame's resolution (scan_shrink 1): tiles would add nothing"})
 	}
+	if p.ScanLooks < 0 || p.ScanLooks > maxScanLooks {
+		out = append(out, Problem{"scan_looks", fmt.Sprintf("%d is not 0 (off) to %d", p.ScanLooks, maxScanLooks)})
+	}
 	return out
 }
 
@@ -75,6 +97,7 @@ type Network struct {
 	p     NetworkParams
 	buf   yunet.Buffers
 	out   []Face
+	weak  []yunet.Face                       // a scan's weak faces (ScanLooks)
 	patch [LandmarkSide * LandmarkSide]uint8 // Landmarks' crop
 	scans int                                // scans since ResetScan (ScanTiles: the even ones are the tiles')
 	// The last scan's shrink, and its tile (empty without one).
@@ -164,6 +187,13 @@ const (
 // confident if several, in the frame's pixels: its box, confidence and
 // five landmarks. It allocates nothing once its buffers have grown.
 func (n *Network) Landmarks(img *image.Gray, box feature.Box) (yunet.Face, bool) {
+	return n.look(img, box, landmarkScore)
+}
+
+// look runs the network on a landmark look's crop around box and returns
+// the most confident face of at least minScore there that box finds, in
+// the frame's pixels.
+func (n *Network) look(img *image.Gray, box feature.Box, minScore float64) (yunet.Face, bool) {
 	cx, cy := box.Centre()
 	side := LandmarkContext * math.Sqrt(box.W*box.H)
 	if !(side >= 1) || img.Rect.Empty() {
@@ -174,7 +204,7 @@ func (n *Network) Landmarks(img *image.Gray, box feature.Box) (yunet.Face, bool)
 	g := image.Gray{Pix: n.patch[:], Stride: LandmarkSide, Rect: image.Rect(0, 0, LandmarkSide, LandmarkSide)}
 	k := side / LandmarkSide
 	best, found := yunet.Face{}, false
-	for _, f := range n.net.Detect(&n.buf, &g, g.Rect, landmarkScore) {
+	for _, f := range n.net.Detect(&n.buf, &g, g.Rect, minScore) {
 		f.X, f.Y, f.W, f.H = crop.X+f.X*k, crop.Y+f.Y*k, f.W*k, f.H*k
 		if !feature.Finds(feature.Box{X: f.X, Y: f.Y, W: f.W, H: f.H}, box) || found && f.Score <= best.Score {
 			continue
@@ -207,30 +237,96 @@ func (n *Network) scanShrink(r image.Rectangle) int {
 // by ScanShrink (or more, to scanMaxSide), as detections: boxes where
 // facefinder and the turned cascade put theirs (so that the pose model's
 // calibration applies), the view from the landmarks, the network's
-// confidence as the score. The slice is reused by the next call.
-func (n *Network) Scan(img *image.Gray, r image.Rectangle) []Face {
-	n.out = n.out[:0]
+// confidence as the score; then, with ScanLooks, its weak faces on a box
+// of known (the faces already tracked, as detections' boxes) and the
+// faces its looks at other weak faces find. The slice is reused by the
+// next call.
+func (n *Network) Scan(img *image.Gray, r image.Rectangle, known []feature.Box) []Face {
+	n.out, n.weak = n.out[:0], n.weak[:0]
 	r = r.Intersect(img.Rect)
 	k := n.scanShrink(r)
 	n.lastShrink, n.lastTile = k, image.Rectangle{}
 	cols, rows, _ := tileGrid(n.p.ScanTiles)
 	tiled := cols*rows >= 2 && k > 1
 	n.scans++
+	from := n.p.ScanScore
+	if n.p.ScanLooks > 0 {
+		from = min(from, lookFrom)
+	}
 	if tiled && n.scans%2 == 0 {
 		// Every other scan: the next tile, at ScanShrink times the
 		// resolution of the shrunk scan (the frame's own for one of
 		// scanMaxSide or less), at about the shrunk scan's cost.
 		t := tileOf(r, (n.scans/2-1)%(cols*rows), cols, rows)
 		n.lastTile = t
-		for _, f := range n.net.DetectShrunk(&n.buf, img, t, max(k/n.p.ScanShrink, 1), n.p.ScanScore) {
-			n.out = append(n.out, asDetection(f))
-		}
-		return n.out
+		n.sort(n.net.DetectShrunk(&n.buf, img, t, max(k/n.p.ScanShrink, 1), from))
+	} else {
+		n.sort(n.net.DetectShrunk(&n.buf, img, r, k, from))
 	}
-	for _, f := range n.net.DetectShrunk(&n.buf, img, r, k, n.p.ScanScore) {
-		n.out = append(n.out, asDetection(f))
-	}
+	n.lookAtWeak(img, known)
 	return n.out
+}
+
+// sort puts faces of ScanScore into out as detections and the weak ones
+// into weak.
+func (n *Network) sort(faces []yunet.Face) {
+	for _, f := range faces {
+		if f.Score >= n.p.ScanScore {
+			n.out = append(n.out, asDetection(f))
+		} else {
+			n.weak = append(n.weak, f)
+		}
+	}
+}
+
+// lookAtWeak settles the scan's weak faces: one on a face already
+// reported is dropped; one on a known (tracked) face is reported as it is
+// (the track's own evidence that its face is still there: a small face
+// the shrunk scan finds only weakly is not missed by every scan, and
+// costs no look); of the others, up to ScanLooks, the most confident
+// first and starting one further down the list each scan (so that a weak
+// thing that is no face does not take every look of a still scene), are
+// looked at, and the faces the looks find with ScanScore are reported.
+func (n *Network) lookAtWeak(img *image.Gray, known []feature.Box) {
+	if n.p.ScanLooks == 0 || len(n.weak) == 0 {
+		return
+	}
+	w := n.weak[:0]
+	for _, f := range n.weak {
+		d := asDetection(f)
+		switch {
+		case onAFace(d.Box, n.out, nil):
+		case onAFace(d.Box, nil, known):
+			n.out = append(n.out, d)
+		default:
+			w = append(w, f)
+		}
+	}
+	slices.SortFunc(w, func(a, b yunet.Face) int { return cmp.Compare(b.Score, a.Score) })
+	for i := range min(n.p.ScanLooks, len(w)) {
+		f := w[(n.scans-1+i)%len(w)]
+		b := feature.Box{X: f.X, Y: f.Y, W: f.W, H: f.H}
+		found, ok := n.look(img, b, n.p.ScanScore)
+		if d := asDetection(found); ok && !onAFace(d.Box, n.out, nil) {
+			n.out = append(n.out, d)
+		}
+	}
+}
+
+// onAFace reports whether box finds (feature.Finds) the box of one of
+// faces or one of known.
+func onAFace(box feature.Box, faces []Face, known []feature.Box) bool {
+	for _, o := range faces {
+		if feature.Finds(box, o.Box) {
+			return true
+		}
+	}
+	for _, k := range known {
+		if feature.Finds(box, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // tileOverlap is how far (pixels of the frame) each scan tile reaches

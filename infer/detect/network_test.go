@@ -113,7 +113,7 @@ func TestNetworkScan(t *testing.T) {
 			t.Fatal(err)
 		}
 		tried++
-		for _, f := range n.Scan(g, g.Rect) {
+		for _, f := range n.Scan(g, g.Rect, nil) {
 			if !feature.Finds(f.Box, s.Box) {
 				continue
 			}
@@ -168,12 +168,12 @@ func TestNetworkScanBoundsLargeFrames(t *testing.T) {
 		}
 	}
 	n := testNetwork(t)
-	small := n.Scan(g, g.Rect)
+	small := n.Scan(g, g.Rect, nil)
 	if len(small) != 1 {
 		t.Fatalf("%d faces in the 640×480 frame, want 1", len(small))
 	}
 	want := small[0].Box
-	faces := n.Scan(big, big.Rect)
+	faces := n.Scan(big, big.Rect, nil)
 	if len(faces) != 1 {
 		t.Fatalf("%d faces in the 2560×1920 frame, want 1", len(faces))
 	}
@@ -218,6 +218,7 @@ func TestNetworkScanTiles(t *testing.T) {
 		}
 	}
 	p := DefaultNetworkParams()
+	p.ScanLooks = 0 // the tiles alone
 	for _, bad := range []int{1, 3, 5, 16, -2} {
 		p.ScanTiles = bad
 		if pr := p.Problems(); len(pr) != 1 || pr[0].Field != "scan_tiles" {
@@ -231,29 +232,8 @@ func TestNetworkScanTiles(t *testing.T) {
 	p.ScanShrink = 2
 	// A Pointing'04 face shrunk to 28 px wide at the bottom right of a
 	// grey 640×480 frame: in the fourth of 2×2 tiles.
-	src, err := dataset.LoadGray(datatest.File(t, "pointing04", "Person05", "person05146+0+0.jpg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	frame := image.NewGray(r)
-	for i := range frame.Pix {
-		frame.Pix[i] = 128
-	}
-	const k = 4
-	at := image.Pt(480, 360)
-	for y := range src.Rect.Dy() / k {
-		for x := range src.Rect.Dx() / k {
-			sum := 0
-			for dy := range k {
-				for dx := range k {
-					sum += int(src.Pix[(y*k+dy)*src.Stride+x*k+dx])
-				}
-			}
-			frame.Pix[(at.Y+y)*640+at.X+x] = uint8(sum / (k * k))
-		}
-	}
-	// Its label (labels.csv): 73.5, 85.5, 113×101.
-	face := feature.Box{X: float64(at.X) + 73.5/k, Y: float64(at.Y) + 85.5/k, W: 113.0 / k, H: 101.0 / k}
+	frame, faces := datatest.SmallFaces(t, image.Pt(480, 360))
+	face := faces[0]
 	count := func(faces []Face) int {
 		n := 0
 		for _, f := range faces {
@@ -263,8 +243,12 @@ func TestNetworkScanTiles(t *testing.T) {
 		}
 		return n
 	}
-	plain := testNetwork(t)
-	if c := count(plain.Scan(frame, r)); c != 0 {
+	p.ScanTiles = 0
+	plain, err := NewNetwork(yunet.New(yunet.Default()), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := count(plain.Scan(frame, r, nil)); c != 0 {
 		t.Fatalf("the shrunk scan finds the %g-px face: no test of the tiles", face.W)
 	}
 	p.ScanTiles = 4
@@ -276,7 +260,7 @@ func TestNetworkScanTiles(t *testing.T) {
 	// 2, …: the face is found on the 8th of each 8.
 	var seen []int
 	for range 16 {
-		seen = append(seen, count(tiled.Scan(frame, r)))
+		seen = append(seen, count(tiled.Scan(frame, r, nil)))
 	}
 	if want := []int{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}; !slices.Equal(seen, want) {
 		t.Errorf("the face found %v times on 16 scans, want %v", seen, want)
@@ -287,7 +271,7 @@ func TestNetworkScanTiles(t *testing.T) {
 	var sees, seesBig []bool
 	tiled.ResetScan()
 	for range 8 {
-		tiled.Scan(frame, r)
+		tiled.Scan(frame, r, nil)
 		sees, seesBig = append(sees, tiled.Sees(face, r)), append(seesBig, tiled.Sees(big, r))
 	}
 	if want := []bool{false, false, false, false, false, false, false, true}; !slices.Equal(sees, want) {
@@ -299,11 +283,80 @@ func TestNetworkScanTiles(t *testing.T) {
 	if plain.Sees(face, r) != true || plain.Sees(face, image.Rect(0, 0, 320, 240)) {
 		t.Error("without tiles, the scan should see every face of its region, and none outside")
 	}
-	tiled.Scan(frame, r)
+	tiled.Scan(frame, r, nil)
 	tiled.ResetScan()
 	for i := range 8 {
-		if c := count(tiled.Scan(frame, r)); c != seen[i] {
+		if c := count(tiled.Scan(frame, r, nil)); c != seen[i] {
 			t.Errorf("after ResetScan, scan %d found it %d times, want %d", i+1, c, seen[i])
+		}
+	}
+}
+
+// Looks: a face the shrunk scan finds too weakly to report (a 28-px face
+// at 14 px) is found by a look at it on a crop where it is 64 px wide;
+// with one look a scan and two weak faces, the second scan looks at the
+// second face; a face already tracked is reported weak, with no look, so
+// that the scans do not miss it.
+func TestNetworkScanLooks(t *testing.T) {
+	frame, faces := datatest.SmallFaces(t, image.Pt(100, 100), image.Pt(480, 360))
+	found := func(got []Face) []bool {
+		var out []bool
+		for _, f := range faces {
+			hit := false
+			for _, g := range got {
+				hit = hit || feature.Finds(g.Box, f)
+			}
+			out = append(out, hit)
+		}
+		return out
+	}
+	p := DefaultNetworkParams()
+	p.ScanLooks = 0
+	plain, err := NewNetwork(yunet.New(yunet.Default()), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := found(plain.Scan(frame, frame.Rect, nil)); !slices.Equal(got, []bool{false, false}) {
+		t.Fatalf("the shrunk scan alone finds the small faces %v: no test of the looks", got)
+	}
+	p.ScanLooks = 2
+	n, err := NewNetwork(yunet.New(yunet.Default()), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := n.Scan(frame, frame.Rect, nil)
+	if !slices.Equal(found(got), []bool{true, true}) || len(got) != 2 {
+		t.Fatalf("with two looks the scan found %v (%d faces), want both faces and nothing else", found(got), len(got))
+	}
+	for _, f := range got {
+		if f.Score < p.ScanScore {
+			t.Errorf("a look's face reported with confidence %.2f, below scan_score", f.Score)
+		}
+	}
+	p.ScanLooks = 1
+	one, err := NewNetwork(yunet.New(yunet.Default()), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := found(one.Scan(frame, frame.Rect, nil)), found(one.Scan(frame, frame.Rect, nil))
+	if a[0] == a[1] || b[0] == b[1] || a[0] == b[0] {
+		t.Errorf("one look a scan found %v, then %v: want one face each time, the other the second time", a, b)
+	}
+	// The first face tracked: the scan reports its weak face as it is,
+	// without a look, and gives its one look to the second.
+	got = one.Scan(frame, frame.Rect, faces[:1])
+	if !slices.Equal(found(got), []bool{true, true}) || len(got) != 2 {
+		t.Fatalf("with the first face tracked, the scan found %v (%d faces), want both", found(got), len(got))
+	}
+	for _, f := range got {
+		if tracked := feature.Finds(f.Box, faces[0]); tracked != (f.Score < p.ScanScore) {
+			t.Errorf("face at %v (tracked %v) reported with confidence %.2f: want the tracked one's weak score, the other's look", f.Box, tracked, f.Score)
+		}
+	}
+	for _, bad := range []int{-1, maxScanLooks + 1} {
+		p.ScanLooks = bad
+		if pr := p.Problems(); len(pr) != 1 || pr[0].Field != "scan_looks" {
+			t.Errorf("scan_looks %d: problems %v", bad, pr)
 		}
 	}
 }

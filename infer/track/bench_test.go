@@ -162,10 +162,10 @@ func BenchmarkFrame(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("scan", func(b *testing.B) {
-		net.Scan(img, img.Rect)
+		net.Scan(img, img.Rect, nil)
 		b.ReportAllocs()
 		loopMedian(b, func() {
-			if len(net.Scan(img, img.Rect)) == 0 {
+			if len(net.Scan(img, img.Rect, nil)) == 0 {
 				b.Fatal("no face")
 			}
 		})
@@ -179,26 +179,25 @@ func BenchmarkFrame(b *testing.B) {
 	// scanned runs a scene's first frames, each scanned by scan, against
 	// as many of pigo's frames.
 	scanned := func(b *testing.B, scan *detect.Network, frames int) {
-		ours, est := defaultTracker(b, 1)
-		ours.det, ours.verify, ours.scan = det, scan, scan
-		ours.cfg.ScanEvery = 1
-		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
-		run := func(tr *Tracker, scans bool) func() int {
-			return func() int {
-				tr.Reset()
-				n := 0
-				for range frames {
-					n += len(tr.Process(img))
-					if scans && !tr.Timing().Scanned {
-						b.Fatal("a frame was not scanned")
-					}
-				}
-				return n
-			}
-		}
-		ratioLoop(b, run(ours, true), run(ref, false))
+		scannedOn(b, img, img, scan, frames)
 	}
 	b.Run("scan-frame-ratio", func(b *testing.B) { scanned(b, net, 1) })
+	// scan-looks-frame-ratio: with detect.scan_looks 1, a scene's first
+	// frame with a face of 28 px, found by the look (the shrunk scan finds
+	// it weakly), against pigo's frame with a face, as above.
+	b.Run("scan-looks-frame-ratio", func(b *testing.B) {
+		p := detect.DefaultNetworkParams()
+		p.ScanLooks = 1
+		looks, err := detect.NewNetwork(yunet.New(yunet.Default()), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		small, _ := datatest.SmallFaces(b, image.Pt(100, 100))
+		if len(looks.Scan(small, small.Rect, nil)) != 1 {
+			b.Fatal("the look does not find the small face")
+		}
+		scannedOn(b, small, img, looks, 1)
+	})
 	// scan-tiles-frame-ratio: with detect.scan_tiles 4, a scene's first
 	// two frames both scanned (the shrunk frame, then a 2×2 tile at full
 	// resolution) against two of pigo's.
@@ -392,4 +391,31 @@ func lcm(a, b int) int {
 		x, y = y, x%y
 	}
 	return a / x * b
+}
+
+// scannedOn runs a scene's first frames of img, each scanned by scan,
+// against as many of pigo's frames on ref (pigo's frame with a face).
+func scannedOn(b *testing.B, img, refImg *image.Gray, scan *detect.Network, frames int) {
+	det, err := detect.New(detect.DefaultParams())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ours, est := defaultTracker(b, 1)
+	ours.det, ours.verify, ours.scan = det, scan, scan
+	ours.cfg.ScanEvery = 1
+	ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
+	run := func(tr *Tracker, img *image.Gray, scans bool) func() int {
+		return func() int {
+			tr.Reset()
+			n := 0
+			for range frames {
+				n += len(tr.Process(img))
+				if scans && !tr.Timing().Scanned {
+					b.Fatal("a frame was not scanned")
+				}
+			}
+			return n
+		}
+	}
+	ratioLoop(b, run(ours, img, true), run(ref, refImg, false))
 }

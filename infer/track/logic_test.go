@@ -266,7 +266,7 @@ type scriptScanner struct {
 	calls int
 }
 
-func (s *scriptScanner) Scan(*image.Gray, image.Rectangle) []detect.Face {
+func (s *scriptScanner) Scan(*image.Gray, image.Rectangle, []feature.Box) []detect.Face {
 	s.calls++
 	return s.faces
 }

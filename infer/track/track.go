@@ -257,7 +257,10 @@ type Verifier interface {
 // Scanner finds the faces of a whole frame (detect.Network at a lower
 // resolution), as a detector whose faces need no verification.
 type Scanner interface {
-	Scan(img *image.Gray, r image.Rectangle) []detect.Face
+	// Scan's faces are the frame's; known are the boxes of the faces
+	// tracked (as detections'), which it need not spend effort finding
+	// again.
+	Scan(img *image.Gray, r image.Rectangle, known []feature.Box) []detect.Face
 }
 
 // Landmarker finds the face network's face on a crop around a tracked
@@ -299,6 +302,7 @@ type Tracker struct {
 	step   Stepper // est, where it can Step (Config.RefineEvery)
 	verify Verifier
 	scan   Scanner
+	known  []feature.Box // the tracked faces' boxes, as detections', for the scanner
 	lmk    Landmarker
 	fuse   Fuser
 	// Boxes the verifier refused, and the frame until which a detection
@@ -415,7 +419,11 @@ func (t *Tracker) ProcessAt(img *image.Gray, at time.Time) []Face {
 		t.last.Detected = true
 		if scanDue {
 			t.last.Scanned = true
-			t.match(t.scan.Scan(img, r), img, true, r)
+			t.known = t.known[:0]
+			for _, tr := range t.tracks {
+				t.known = append(t.known, t.calib.Undo(tr.raw))
+			}
+			t.match(t.scan.Scan(img, r, t.known), img, true, r)
 		} else {
 			t.match(t.det.DetectInto(&t.dbuf, img, r), img, false, r)
 		}

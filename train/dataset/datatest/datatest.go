@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/train/dataset"
 )
 
@@ -59,4 +60,38 @@ func Frame640(tb testing.TB) *image.Gray {
 	}
 	draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
 	return f
+}
+
+// SmallFaces is a grey 640×480 frame with Frame640's face shrunk 4 times
+// (to 28 px wide) at each of at, and the faces' label boxes: faces the
+// face network's scan of the frame shrunk by 2 finds weakly (a confidence
+// of 0.23, below its default 0.5).
+func SmallFaces(tb testing.TB, at ...image.Point) (*image.Gray, []feature.Box) {
+	tb.Helper()
+	src, err := dataset.LoadGray(File(tb, "pointing04", "Person05", "person05146+0+0.jpg"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	frame := image.NewGray(image.Rect(0, 0, 640, 480))
+	for i := range frame.Pix {
+		frame.Pix[i] = 128
+	}
+	const k = 4
+	var boxes []feature.Box
+	for _, p := range at {
+		for y := range src.Rect.Dy() / k {
+			for x := range src.Rect.Dx() / k {
+				sum := 0
+				for dy := range k {
+					for dx := range k {
+						sum += int(src.Pix[(y*k+dy)*src.Stride+x*k+dx])
+					}
+				}
+				frame.Pix[(p.Y+y)*640+p.X+x] = uint8(sum / (k * k))
+			}
+		}
+		// The face's label (labels.csv): 73.5, 85.5, 113×101.
+		boxes = append(boxes, feature.Box{X: float64(p.X) + 73.5/k, Y: float64(p.Y) + 85.5/k, W: 113.0 / k, H: 101.0 / k})
+	}
+	return frame, boxes
 }
