@@ -43,6 +43,9 @@ type BrokerAuth struct {
 	Anonymous                bool
 	Topics                   []string // topics only posed writes (OwnTopics)
 	Commands                 []string // filters of the command topics (CommandTopics)
+	// Pictures are posed's topics that carry the camera's pictures
+	// (PictureTopics): not anonymous clients' to read.
+	Pictures []string
 	// posed's client id (mqtt.client_id, or the one drawn for the run).
 	PosedClientID string
 }
@@ -105,6 +108,11 @@ func (a BrokerAuth) ledger() *auth.Ledger {
 	// rest to the next rule).
 	deny := auth.Filters{}
 	for _, t := range a.Commands {
+		deny[auth.RString(t)] = auth.Deny
+	}
+	// Nor are the camera's pictures (the snapshots): an anonymous reader
+	// reads the angles, not what the camera sees.
+	for _, t := range a.Pictures {
 		deny[auth.RString(t)] = auth.Deny
 	}
 	l.ACL = append(l.ACL, auth.ACLRule{Filters: deny})
@@ -171,7 +179,7 @@ func StartBroker(addr string, a BrokerAuth, log *slog.Logger) (*Broker, error) {
 	loopback := ln.Addr().(*net.TCPAddr).IP.IsLoopback()
 	ln.Close()
 	if !loopback && a.Anonymous {
-		log.Warn("embedded MQTT broker listens beyond loopback and admits anonymous clients: anyone who can reach it reads the poses (set mqtt.embedded_anonymous: false and mqtt.embedded_users)", "addr", addr)
+		log.Warn("embedded MQTT broker listens beyond loopback and admits anonymous clients: anyone who can reach it reads the poses and the attention (not the snapshots, which only embedded_users read; set mqtt.embedded_anonymous: false and mqtt.embedded_users)", "addr", addr)
 	}
 	// The broker logs only errors: client connects and disconnects are noise.
 	blog := slog.New(discardBelow{log.Handler(), slog.LevelError}).With("component", "broker")

@@ -42,7 +42,8 @@ func client(t *testing.T, addr, user, pw string) (mqtt.Client, bool) {
 // without anonymous access, a client must log in.
 func TestEmbeddedBrokerAccess(t *testing.T) {
 	addr := mqtttest.FreeAddr(t)
-	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"}}
+	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"},
+		Pictures: PictureTopics(config.Default().MQTT, "cam")}
 	b, err := StartBroker(addr, a, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +113,23 @@ func TestEmbeddedBrokerAccess(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if got := payloads(cmds.All()); len(got) != 1 || got[0] != "OFF by ha" {
 		t.Errorf("commands that reached posed: %q, want only the reader's", got)
+	}
+
+	// Snapshots: the camera's pictures go to readers, not to anonymous
+	// clients, which read the angles.
+	anonPics := mqtttest.Collect(t, addr, "posed/cam/#")
+	readerPics := mqtttest.CollectFrom(t, mqtt.NewClientOptions().AddBroker("tcp://"+addr).SetUsername("ha").SetPassword("ha-pw"), "posed/cam/snapshot")
+	time.Sleep(100 * time.Millisecond)
+	p.Snapshot([]byte("\xff\xd8 a picture"))
+	readerPics.WaitFor(t, "the reader's snapshot", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 0 })
+	time.Sleep(200 * time.Millisecond)
+	for _, m := range anonPics.All() {
+		if m.Topic == "posed/cam/snapshot" {
+			t.Errorf("an anonymous client got a snapshot")
+		}
+	}
+	if len(anonPics.All()) == 0 {
+		t.Errorf("the anonymous client read nothing of posed's topics")
 	}
 
 	for _, who := range [][2]string{{"posed", "guess"}, {"ha", "guess"}} {

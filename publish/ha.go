@@ -93,6 +93,12 @@ func CommandTopics(cfg config.MQTT, device string) string {
 	return cfg.Prefix + "/" + device + "/" + message.TopicSet + "#"
 }
 
+// PictureTopics are posed's topics that carry the camera's pictures:
+// the snapshot.
+func PictureTopics(cfg config.MQTT, device string) []string {
+	return []string{cfg.Prefix + "/" + device + "/" + message.TopicSnapshot}
+}
+
 // supportURL is posed's home, Home Assistant's origin support_url.
 const supportURL = "https://github.com/edgepose/posed"
 

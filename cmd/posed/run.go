@@ -269,7 +269,7 @@ func embeddedAuth(m *config.MQTT, device string) (publish.BrokerAuth, error) {
 		m.ClientID = publish.NewClientID(device)
 	}
 	a := publish.BrokerAuth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)},
-		PosedClientID: m.ClientID}
+		Pictures: publish.PictureTopics(*m, device), PosedClientID: m.ClientID}
 	pw, err := m.ReadPassword()
 	if err != nil {
 		return a, err
