@@ -163,12 +163,18 @@ func (p *Publisher) CommandError(name string, err error) {
 		p.log.Warn("command refused", "command", name, "err", err)
 	}
 	b, _ := json.Marshal(message.Error{Schema: message.SchemaVersion, Device: p.device, Command: name, Error: err.Error(), Time: now.UTC()})
-	if p.connected.Load() {
-		p.enqueue(outMsg{topic: p.base + message.TopicError, qos: 1, payload: b})
-	} else {
+	if !p.connected.Load() {
 		p.drop(false)
+		p.repliesDropped.Add(1)
+	} else if !p.enqueue(outMsg{topic: p.base + message.TopicError, qos: 1, payload: b}) {
+		p.repliesDropped.Add(1)
 	}
 }
+
+// RepliesDropped counts the replies to commands that could not be sent
+// (the queue full, or the broker away); the log says how many in its
+// summary of refused commands.
+func (p *Publisher) RepliesDropped() uint64 { return p.repliesDropped.Load() }
 
 // Snapshot publishes an annotated JPEG on the snapshot topic (not
 // retained: a picture of the past is no state).

@@ -43,17 +43,19 @@ type Publisher struct {
 	client                  mqtt.Client
 	print                   io.Writer
 
-	queue    chan outMsg
-	events   *eventHold    // attention events until the broker has them (events.go)
-	lastQoS0 mqtt.Token    // the last QoS 0 message sent (the sending goroutine's)
-	bufs     chan []byte   // message buffers paho is done with (Pose)
-	lossless bool          // Pose waits for room in the queue (WithLossless)
-	tried    chan struct{} // closed once the first connection attempt has ended, either way (firstTryEnded)
-	tryOnce  sync.Once
-	wait     *time.Timer // the publishing goroutine's acknowledgement timer
-	done     chan struct{}
-	stopOnce sync.Once
-	wg       sync.WaitGroup
+	queue  chan outMsg
+	events *eventHold // attention events until the broker has them (events.go)
+	// repliesDropped: replies to commands not sent (RepliesDropped).
+	repliesDropped atomic.Uint64
+	lastQoS0       mqtt.Token    // the last QoS 0 message sent (the sending goroutine's)
+	bufs           chan []byte   // message buffers paho is done with (Pose)
+	lossless       bool          // Pose waits for room in the queue (WithLossless)
+	tried          chan struct{} // closed once the first connection attempt has ended, either way (firstTryEnded)
+	tryOnce        sync.Once
+	wait           *time.Timer // the publishing goroutine's acknowledgement timer
+	done           chan struct{}
+	stopOnce       sync.Once
+	wg             sync.WaitGroup
 
 	mu       sync.Mutex
 	retained map[string][]byte // topic → last retained payload, re-sent on reconnect

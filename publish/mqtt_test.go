@@ -556,9 +556,48 @@ func TestRefusedCommandsLogLimited(t *testing.T) {
 	if lines != refusedLogged {
 		t.Errorf("500 refusals logged %d lines, want %d", lines, refusedLogged)
 	}
-	// Not connected: each reply is counted as dropped.
-	if _, dropped, _ := p.Counters(); dropped-dropped0 != 500 {
-		t.Errorf("%d replies counted as dropped, want 500", dropped-dropped0)
+	// Not connected: each reply is counted as dropped, and as a reply
+	// dropped.
+	if _, dropped, _ := p.Counters(); dropped-dropped0 != 500 || p.RepliesDropped() != 500 {
+		t.Errorf("%d messages and %d replies counted as dropped, want 500", dropped-dropped0, p.RepliesDropped())
+	}
+}
+
+// A flood of commands: each gets one reply on the error topic or is
+// counted as a reply dropped (a 5000-command flood got 233 replies and
+// nothing said what became of the rest: #55).
+func TestCommandFloodRepliesCounted(t *testing.T) {
+	broker := mqtttest.Start(t)
+	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/error")
+	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(func(string, []byte) (message.Reply, error) {
+		time.Sleep(time.Millisecond)
+		return message.Reply{}, errors.New("refused")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(p, time.Second)
+	select {
+	case <-p.Subscribed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not subscribed")
+	}
+	c := mqtttest.Connect(t, broker.Addr(), "flood")
+	// QoS 1 and fewer than mosquitto queues for a client (1000): every
+	// command reaches posed.
+	const n = 500
+	for i := range n {
+		c.Publish("posed/cam/set/probe", 1, false, fmt.Sprint(i))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && uint64(len(col.All()))+p.RepliesDropped() < n {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	got, lost := len(col.All()), p.RepliesDropped()
+	t.Logf("%d commands: %d replies, %d replies dropped", n, got, lost)
+	if uint64(got)+lost != n {
+		t.Errorf("%d commands: %d replies and %d counted as dropped", n, got, lost)
 	}
 }
 

@@ -85,6 +85,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	met := metrics.New()
 	met.MQTT, met.MQTTErr = pub.Counters, pub.ConnectionError
 	met.Events = func() (int, uint64) { return pub.EventsHeld(), pub.EventsDropped() }
+	met.RepliesDropped = pub.RepliesDropped
 	met.AttentionSeconds, met.AttentionEvents = att.TargetSeconds, att.EventCounts
 	if cfg.Metrics.Listen != "" {
 		stop, err := serveHTTP(cfg, met, view, log)

@@ -68,6 +68,7 @@ func TestExpositionGolden(t *testing.T) {
 	m := New()
 	m.MQTT = func() (uint64, uint64, bool) { return 10, 1, true }
 	m.Events = func() (int, uint64) { return 3, 2 }
+	m.RepliesDropped = func() uint64 { return 233 }
 	m.AttentionSeconds = func() []Figure { return []Figure{{"road", 12.5}, {"none", 3}, {"unknown", 0}} }
 	m.AttentionEvents = func() []Figure { return []Figure{{"long_distraction", 1}, {"engagement", 0}} }
 	m.Stages[StageDetect].Observe(3 * time.Millisecond)

@@ -29,6 +29,10 @@ type Metrics struct {
 	// Events, if set, are the attention events waiting for the broker
 	// and those the bound dropped (publish.Publisher.EventsHeld, EventsDropped).
 	Events func() (held int, dropped uint64)
+	// RepliesDropped, if set, counts the replies to commands (on the
+	// error topic) that could not be sent: the queue full (a flood of
+	// commands) or the broker away (publish.Publisher.RepliesDropped).
+	RepliesDropped func() uint64
 	// AttentionSeconds and AttentionEvents, if set, are the attention
 	// stage's figures: the primary face's time per target, the events
 	// started per kind.
@@ -145,6 +149,9 @@ func (m *Metrics) WriteText(w io.Writer, version string) {
 		held, dropped := m.Events()
 		g("posed_mqtt_events_held", "Attention events waiting for the broker to take them (kept while it is away).", float64(held))
 		c("posed_mqtt_events_dropped_total", "Attention events dropped: more than the hold keeps waited for the broker (with the end of any start dropped).", dropped)
+	}
+	if m.RepliesDropped != nil {
+		c("posed_mqtt_replies_dropped_total", "Replies to commands (on the error topic) not sent: the queue full (a flood of commands) or the broker away.", m.RepliesDropped())
 	}
 	g("posed_uptime_seconds", "Seconds since start.", time.Since(m.Started).Seconds())
 	if m.AttentionSeconds != nil {
