@@ -34,11 +34,7 @@ func TestHoldWaitsForTheCommandInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(p, time.Second)
-	select {
-	case <-p.Subscribed():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the publisher did not subscribe to its commands")
-	}
+	waitSubscribed(t, p)
 	c := mqtttest.Connect(t, broker.Addr(), "sender")
 	c.Publish("posed/cam/set/detect", 1, false, "OFF").WaitTimeout(5 * time.Second)
 	select {
@@ -118,15 +114,7 @@ func TestTakeOverHandsOverLateCommandsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(old, time.Second)
-	subscribed := func(p *Publisher) {
-		t.Helper()
-		select {
-		case <-p.Subscribed():
-		case <-time.After(10 * time.Second):
-			t.Fatal("a publisher did not subscribe to its commands")
-		}
-	}
-	subscribed(old)
+	waitSubscribed(t, old)
 	old.Hold(context.Background())
 	c := mqtttest.Connect(t, broker.Addr(), "sender")
 	send := func(payloads ...string) {
@@ -143,7 +131,7 @@ func TestTakeOverHandsOverLateCommandsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(next, time.Second)
-	subscribed(next)
+	waitSubscribed(t, next)
 	send("4", "5") // both connections'
 	go func() {
 		time.Sleep(300 * time.Millisecond) // after the new connection subscribed: the cut by the clock was here
@@ -173,5 +161,15 @@ func TestTakeOverHandsOverLateCommandsOnce(t *testing.T) {
 	}
 	if late.Load() < 3 {
 		t.Errorf("the old connection delivered %d commands, want the 5 sent before the barrier", late.Load())
+	}
+}
+
+// waitSubscribed waits until p has subscribed to its commands.
+func waitSubscribed(t *testing.T, p *Publisher) {
+	t.Helper()
+	select {
+	case <-p.Subscribed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the publisher did not subscribe to its commands")
 	}
 }

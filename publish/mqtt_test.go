@@ -577,11 +577,7 @@ func TestCommandFloodRepliesCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(p, time.Second)
-	select {
-	case <-p.Subscribed():
-	case <-time.After(10 * time.Second):
-		t.Fatal("not subscribed")
-	}
+	waitSubscribed(t, p)
 	c := mqtttest.Connect(t, broker.Addr(), "flood")
 	// QoS 1 and fewer than mosquitto queues for a client (1000): every
 	// command reaches posed.

@@ -182,21 +182,16 @@ func BenchmarkFrame(b *testing.B) {
 		scannedOn(b, img, img, scan, frames)
 	}
 	b.Run("scan-frame-ratio", func(b *testing.B) { scanned(b, net, 1) })
-	// scan-looks-frame-ratio: with detect.scan_looks 1, a scene's first
-	// frame with a face of 28 px, found by the look (the shrunk scan finds
-	// it weakly), against pigo's frame with a face, as above.
+	// scan-looks-frame-ratio: with the default detect.scan_looks (1), a
+	// scene's first frame with a face of 28 px, found by the look (the
+	// shrunk scan finds it weakly), against pigo's frame with a face, as
+	// above.
 	b.Run("scan-looks-frame-ratio", func(b *testing.B) {
-		p := detect.DefaultNetworkParams()
-		p.ScanLooks = 1
-		looks, err := detect.NewNetwork(yunet.New(yunet.Default()), p)
-		if err != nil {
-			b.Fatal(err)
-		}
 		small, _ := datatest.SmallFaces(b, image.Pt(100, 100))
-		if len(looks.Scan(small, small.Rect, nil)) != 1 {
+		if len(net.Scan(small, small.Rect, nil)) != 1 {
 			b.Fatal("the look does not find the small face")
 		}
-		scannedOn(b, small, img, looks, 1)
+		scannedOn(b, small, img, net, 1)
 	})
 	// scan-tiles-frame-ratio: with detect.scan_tiles 4, a scene's first
 	// two frames both scanned (the shrunk frame, then a 2×2 tile at full

@@ -50,15 +50,27 @@ func File(tb testing.TB, elem ...string) string {
 // middle of a grey 640×480 frame: the frame the benchmarks time.
 func Frame640(tb testing.TB) *image.Gray {
 	tb.Helper()
+	img, f := frontal(tb), grey640()
+	draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
+	return f
+}
+
+// frontal is the photograph of Frame640.
+func frontal(tb testing.TB) *image.Gray {
+	tb.Helper()
 	img, err := dataset.LoadGray(File(tb, "pointing04", "Person05", "person05146+0+0.jpg"))
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return img
+}
+
+// grey640 is a mid-grey 640×480 frame.
+func grey640() *image.Gray {
 	f := image.NewGray(image.Rect(0, 0, 640, 480))
 	for i := range f.Pix {
 		f.Pix[i] = 128
 	}
-	draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
 	return f
 }
 
@@ -68,14 +80,7 @@ func Frame640(tb testing.TB) *image.Gray {
 // of 0.23, below its default 0.5).
 func SmallFaces(tb testing.TB, at ...image.Point) (*image.Gray, []feature.Box) {
 	tb.Helper()
-	src, err := dataset.LoadGray(File(tb, "pointing04", "Person05", "person05146+0+0.jpg"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	frame := image.NewGray(image.Rect(0, 0, 640, 480))
-	for i := range frame.Pix {
-		frame.Pix[i] = 128
-	}
+	src, frame := frontal(tb), grey640()
 	const k = 4
 	var boxes []feature.Box
 	for _, p := range at {
