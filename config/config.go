@@ -647,6 +647,29 @@ func (p Problems) Error() string {
 	return fmt.Sprintf("%d problems:\n  %s", len(p), strings.Join(p, "\n  "))
 }
 
+// Inert names the settings of c that do nothing as c is set (a key set
+// for a part that is off): posed runs all the same, -check-config prints
+// them and a start logs them.
+func (c Config) Inert() []string {
+	var out []string
+	d := c.Detect
+	if c.Track.Unread && !d.Verify && d.ScanEvery == 0 {
+		out = append(out, "track.unread does nothing without detect.verify or detect.scan_every: only the face network says a face the model cannot read is one")
+	}
+	if d.ScanEvery == 0 {
+		def := Default().Detect
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"scan_tiles", d.ScanTiles != def.ScanTiles}, {"scan_looks", d.ScanLooks != def.ScanLooks}, {"scan_shrink", d.ScanShrink != def.ScanShrink}, {"scan_score", d.ScanScore != def.ScanScore}} {
+			if k.set {
+				out = append(out, fmt.Sprintf("detect.%s does nothing with detect.scan_every 0 (the face network never scans)", k.key))
+			}
+		}
+	}
+	return out
+}
+
 // Validate checks every field and returns all the problems as Problems.
 func (c Config) Validate() error {
 	p := problems(badFloats(reflect.ValueOf(c), ""))

@@ -362,3 +362,21 @@ func TestZoneOutsideFrame(t *testing.T) {
 		}
 	}
 }
+
+// Keys set for a part that is off are named (and posed runs): unread
+// without the face network, the scan's keys without the scan. The
+// defaults name none.
+func TestInert(t *testing.T) {
+	if w := Default().Inert(); len(w) != 0 {
+		t.Errorf("the defaults: %q", w)
+	}
+	c := Default()
+	c.Detect.Verify, c.Detect.ScanEvery, c.Detect.ScanLooks = false, 0, 2
+	w := c.Inert()
+	if len(w) != 2 || !strings.HasPrefix(w[0], "track.unread") || !strings.HasPrefix(w[1], "detect.scan_looks") {
+		t.Errorf("unread and scan_looks with the network off: %q", w)
+	}
+	if c.Validate() != nil {
+		t.Errorf("an inert key refused: %v", c.Validate())
+	}
+}

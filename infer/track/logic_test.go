@@ -433,7 +433,7 @@ func TestTrackUnread(t *testing.T) {
 		}
 	}
 	// The scanner's faces need no verifier.
-	cfg.Unread = true
+	cfg.Unread, cfg.ScanEvery = true, 1
 	sc := &scriptScanner{faces: []detect.Face{turned(200, 150, 100)}}
 	tr = New(cfg, &scriptDetector{}, detect.Identity, &shiftEstimator{std: 35}, WithScanner(sc))
 	unread(1, tr.Process(img), 200)

@@ -86,8 +86,8 @@ type Config struct {
 	// that moves out of it is still followed).
 	Region image.Rectangle
 	// ScanEvery: with a Scanner (WithScanner), it detects on every
-	// ScanEvery-th frame from the first, in place of the detector; 0 or 1:
-	// on every frame.
+	// ScanEvery-th frame from the first, in place of the detector (1: on
+	// every frame); 0: never, as detect.scan_every says.
 	ScanEvery int
 	// RejectFor: with a Verifier (WithVerifier), for this many frames
 	// after it refused a detection, a detection of the same box (IoU >
@@ -339,9 +339,6 @@ func New(cfg Config, det Detector, calib detect.Calibration, est Estimator, opts
 	if cfg.Every < 1 {
 		cfg.Every = 1
 	}
-	if cfg.ScanEvery < 1 {
-		cfg.ScanEvery = 1
-	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second / 15
 	}
@@ -409,7 +406,7 @@ func (t *Tracker) ProcessAt(img *image.Gray, at time.Time) []Face {
 	// scanner, where there is one, is the detector of every ScanEvery-th
 	// frame from the first (in place of the detector, whose verified
 	// faces it finds too, at about the cost of one detection).
-	scanDue := t.scan != nil && (t.frame-1)%uint64(t.cfg.ScanEvery) == 0
+	scanDue := t.scan != nil && t.cfg.ScanEvery > 0 && (t.frame-1)%uint64(t.cfg.ScanEvery) == 0
 	if scanDue || len(t.tracks) == 0 || (t.frame-1)%uint64(t.cfg.Every) == 0 || t.doubtful() {
 		d0 := time.Now()
 		r := img.Rect
