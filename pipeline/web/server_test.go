@@ -19,9 +19,18 @@ import (
 // Its frames are noise, shown at 50 a second: megabytes a second that a
 // viewer who stops reading soon cannot take.
 func serveFlow(t *testing.T, l HTTPLimits) (string, *View, *HTTPServer) {
+	return serveFlowWith(t, l, nil)
+}
+
+// serveFlowWith is serveFlow with the view then set by set (before any
+// frame).
+func serveFlowWith(t *testing.T, l HTTPLimits, set func(*View)) (string, *View, *HTTPServer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	view := NewView(ctx)
 	view.WriteTimeout, view.MaxFPS, view.Quality = 300*time.Millisecond, 50, 100
+	if set != nil {
+		set(view)
+	}
 	met := metrics.New()
 	done := feed(ctx, view, met, 640, 480, 20*time.Millisecond, true)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -245,4 +254,52 @@ func TestStalledViewersGiveWay(t *testing.T) {
 	if n := view.streams.Load(); n > view.MaxStreams {
 		t.Errorf("%d streams, more than %d", n, view.MaxStreams)
 	}
+}
+
+// Viewers that open /live and never read, with the kernel's own receive
+// buffers, give way to a real viewer within seconds: a live stream's
+// connection sends from a buffer of two frames, so a reader that does
+// not read stalls at once (before: the kernel's send buffer, up to 4 MB,
+// took a minute of frames first, and a real viewer was refused for about
+// 60 s: #55).
+func TestIdleViewersGiveWay(t *testing.T) {
+	url, view, _ := serveFlowWith(t, DefaultHTTPLimits(), func(v *View) {
+		v.MaxFPS, v.Quality, v.WriteTimeout = 5, 80, 60*time.Second // as posed serves it; a slot would free after a minute
+	})
+	addr := strings.TrimPrefix(url, "http://")
+	for range view.MaxStreams {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n") // and never reads
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for view.streams.Load() < view.MaxStreams && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if view.streams.Load() != view.MaxStreams {
+		t.Fatalf("%d of %d idle viewers streaming", view.streams.Load(), view.MaxStreams)
+	}
+	start := time.Now()
+	for {
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url + "/live")
+		if err == nil && resp.StatusCode == 200 {
+			n, _ := io.ReadAtLeast(resp.Body, make([]byte, 1000), 1000)
+			resp.Body.Close()
+			if n >= 1000 {
+				break
+			}
+		} else if err == nil {
+			resp.Body.Close()
+		}
+		// 1.2–1.4 s here; 5.6 s with the kernel's own send buffer (noise
+		// frames of about 200 KB at 5 a second).
+		if time.Since(start) > 4500*time.Millisecond {
+			t.Fatalf("a real viewer was refused for %v after %d idle ones", time.Since(start), view.MaxStreams)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("a real viewer served %v after %d idle ones took every slot", time.Since(start).Round(100*time.Millisecond), view.MaxStreams)
 }

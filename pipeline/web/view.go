@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -187,6 +188,26 @@ func (v *View) Snapshot(ctx context.Context) ([]byte, error) {
 	}
 }
 
+// liveSendBuffer is the send buffer a live stream's connection gets:
+// about two frames. With the kernel's own (up to 4 MB) a viewer that
+// never reads took frames for a minute before its write blocked, holding
+// its slot all that time (#55); now it stalls within a few frames, and a
+// new viewer takes its slot (admit).
+const liveSendBuffer = 64 << 10
+
+// shrinkSendBuffer gives the connection of r, where it is a TCP
+// connection served by posed's server (connKey), liveSendBuffer to send
+// from.
+func shrinkSendBuffer(r *http.Request) {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	if lc, ok := c.(*limitedConn); ok {
+		c = lc.Conn
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(liveSendBuffer)
+	}
+}
+
 // liveBoundary separates the parts of the MJPEG stream.
 const liveBoundary = "posedframe"
 
@@ -251,6 +272,7 @@ func (v *View) ServeLive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer v.leave(st)
+	shrinkSendBuffer(r)
 	v.watchers.Add(1)
 	defer v.watchers.Add(-1)
 	w.Header().Set("Content-Type", "multipart/x-mixed-replace; boundary="+liveBoundary)
