@@ -156,8 +156,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitJPEGs$$' -fuzztime 60s ./device/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadUsers$$' -fuzztime 60s ./publish/
 	$(GO) test -run '^$$' -fuzz '^FuzzLimitConn$$' -fuzztime 60s ./publish/
-	$(GO) test -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime 60s ./publish/message/
-	$(GO) test -run '^$$' -fuzz '^FuzzAppendFloat$$' -fuzztime 60s ./publish/message/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime 60s ./message/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendFloat$$' -fuzztime 60s ./message/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCascade$$' -fuzztime 60s ./infer/detect/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWeights$$' -fuzztime 60s ./infer/yunet/
 

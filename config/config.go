@@ -23,11 +23,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/internal/regular"
 )
 
 // Config is the whole configuration. Field names are the YAML keys.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/config/regular"
+	"github.com/edgepose/posed/internal/regular"
 )
 
 func TestDefaultsAreValid(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/edgepose/posed/config/regular"
+	"github.com/edgepose/posed/internal/regular"
 )
 
 // ReplayOptions configure a replay.

@@ -30,11 +30,11 @@ import (
 
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // Source delivers frames: device.Reopening (a camera or replay that is

@@ -20,13 +20,13 @@ import (
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // scriptSource delivers its items in order: a frame (by sequence number)

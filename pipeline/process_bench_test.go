@@ -11,12 +11,12 @@ import (
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/zones"
-	"github.com/edgepose/posed/publish/message"
 )
 
 type noopPub struct{}

@@ -11,7 +11,7 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // CommandHandler carries out a command (name is what follows set/ in the

@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgepose/posed/config/regular"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/internal/regular"
+	"github.com/edgepose/posed/message"
 )
 
 // Attention events are what a fleet counts: they are not dropped while

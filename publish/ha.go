@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/config/regular"
-	"github.com/edgepose/posed/pipeline/clock"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/internal/regular"
+	"github.com/edgepose/posed/message"
 )
 
 // Home Assistant: posed announces its sensors by MQTT discovery (retained

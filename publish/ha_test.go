@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/pipeline/clock"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 

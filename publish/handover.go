@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // A reload hands the running publisher over to the next run's instead of

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/eclipse/paho.mqtt.golang/packets"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 

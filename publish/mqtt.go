@@ -1,5 +1,5 @@
 // Package publish is posed's transport: it sends the messages of
-// publish/message over MQTT (per-frame pose messages, a retained state and
+// message over MQTT (per-frame pose messages, a retained state and
 // camera status, periodic statistics, events held across outages, and the
 // availability topic with the last will) through a publishing goroutine
 // that never blocks the frame loop, takes commands, announces Home
@@ -24,9 +24,9 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/config/regular"
-	"github.com/edgepose/posed/pipeline/clock"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/internal/regular"
+	"github.com/edgepose/posed/message"
 )
 
 // Publisher owns the MQTT connection. Its methods never block: messages go

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 
 	"github.com/edgepose/posed/publish/mqtttest"
 )

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgepose/posed/config/regular"
+	"github.com/edgepose/posed/internal/regular"
 )
 
 // The spool keeps the attention events waiting for the broker in the

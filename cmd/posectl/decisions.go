@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/build"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // runDecisions measures the attention decisions posed makes from the poses

@@ -19,8 +19,8 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/build"
-	"github.com/edgepose/posed/publish/message"
 	"github.com/edgepose/posed/train/dataset"
 )
 

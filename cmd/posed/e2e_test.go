@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/train/dataset/datatest"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"

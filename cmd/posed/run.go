@@ -14,13 +14,13 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/device"
+	"github.com/edgepose/posed/internal/regular"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/web"
 	"github.com/edgepose/posed/publish"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // run is the daemon: it returns when ctx ends (clean shutdown) or a replay

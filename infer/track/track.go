@@ -14,7 +14,7 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/yunet"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // Config tunes the tracker.

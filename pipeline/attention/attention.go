@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/infer/rotation"
-	"github.com/edgepose/posed/pipeline/clock"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/message"
 )
 
 // Frame is where a target's directions are measured.

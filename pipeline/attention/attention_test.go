@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/message"
 	. "github.com/edgepose/posed/pipeline/attention"
-	"github.com/edgepose/posed/publish/message"
 )
 
 const deg = math.Pi / 180

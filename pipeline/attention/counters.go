@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/metrics"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // counters are the stage's figures for /metrics, written by the frame

@@ -3,7 +3,7 @@ package attention
 import (
 	"time"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // DriverRules are the driver profile's thresholds (config.DriverRules;

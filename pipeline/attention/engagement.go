@@ -3,7 +3,7 @@ package attention
 import (
 	"time"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // EngagementRules are the engagement profile's (config.EngagementRules):

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/message"
 	. "github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/build"
-	"github.com/edgepose/posed/pipeline/clock"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // t0 is the scripts' first frame time; frames come every 100 ms.

@@ -18,10 +18,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgepose/posed/config/regular"
+	"github.com/edgepose/posed/internal/regular"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/web"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // ErrDetectOff: detection is switched off (the privacy switch): no frame

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgepose/posed/config/regular"
+	"github.com/edgepose/posed/internal/regular"
 	"github.com/edgepose/posed/pipeline/neutral"
 )
 

@@ -9,7 +9,7 @@ import (
 	"image"
 	"time"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // Frame is one processed frame. A stage reads what the stages before it

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/infer/rotation"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/internal/regular"
+	"github.com/edgepose/posed/message"
 )
 
 // Learning the neutral pose (zero.learn), as openpilot learns a driver's:

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // gazes is a person who looks at (yaw, pitch) most of the time and

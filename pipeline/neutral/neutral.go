@@ -18,10 +18,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgepose/posed/config/regular"
 	"github.com/edgepose/posed/infer/rotation"
-	"github.com/edgepose/posed/pipeline/clock"
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/internal/regular"
+	"github.com/edgepose/posed/message"
 )
 
 // ErrDetectOff is what a measurement asked for while detection is off

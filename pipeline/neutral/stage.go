@@ -1,8 +1,8 @@
 package neutral
 
 import (
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/frame"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // Frame measures and learns the neutral pose from the frame's primary face,

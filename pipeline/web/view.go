@@ -17,8 +17,8 @@ import (
 
 	"github.com/edgepose/posed/infer/annotate"
 	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/frame"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // View makes annotated JPEGs of the processed frames for people who

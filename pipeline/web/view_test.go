@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/metrics"
-	"github.com/edgepose/posed/publish/message"
 )
 
 // feed offers the view a textured w×h frame with one face every period,

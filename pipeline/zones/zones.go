@@ -6,7 +6,7 @@ package zones
 import (
 	"sort"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // Zoning names the zones a face is in and chooses the primary face.

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // Zones by box centre; the primary face by each mode.

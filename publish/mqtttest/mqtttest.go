@@ -21,7 +21,7 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/edgepose/posed/publish/message"
+	"github.com/edgepose/posed/message"
 )
 
 // Mosquitto is a real broker, without persistence, on a free loopback port.
