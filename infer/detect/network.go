@@ -267,10 +267,20 @@ func (n *Network) Scan(img *image.Gray, r image.Rectangle, known []feature.Box) 
 	return n.out
 }
 
+// minScanFace is the smallest face (its side, pixels of the frame) a
+// scan reports: the pose model reads nothing from a face smaller (its
+// 64-px patch made from 11–22 px read yaw σ 24–39° there), and at full
+// size (the tiles) the network finds faces down to 10 px, most of them on
+// face-free scenes phantoms (docs/measured.md, "Small faces in rooms").
+const minScanFace = 24
+
 // sort puts faces of ScanScore into out as detections and the weak ones
-// into weak.
+// into weak; faces under minScanFace go.
 func (n *Network) sort(faces []yunet.Face) {
 	for _, f := range faces {
+		if math.Sqrt(f.W*f.H) < minScanFace {
+			continue
+		}
 		if f.Score >= n.p.ScanScore {
 			n.out = append(n.out, asDetection(f))
 		} else {
@@ -307,7 +317,7 @@ func (n *Network) lookAtWeak(img *image.Gray, known []feature.Box) {
 		f := w[(n.scans-1+i)%len(w)]
 		b := feature.Box{X: f.X, Y: f.Y, W: f.W, H: f.H}
 		found, ok := n.look(img, b, n.p.ScanScore)
-		if d := asDetection(found); ok && !onAFace(d.Box, n.out, nil) {
+		if d := asDetection(found); ok && math.Sqrt(found.W*found.H) >= minScanFace && !onAFace(d.Box, n.out, nil) {
 			n.out = append(n.out, d)
 		}
 	}
