@@ -259,7 +259,7 @@ func (n *Network) Scan(img *image.Gray, r image.Rectangle, known []feature.Box) 
 		// scanMaxSide or less), at about the shrunk scan's cost.
 		t := tileOf(r, (n.scans/2-1)%(cols*rows), cols, rows)
 		n.lastTile = t
-		n.sort(n.net.DetectShrunk(&n.buf, img, t, max(k/n.p.ScanShrink, 1), from))
+		n.sort(inTile(n.net.DetectShrunk(&n.buf, img, t, max(k/n.p.ScanShrink, 1), from), t, r))
 	} else {
 		n.sort(n.net.DetectShrunk(&n.buf, img, r, k, from))
 	}
@@ -337,6 +337,27 @@ func onAFace(box feature.Box, faces []Face, known []feature.Box) bool {
 		}
 	}
 	return false
+}
+
+// inTile keeps the faces of a tile's scan that are the tile's to find: at
+// most twice tileOverlap wide (a wider one is the shrunk scan's) and clear
+// of the tile's edges inside the frame r (a face cut there is part of a
+// face, which lies whole in the next tile or is the shrunk scan's). Half
+// faces on the tiles' edges took the tracks of large faces and read them
+// worse (AFLW2000's 30th frame: 5.57 / 8.03° against 5.20 / 7.60°).
+func inTile(faces []yunet.Face, t, r image.Rectangle) []yunet.Face {
+	const margin = 2
+	out := faces[:0]
+	for _, f := range faces {
+		cut := f.X < float64(t.Min.X+margin) && t.Min.X > r.Min.X ||
+			f.Y < float64(t.Min.Y+margin) && t.Min.Y > r.Min.Y ||
+			f.X+f.W > float64(t.Max.X-margin) && t.Max.X < r.Max.X ||
+			f.Y+f.H > float64(t.Max.Y-margin) && t.Max.Y < r.Max.Y
+		if !cut && math.Sqrt(f.W*f.H) <= 2*tileOverlap {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // tileOverlap is how far (pixels of the frame) each scan tile reaches
