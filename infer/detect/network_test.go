@@ -360,3 +360,22 @@ func TestNetworkScanLooks(t *testing.T) {
 		}
 	}
 }
+
+// A tile's scan keeps the faces that are the tile's: one cut by an edge
+// inside the frame goes (part of a face), one on the frame's own edge
+// stays, and one wider than twice the overlap goes (the shrunk scan's).
+func TestInTile(t *testing.T) {
+	r := image.Rect(0, 0, 640, 480)
+	tile := tileOf(r, 0, 2, 2) // the top left: its right and bottom edges are inside the frame
+	faces := []yunet.Face{
+		{X: 100, Y: 100, W: 40, H: 40},                               // inside
+		{X: 0, Y: 0, W: 40, H: 40},                                   // on the frame's corner
+		{X: float64(tile.Max.X) - 30, Y: 100, W: 40, H: 40},          // cut by the tile's right edge
+		{X: 100, Y: float64(tile.Max.Y) - 20, W: 40, H: 40},          // cut by its bottom edge
+		{X: 20, Y: 20, W: 2*tileOverlap + 10, H: 2*tileOverlap + 10}, // too wide for a tile
+	}
+	got := inTile(slices.Clone(faces), tile, r)
+	if len(got) != 2 || got[0] != faces[0] || got[1] != faces[1] {
+		t.Errorf("kept %v, want the first two of %v", got, faces)
+	}
+}
