@@ -112,7 +112,7 @@ test: test-deps
 # among them), then the daemon built for 32-bit ARM (GOARM=7, the pure-Go
 # kernels), static.
 test-arm64:
-	POSED_EMULATED=qemu CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -timeout 30m -exec qemu-aarch64 ./infer/... ./device/... ./config/... ./pipeline/...
+	POSED_EMULATED=qemu CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -timeout 30m -exec qemu-aarch64 ./infer/... ./device/... ./config/... ./pipeline/... ./message/... ./internal/...
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build -o /dev/null ./cmd/posed
 
 bench:
