@@ -18,12 +18,6 @@ import (
 // topic and logged, and must mean that nothing was changed.
 type CommandHandler func(name string, payload []byte) (message.Reply, error)
 
-// WithCommands makes the publisher take commands from
-// <prefix>/<device>/set/+ (subscribed on every connection) and announce
-// them to Home Assistant (a switch for detection, buttons, the snapshot
-// image).
-func WithCommands(h CommandHandler) Option { return func(p *Publisher) { p.commands = h } }
-
 // maxCommandPayload bounds a command's payload: commands are words.
 const maxCommandPayload = 1024
 
@@ -185,10 +179,6 @@ func (p *Publisher) Snapshot(jpeg []byte) {
 	}
 	p.enqueue(outMsg{topic: p.base + message.TopicSnapshot, qos: 1, payload: jpeg})
 }
-
-// WithDetect is the detection switch as posed starts (published retained
-// on the detect topic at each connection).
-func WithDetect(on bool) Option { return func(p *Publisher) { p.SetDetect(on) } }
 
 // SetDetect publishes (retained) whether detection is on.
 func (p *Publisher) SetDetect(on bool) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/internal/clock"
 	"github.com/edgepose/posed/internal/regular"
 	"github.com/edgepose/posed/message"
 )
@@ -20,24 +19,6 @@ import (
 // at most every mqtt.ha_interval, when an angle moved by mqtt.ha_deadband
 // or more. The pose topic at 10 Hz would flood Home Assistant's recorder.
 
-// Option sets what the publisher tells about posed.
-type Option func(*Publisher)
-
-// WithVersion sets posed's version (Home Assistant's sw_version).
-func WithVersion(v string) Option { return func(p *Publisher) { p.version = v } }
-
-// WithConfigURL sets the device's configuration_url in Home Assistant.
-func WithConfigURL(u string) Option { return func(p *Publisher) { p.configURL = u } }
-
-// WithClock sets the clock that times Home Assistant's ha_interval and
-// max_rate (default the wall clock): a test steps it instead of sleeping.
-func WithClock(c clock.Clock) Option { return func(p *Publisher) { p.clock = c } }
-
-// WithStateDir sets where the publisher remembers the discovery entries
-// it announced, to remove them when discovery is switched off or the
-// device is renamed.
-func WithStateDir(dir string) Option { return func(p *Publisher) { p.stateDir = dir } }
-
 // haSensor is one announced entity: a sensor reading the HA topic, or
 // (command set) a switch, button or image of the commands.
 type haSensor struct {
@@ -45,11 +26,6 @@ type haSensor struct {
 	command                                 bool // announced only when posed takes commands
 	attention                               bool // announced only with the attention stage (WithAttention)
 }
-
-// WithAttention announces the attention entities: whether the primary
-// face attends (its eyes on the road for a driver, looking at the device
-// otherwise), its target, its state, and the events.
-func WithAttention(a message.AttentionInfo) Option { return func(p *Publisher) { p.attention = &a } }
 
 // haSensors are the Home Assistant entities posed announces.
 var haSensors = []haSensor{

@@ -125,11 +125,6 @@ func (p *Publisher) Hold(ctx context.Context) {
 	p.events.close()
 }
 
-// WithHeld starts the publisher held (keeping its commands, not carrying
-// them out) where held is true: a reload's next publisher, until it takes
-// over (TakeOver).
-func WithHeld(held bool) Option { return func(p *Publisher) { p.handover.on = held } }
-
 // TakeOver ends prev, the last run's held publisher, once p (started
 // WithHeld) has subscribed to the commands or ctx ends, and the barrier
 // has come back (barrierWait at most); then carries out,

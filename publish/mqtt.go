@@ -614,12 +614,6 @@ func (p *Publisher) Pose(m *message.Pose, primary int) {
 	}
 }
 
-// WithLossless makes Pose wait for room in the queue instead of dropping
-// the message, and the first messages wait for the first connection
-// attempt: for a replay read as fast as posed processes it, whose every
-// frame is to be published. A camera's frames must never wait.
-func WithLossless(on bool) Option { return func(p *Publisher) { p.lossless = on } }
-
 // enqueuePose queues a frame's message: at once or dropped, or, lossless,
 // when there is room (or dropped as the publisher stops).
 func (p *Publisher) enqueuePose(m outMsg) bool {

@@ -1,0 +1,54 @@
+package publish
+
+import (
+	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/message"
+)
+
+// The publisher's options, every one of them (New takes them after the
+// MQTT configuration): what it tells about posed, the commands it takes,
+// and how it runs.
+
+// Option sets one of the publisher's settings.
+type Option func(*Publisher)
+
+// WithVersion sets posed's version (Home Assistant's sw_version).
+func WithVersion(v string) Option { return func(p *Publisher) { p.version = v } }
+
+// WithConfigURL sets the device's configuration_url in Home Assistant.
+func WithConfigURL(u string) Option { return func(p *Publisher) { p.configURL = u } }
+
+// WithClock sets the clock that times Home Assistant's ha_interval and
+// max_rate (default the wall clock): a test steps it instead of sleeping.
+func WithClock(c clock.Clock) Option { return func(p *Publisher) { p.clock = c } }
+
+// WithStateDir sets where the publisher remembers the discovery entries
+// it announced, to remove them when discovery is switched off or the
+// device is renamed.
+func WithStateDir(dir string) Option { return func(p *Publisher) { p.stateDir = dir } }
+
+// WithAttention announces the attention entities: whether the primary
+// face attends (its eyes on the road for a driver, looking at the device
+// otherwise), its target, its state, and the events.
+func WithAttention(a message.AttentionInfo) Option { return func(p *Publisher) { p.attention = &a } }
+
+// WithCommands makes the publisher take commands from
+// <prefix>/<device>/set/+ (subscribed on every connection) and announce
+// them to Home Assistant (a switch for detection, buttons, the snapshot
+// image).
+func WithCommands(h CommandHandler) Option { return func(p *Publisher) { p.commands = h } }
+
+// WithDetect is the detection switch as posed starts (published retained
+// on the detect topic at each connection).
+func WithDetect(on bool) Option { return func(p *Publisher) { p.SetDetect(on) } }
+
+// WithLossless makes Pose wait for room in the queue instead of dropping
+// the message, and the first messages wait for the first connection
+// attempt: for a replay read as fast as posed processes it, whose every
+// frame is to be published. A camera's frames must never wait.
+func WithLossless(on bool) Option { return func(p *Publisher) { p.lossless = on } }
+
+// WithHeld starts the publisher held (keeping its commands, not carrying
+// them out) where held is true: a reload's next publisher, until it takes
+// over (TakeOver).
+func WithHeld(held bool) Option { return func(p *Publisher) { p.handover.on = held } }
