@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/message"
+	"github.com/edgepose/posed/publish/broker"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -37,14 +38,14 @@ func client(t *testing.T, addr, user, pw string) (mqtt.Client, bool) {
 // and readers read them and cannot overwrite its retained messages;
 // readers may use other topics freely, anonymous clients may write
 // nothing (8 anonymous 50 MB retained messages took posed from 22 to
-// 915 MB before); a packet over BrokerMaxPacket is refused; a client
+// 915 MB before); a packet over broker.MaxPacket is refused; a client
 // giving posed's or a reader's name with a wrong password is refused;
 // without anonymous access, a client must log in.
 func TestEmbeddedBrokerAccess(t *testing.T) {
 	addr := mqtttest.FreeAddr(t)
-	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"},
+	a := broker.Auth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"},
 		Pictures: PictureTopics(config.Default().MQTT, "cam")}
-	b, err := StartBroker(addr, a, quiet())
+	b, err := broker.Start(addr, a, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +95,12 @@ func TestEmbeddedBrokerAccess(t *testing.T) {
 	}
 	// A reader's packet over the limit is refused unread, nothing retained.
 	if c, ok := client(t, addr, "ha", "ha-pw"); ok {
-		c.Publish("elsewhere/big", 1, true, make([]byte, BrokerMaxPacket+1)).WaitTimeout(2 * time.Second)
+		c.Publish("elsewhere/big", 1, true, make([]byte, broker.MaxPacket+1)).WaitTimeout(2 * time.Second)
 	}
 	big := mqtttest.Collect(t, addr, "elsewhere/big")
 	time.Sleep(300 * time.Millisecond)
 	if n := len(big.All()); n != 0 {
-		t.Errorf("a packet over %d bytes was retained", BrokerMaxPacket)
+		t.Errorf("a packet over %d bytes was retained", broker.MaxPacket)
 	}
 	// Commands: readers may send them, anonymous clients may not.
 	cmds := mqtttest.CollectFrom(t, mqtt.NewClientOptions().AddBroker("tcp://"+addr).SetUsername("posed").SetPassword("posed-pw"), "posed/cam/set/#")
@@ -140,7 +141,7 @@ func TestEmbeddedBrokerAccess(t *testing.T) {
 
 	addr2 := mqtttest.FreeAddr(t)
 	a.Anonymous = false
-	b2, err := StartBroker(addr2, a, quiet())
+	b2, err := broker.Start(addr2, a, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +159,8 @@ func TestEmbeddedBrokerWarnsWhenOpen(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-	a := BrokerAuth{PosedUser: "posed", PosedPassword: "pw", Anonymous: true, Topics: []string{"posed/x/#"}}
-	b, err := StartBroker("0.0.0.0:0", a, log)
+	a := broker.Auth{PosedUser: "posed", PosedPassword: "pw", Anonymous: true, Topics: []string{"posed/x/#"}}
+	b, err := broker.Start("0.0.0.0:0", a, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,10 +170,10 @@ func TestEmbeddedBrokerWarnsWhenOpen(t *testing.T) {
 	if !strings.Contains(logs.String(), "beyond loopback and admits anonymous clients") {
 		t.Errorf("no warning:\n%s", logs.String())
 	}
-	if _, err := StartBroker("127.0.0.1:0", BrokerAuth{Anonymous: true}, quiet()); err == nil {
+	if _, err := broker.Start("127.0.0.1:0", broker.Auth{Anonymous: true}, quiet()); err == nil {
 		t.Error("a broker without posed's own credentials started")
 	}
-	if _, err := ReadUsers([]byte("ha:pw\nbroken\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if _, err := broker.ReadUsers([]byte("ha:pw\nbroken\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("ReadUsers of a bad line: %v", err)
 	}
 }
@@ -184,7 +185,7 @@ func FuzzReadUsers(f *testing.F) {
 	f.Add([]byte(":\n"))
 	f.Add([]byte("a:b\r\nc:d"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		users, err := ReadUsers(data)
+		users, err := broker.ReadUsers(data)
 		if err != nil {
 			return
 		}
@@ -221,9 +222,9 @@ func withWill(t *testing.T, addr, user, pw, id, topic, payload string) (mqtt.Cli
 // posed); and anonymous clients do not read the commands others send.
 func TestEmbeddedBrokerWillsAndIDs(t *testing.T) {
 	addr := mqtttest.FreeAddr(t)
-	a := BrokerAuth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true,
+	a := broker.Auth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true,
 		Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"}, PosedClientID: "posed-cam-feedbeef"}
-	b, err := StartBroker(addr, a, quiet())
+	b, err := broker.Start(addr, a, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,37 +276,5 @@ func TestEmbeddedBrokerWillsAndIDs(t *testing.T) {
 	// posed kept its id: the stranger's attempt did not disconnect it.
 	if !p.connected.Load() || p.reconnects.Load() != 0 {
 		t.Errorf("posed connected %v after %d reconnections", p.connected.Load(), p.reconnects.Load())
-	}
-}
-
-// The broker's close waits until posed's own client has left the
-// broker's books before closing (mochi-mqtt's close deadlocked, about
-// once in 2000 stops, when a client left as it closed: #55), and is
-// bounded: 100 stops right after posed's client disconnects each end at
-// once, the client gone from the broker before it closes.
-func TestEmbeddedBrokerCloseAfterPosedLeaves(t *testing.T) {
-	for i := range 100 {
-		addr := mqtttest.FreeAddr(t)
-		a := BrokerAuth{PosedUser: "posed", PosedPassword: "pw", PosedClientID: "posed-own"}
-		b, err := StartBroker(addr, a, quiet())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + addr).SetClientID("posed-own").
-			SetUsername("posed").SetPassword("pw").SetAutoReconnect(false))
-		if tok := c.Connect(); !tok.WaitTimeout(3*time.Second) || tok.Error() != nil {
-			t.Fatalf("stop %d: posed's client did not connect: %v", i, tok.Error())
-		}
-		c.Disconnect(0)
-		t0 := time.Now()
-		if err := b.Close(); err != nil {
-			t.Fatalf("stop %d: %v", i, err)
-		}
-		if d := time.Since(t0); d > ownLeave {
-			t.Fatalf("stop %d: the close took %v", i, d)
-		}
-		if _, ok := b.srv.Clients.Get("posed-own"); ok {
-			t.Fatalf("stop %d: posed's client still on the broker's books after the close", i)
-		}
 	}
 }

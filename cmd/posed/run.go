@@ -21,6 +21,7 @@ import (
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/web"
 	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/broker"
 )
 
 // run is the daemon: it returns when ctx ends (clean shutdown) or a replay
@@ -122,12 +123,12 @@ func logStart(cfg config.Config, dm *parts, log *slog.Logger) {
 
 // startEmbedded starts the embedded broker of mqtt.broker: embedded (m's
 // credentials are set for the publisher).
-func startEmbedded(m *config.MQTT, device string, log *slog.Logger) (*publish.Broker, error) {
+func startEmbedded(m *config.MQTT, device string, log *slog.Logger) (*broker.Broker, error) {
 	a, err := embeddedAuth(m, device)
 	if err != nil {
 		return nil, err
 	}
-	b, err := publish.StartBroker(m.Listen, a, log)
+	b, err := broker.Start(m.Listen, a, log)
 	if err != nil {
 		return nil, err
 	}
@@ -263,13 +264,13 @@ func haURL(cfg config.Config) string {
 // else as "posed" with a password drawn for this run (m is updated so that
 // the publisher logs in with it); the readers of mqtt.embedded_users; and
 // anonymous readers if mqtt.embedded_anonymous.
-func embeddedAuth(m *config.MQTT, device string) (publish.BrokerAuth, error) {
+func embeddedAuth(m *config.MQTT, device string) (broker.Auth, error) {
 	if m.ClientID == "" {
 		// Drawn here, so that the broker knows posed's id and refuses it
 		// to anyone else (the publisher connects with it).
 		m.ClientID = publish.NewClientID(device)
 	}
-	a := publish.BrokerAuth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)},
+	a := broker.Auth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)},
 		Pictures: publish.PictureTopics(*m, device), PosedClientID: m.ClientID}
 	pw, err := m.ReadPassword()
 	if err != nil {
@@ -289,7 +290,7 @@ func embeddedAuth(m *config.MQTT, device string) (publish.BrokerAuth, error) {
 		if err != nil {
 			return a, fmt.Errorf("mqtt.embedded_users: %w", err)
 		}
-		if a.Readers, err = publish.ReadUsers(data); err != nil {
+		if a.Readers, err = broker.ReadUsers(data); err != nil {
 			return a, fmt.Errorf("mqtt.embedded_users: %s: %w", m.EmbeddedUsers, err)
 		}
 		if _, clash := a.Readers[a.PosedUser]; clash {

@@ -1,4 +1,7 @@
-package publish
+// Package broker is posed's embedded MQTT broker (mochi-mqtt), for a
+// board with no broker of its own and for make run: who may read and write
+// what, and a close that cannot hang a stop or a reload.
+package broker
 
 import (
 	"context"
@@ -23,7 +26,7 @@ type Broker struct {
 	log     *slog.Logger
 }
 
-// BrokerAuth says who may use the embedded broker. Posed itself connects
+// Auth says who may use the embedded broker. Posed itself connects
 // as PosedUser with PosedPassword and is the only client that may publish
 // on Topics; Readers (user → password) may log in, read them, send
 // commands (write Commands) and read and write other topics; anonymous
@@ -37,14 +40,14 @@ type Broker struct {
 // not read the command topics (what others send posed); and posed's client
 // id (PosedClientID) is refused from any other user, which would otherwise
 // take the id over and disconnect posed.
-type BrokerAuth struct {
+type Auth struct {
 	PosedUser, PosedPassword string
 	Readers                  map[string]string
 	Anonymous                bool
-	Topics                   []string // topics only posed writes (OwnTopics)
-	Commands                 []string // filters of the command topics (CommandTopics)
+	Topics                   []string // topics only posed writes (publish.OwnTopics)
+	Commands                 []string // filters of the command topics (publish.CommandTopics)
 	// Pictures are posed's topics that carry the camera's pictures
-	// (PictureTopics): not anonymous clients' to read.
+	// (publish.PictureTopics): not anonymous clients' to read.
 	Pictures []string
 	// posed's client id (mqtt.client_id, or the one drawn for the run).
 	PosedClientID string
@@ -69,7 +72,7 @@ func ReadUsers(data []byte) (map[string]string, error) {
 }
 
 // ledger turns a into mochi's access rules.
-func (a BrokerAuth) ledger() *auth.Ledger {
+func (a Auth) ledger() *auth.Ledger {
 	// The filters never overlap (Topics are topic names, Commands the
 	// set/# filter), so the order in which the ledger tries them does not
 	// matter.
@@ -128,7 +131,7 @@ type guard struct {
 	mochi.HookBase
 	srv    *mochi.Server
 	ledger *auth.Ledger
-	a      BrokerAuth
+	a      Auth
 }
 
 func (g *guard) ID() string { return "posed-guard" }
@@ -160,21 +163,21 @@ func (g *guard) OnConnect(cl *mochi.Client, pk packets.Packet) error {
 // The embedded broker's bounds: a packet (posed's own largest are its
 // snapshots, tens of kilobytes) and connected clients.
 const (
-	BrokerMaxPacket  = 1 << 20
-	BrokerMaxClients = 64
+	MaxPacket  = 1 << 20
+	MaxClients = 64
 )
 
-// StartBroker listens on addr (host:port) and serves in the background,
+// Start listens on addr (host:port) and serves in the background,
 // admitting clients as a says. It warns when it listens beyond loopback
 // and admits anonymous clients: anyone on the network then reads the poses.
-func StartBroker(addr string, a BrokerAuth, log *slog.Logger) (*Broker, error) {
+func Start(addr string, a Auth, log *slog.Logger) (*Broker, error) {
 	if a.PosedUser == "" || a.PosedPassword == "" {
-		return nil, fmt.Errorf("publish: embedded broker: posed's own user and password are not set")
+		return nil, fmt.Errorf("embedded broker: posed's own user and password are not set")
 	}
 	// Fail now, with a clear error, if the address is taken.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("publish: embedded broker: %w", err)
+		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
 	loopback := ln.Addr().(*net.TCPAddr).IP.IsLoopback()
 	ln.Close()
@@ -184,21 +187,21 @@ func StartBroker(addr string, a BrokerAuth, log *slog.Logger) (*Broker, error) {
 	// The broker logs only errors: client connects and disconnects are noise.
 	blog := slog.New(discardBelow{log.Handler(), slog.LevelError}).With("component", "broker")
 	caps := mochi.NewDefaultServerCapabilities()
-	caps.MaximumPacketSize = BrokerMaxPacket // refused before it is read
-	caps.MaximumClients = BrokerMaxClients
+	caps.MaximumPacketSize = MaxPacket // refused before it is read
+	caps.MaximumClients = MaxClients
 	srv := mochi.New(&mochi.Options{InlineClient: false, Logger: blog, Capabilities: caps})
 	ledger := a.ledger()
 	if err := srv.AddHook(&guard{srv: srv, ledger: ledger, a: a}, nil); err != nil {
-		return nil, fmt.Errorf("publish: embedded broker: %w", err)
+		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
 	if err := srv.AddHook(new(auth.Hook), &auth.Options{Ledger: ledger}); err != nil {
-		return nil, fmt.Errorf("publish: embedded broker: %w", err)
+		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
 	if err := srv.AddListener(listeners.NewTCP(listeners.Config{ID: "tcp", Address: addr})); err != nil {
-		return nil, fmt.Errorf("publish: embedded broker: %w", err)
+		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
 	if err := srv.Serve(); err != nil {
-		return nil, fmt.Errorf("publish: embedded broker: %w", err)
+		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
 	return &Broker{srv: srv, addr: addr, posedID: a.PosedClientID, log: log}, nil
 }
@@ -239,7 +242,7 @@ func (b *Broker) Close() error {
 		return err
 	case <-t.C:
 		b.log.Error("embedded MQTT broker: its close did not end (a client left as it closed: mochi-mqtt issue #488); going on without it", "within", closeBound)
-		return fmt.Errorf("publish: embedded broker: close did not end within %v", closeBound)
+		return fmt.Errorf("embedded broker: close did not end within %v", closeBound)
 	}
 }
 
