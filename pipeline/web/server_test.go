@@ -193,25 +193,10 @@ func TestLiveStreamsBounded(t *testing.T) {
 func TestStalledViewersGiveWay(t *testing.T) {
 	url, view, _ := serveFlow(t, DefaultHTTPLimits())
 	view.WriteTimeout = 10 * time.Second // without giving way, a slot frees after this
-	addr := strings.TrimPrefix(url, "http://")
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
 	}}
-	for range view.MaxStreams {
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n") // and never reads
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for view.streams.Load() < view.MaxStreams && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if view.streams.Load() != view.MaxStreams {
-		t.Fatalf("%d of %d slow viewers streaming", view.streams.Load(), view.MaxStreams)
-	}
+	idleViewers(t, &d, url, view)
 	// Their writes block once the socket buffers are full: wait for a
 	// stall as long as the write timeout lets one last.
 	stalled := func() bool {
@@ -266,22 +251,7 @@ func TestIdleViewersGiveWay(t *testing.T) {
 	url, view, _ := serveFlowWith(t, DefaultHTTPLimits(), func(v *View) {
 		v.MaxFPS, v.Quality, v.WriteTimeout = 5, 80, 60*time.Second // as posed serves it; a slot would free after a minute
 	})
-	addr := strings.TrimPrefix(url, "http://")
-	for range view.MaxStreams {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n") // and never reads
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for view.streams.Load() < view.MaxStreams && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if view.streams.Load() != view.MaxStreams {
-		t.Fatalf("%d of %d idle viewers streaming", view.streams.Load(), view.MaxStreams)
-	}
+	idleViewers(t, &net.Dialer{}, url, view)
 	start := time.Now()
 	for {
 		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url + "/live")
@@ -302,4 +272,26 @@ func TestIdleViewersGiveWay(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("a real viewer served %v after %d idle ones took every slot", time.Since(start).Round(100*time.Millisecond), view.MaxStreams)
+}
+
+// idleViewers opens view.MaxStreams live streams on url through d that
+// never read (closed at the test's end), and waits until each holds a
+// slot.
+func idleViewers(t *testing.T, d *net.Dialer, url string, view *View) {
+	t.Helper()
+	for range view.MaxStreams {
+		c, err := d.Dial("tcp", strings.TrimPrefix(url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n") // and never reads
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for view.streams.Load() < view.MaxStreams && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if view.streams.Load() != view.MaxStreams {
+		t.Fatalf("%d of %d idle viewers streaming", view.streams.Load(), view.MaxStreams)
+	}
 }
