@@ -1,9 +1,11 @@
 package publish
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -397,5 +399,55 @@ func TestSpoolEndsOpenEventsWhenTheRunDied(t *testing.T) {
 	os.WriteFile(path, saved, 0o640) // as if the restart had not written its log
 	if b := ends(); b.ID != a.ID {
 		t.Errorf("the same end under ids %q and %q", a.ID, b.ID)
+	}
+}
+
+// Whatever the events' log holds (damaged, hostile, another version's),
+// posed starts: the hold reads what it can, holds at most its bound (and
+// the ends of what was left open), and takes a new event after. 300 logs
+// made from a good one: cut anywhere, bytes flipped, lines repeated.
+func TestSpoolHostile(t *testing.T) {
+	dir := t.TempDir()
+	h := newEventHold(dir, "cam", quiet())
+	for i := range 5 {
+		h.add(heldEvent{Key: fmt.Sprintf("long/%d", i), Start: true, Payload: []byte(fmt.Sprintf(`{"kind":"long_distraction","phase":"start","id":"1-%d"}`, i))})
+	}
+	h.add(heldEvent{Key: "long/1", Payload: []byte(`{"n":2}`)})
+	h.front()
+	h.taken()
+	h.sync(time.Now())
+	h.close()
+	good, _ := os.ReadFile(filepath.Join(dir, spoolFile))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := range 300 {
+		data := slices.Clone(good)
+		switch k % 3 {
+		case 0:
+			data = data[:rng.IntN(len(data)+1)]
+		case 1:
+			for range 1 + rng.IntN(8) {
+				data[rng.IntN(len(data))] ^= byte(1 + rng.IntN(255))
+			}
+		case 2:
+			lines := bytes.SplitAfter(data, []byte("\n"))
+			for range rng.IntN(4000) {
+				data = append(data, lines[1+rng.IntN(len(lines)-2)]...)
+			}
+		}
+		d := t.TempDir()
+		if err := os.WriteFile(filepath.Join(d, spoolFile), data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		g := newEventHold(d, "cam", quiet())
+		n := g.held()
+		if n > maxHeldEvents+maxOpenEvents {
+			t.Fatalf("log %d: %d events held", k, n)
+		}
+		g.add(heldEvent{Key: "long/9", Start: true, Payload: []byte(`{"n":9}`)})
+		// The bound may drop a start with its end to make room.
+		if m := g.held(); m > maxHeldEvents || m < min(n+1, maxHeldEvents-1) {
+			t.Fatalf("log %d: an event added to %d held: %d", k, n, m)
+		}
+		g.close()
 	}
 }

@@ -52,9 +52,11 @@ const (
 // longer needed pass this and the bytes still needed.
 const spoolCompactAt = 64 << 10
 
-// spoolMaxRead bounds what is read of a log at start (a log is compacted
-// at start, so only a log written by something else is this long).
-const spoolMaxRead = 64 << 20
+// spoolMaxRead bounds what is read of a log at start: 1000 events and
+// their records are well under a megabyte, and a log is compacted at
+// start, so only one written by something else is longer; its first
+// 8 MiB are read, as a log cut there.
+const spoolMaxRead = 8 << 20
 
 // aliveEvery: while an event is open, a mark of the time is appended at
 // most this often, so that a run that dies ends its open events near
