@@ -110,9 +110,6 @@ func (p *Publisher) runCommand(c Command) {
 	if p.hold(c) { // a reload is handing the publisher over
 		return
 	}
-	p.handover.mu.Lock()
-	p.handover.ran++
-	p.handover.mu.Unlock()
 	r, err := p.commands(c.Name, c.Payload)
 	if err != nil {
 		p.CommandError(c.Name, err)

@@ -40,11 +40,9 @@ type handover struct {
 	cmds []Command
 	// busy is held while a command is carried out (runCommand).
 	busy sync.Mutex
-	// ran counts the commands carried out (not kept) since the start.
-	ran int
 	// The barrier awaited (expect): its nonce, closed when it passed,
-	// and then cut: how many commands were kept (held) or carried out
-	// (not held) before it.
+	// and then cut: how many commands were kept before it (both
+	// publishers of a handover are held then).
 	nonce  string
 	passed chan struct{}
 	cut    int
@@ -80,10 +78,7 @@ func (p *Publisher) pass(nonce string) {
 	if h.passed == nil || nonce != h.nonce {
 		return
 	}
-	h.cut = h.ran
-	if h.on {
-		h.cut = len(h.cmds)
-	}
+	h.cut = len(h.cmds)
 	close(h.passed)
 	h.passed, h.nonce = nil, ""
 }
@@ -125,8 +120,8 @@ func (p *Publisher) Hold(ctx context.Context) {
 	p.events.close()
 }
 
-// TakeOver ends prev, the last run's held publisher, once p (started
-// WithHeld) has subscribed to the commands or ctx ends, and the barrier
+// TakeOver ends prev, the last run's held publisher, once p (which must
+// have started WithHeld(true)) has subscribed to the commands or ctx ends, and the barrier
 // has come back (barrierWait at most); then carries out,
 // in the order they were sent, the commands prev kept that p did not
 // receive itself (the barrier, above) and those p kept, and returns how
