@@ -305,8 +305,8 @@ func (n *Network) lookAtWeak(img *image.Gray, known []feature.Box) {
 	for _, f := range n.weak {
 		d := asDetection(f)
 		switch {
-		case onAFace(d.Box, n.out, nil):
-		case onAFace(d.Box, nil, known):
+		case n.reported(d.Box):
+		case slices.ContainsFunc(known, func(k feature.Box) bool { return feature.Finds(d.Box, k) }):
 			n.out = append(n.out, d)
 		default:
 			w = append(w, f)
@@ -315,28 +315,20 @@ func (n *Network) lookAtWeak(img *image.Gray, known []feature.Box) {
 	slices.SortFunc(w, func(a, b yunet.Face) int { return cmp.Compare(b.Score, a.Score) })
 	for i := range min(n.p.ScanLooks, len(w)) {
 		f := w[(n.scans-1+i)%len(w)]
-		b := feature.Box{X: f.X, Y: f.Y, W: f.W, H: f.H}
-		found, ok := n.look(img, b, n.p.ScanScore)
-		if d := asDetection(found); ok && math.Sqrt(found.W*found.H) >= minScanFace && !onAFace(d.Box, n.out, nil) {
+		found, ok := n.look(img, feature.Box{X: f.X, Y: f.Y, W: f.W, H: f.H}, n.p.ScanScore)
+		if !ok || math.Sqrt(found.W*found.H) < minScanFace {
+			continue
+		}
+		if d := asDetection(found); !n.reported(d.Box) {
 			n.out = append(n.out, d)
 		}
 	}
 }
 
-// onAFace reports whether box finds (feature.Finds) the box of one of
-// faces or one of known.
-func onAFace(box feature.Box, faces []Face, known []feature.Box) bool {
-	for _, o := range faces {
-		if feature.Finds(box, o.Box) {
-			return true
-		}
-	}
-	for _, k := range known {
-		if feature.Finds(box, k) {
-			return true
-		}
-	}
-	return false
+// reported says whether box finds (feature.Finds) a face this scan has
+// reported already.
+func (n *Network) reported(box feature.Box) bool {
+	return slices.ContainsFunc(n.out, func(o Face) bool { return feature.Finds(box, o.Box) })
 }
 
 // inTile keeps the faces of a tile's scan that are the tile's to find: at
