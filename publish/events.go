@@ -40,13 +40,12 @@ import (
 const maxHeldEvents = 1000
 
 // heldEvent is an event encoded, and what pairs its start and end; n is
-// its number in the spool and size its add record's bytes there.
+// its number in the spool.
 type heldEvent struct {
 	Key     string          `json:"key"` // kind/track
 	Start   bool            `json:"start"`
 	Payload json.RawMessage `json:"event"`
 	n       uint64
-	size    int64
 }
 
 // heldState is what the whole-file hold of earlier versions kept
@@ -75,13 +74,10 @@ type eventHold struct {
 	boot    int64         // the ids' first part: the publisher's start, unix ms
 	seq     atomic.Uint64
 	open    map[string]json.RawMessage // kind/track → its _start: started, not ended
-	// openSize: the spool bytes of the add records of open starts the
-	// broker has taken (still needed, for a restart to end them).
-	openSize map[string]int64
-	log      *slog.Logger
-	sp       *spool // the state directory's log (nil: none)
-	nextN    uint64 // the next event's number in the spool
-	saveErr  bool   // the last write to the spool failed (and was logged)
+	log     *slog.Logger
+	sp      *spool // the state directory's log (nil: none)
+	nextN   uint64 // the next event's number in the spool
+	saveErr bool   // the last write to the spool failed (and was logged)
 	// sending: the oldest event is being sent (front to taken or
 	// unsent): the bound spares it, and taken removes it.
 	sending bool
@@ -92,7 +88,7 @@ type eventHold struct {
 // those it left open.
 func newEventHold(dir, device string, log *slog.Logger) *eventHold {
 	h := &eventHold{orphans: map[string]bool{}, ready: make(chan struct{}, 1), boot: time.Now().UnixMilli(), log: log,
-		open: map[string]json.RawMessage{}, openSize: map[string]int64{}, nextN: 1}
+		open: map[string]json.RawMessage{}, nextN: 1}
 	if dir == "" {
 		return h
 	}
@@ -231,40 +227,33 @@ func (h *eventHold) restore(path, legacy, device string) time.Time {
 	return last
 }
 
-// compact writes the spool anew with what is still needed: an open
-// record for each event started, not ended and no longer held, and an add
-// record for each event held (under h.mu).
+// compact writes the spool anew with what is still needed (live): an
+// open record for each event started, not ended and no longer held, and
+// an add record for each event held (under h.mu).
 func (h *eventHold) compact() {
 	if h.sp == nil {
 		return
 	}
-	held := map[string]bool{}
 	var recs []spoolRecord
-	for _, e := range h.q {
-		if e.Start {
-			held[e.Key] = true
-		}
-	}
-	clear(h.openSize)
-	for _, k := range slices.Sorted(maps.Keys(h.open)) {
-		if !held[k] {
-			recs = append(recs, spoolRecord{Op: "open", Key: k, Event: h.open[k]})
-		}
+	for _, k := range h.openNotHeld() {
+		recs = append(recs, spoolRecord{Op: "open", Key: k, Event: h.open[k]})
 	}
 	for _, e := range h.q {
 		recs = append(recs, spoolRecord{Op: "add", N: e.n, Key: e.Key, Start: e.Start, Event: e.Payload})
 	}
 	h.wrote(h.sp.rewrite(recs))
-	// The sizes of the add records: what a take or a drop makes dead.
-	for i := range h.q {
-		e := &h.q[i]
-		e.size = int64(len(encodeRecord(spoolRecord{Op: "add", N: e.n, Key: e.Key, Start: e.Start, Event: e.Payload})))
-	}
+}
+
+// openNotHeld are the events started and not ended whose start is no
+// longer held (the broker has it), sorted: a restart must still end them.
+func (h *eventHold) openNotHeld() []string {
+	var out []string
 	for _, k := range slices.Sorted(maps.Keys(h.open)) {
-		if !held[k] {
-			h.openSize[k] = int64(len(encodeRecord(spoolRecord{Op: "open", Key: k, Event: h.open[k]})))
+		if !slices.ContainsFunc(h.q, func(e heldEvent) bool { return e.Start && e.Key == k }) {
+			out = append(out, k)
 		}
 	}
+	return out
 }
 
 // wrote records how a write to the spool went, and warns once when it
@@ -276,19 +265,19 @@ func (h *eventHold) wrote(err error) {
 	h.saveErr = err != nil
 }
 
-// record appends r to the spool (under h.mu), and compacts it when due.
-func (h *eventHold) record(r spoolRecord, needed bool) int64 {
-	if h.sp == nil {
-		return 0
+// record appends r to the spool (under h.mu).
+func (h *eventHold) record(r spoolRecord) {
+	if h.sp != nil {
+		h.wrote(h.sp.append(r)) // one that cannot be appended to is written anew (settle)
 	}
-	before := h.sp.size
-	h.wrote(h.sp.append(r, needed)) // one that cannot be appended to is written anew (settle)
-	return h.sp.size - before
 }
 
 // settle compacts the spool when due (under h.mu).
 func (h *eventHold) settle() {
-	if h.sp != nil && !h.sp.closed && (h.sp.compactDue() || h.sp.f == nil) {
+	if h.sp == nil || h.sp.closed {
+		return
+	}
+	if h.sp.f == nil || h.sp.compactDue(len(h.q)+len(h.openNotHeld())) {
 		h.compact()
 	}
 }
@@ -305,7 +294,7 @@ func (h *eventHold) sync(now time.Time) {
 	if len(h.open) > 0 && now.Sub(h.sp.lastAlive) >= aliveEvery {
 		h.sp.lastAlive = now
 		t := now.UTC()
-		h.record(spoolRecord{Op: "alive", Time: &t}, false)
+		h.record(spoolRecord{Op: "alive", Time: &t})
 		h.settle()
 	}
 	h.wrote(h.sp.sync())
@@ -333,11 +322,6 @@ func (h *eventHold) add(e heldEvent) (dropped int, warn bool) {
 		h.open[e.Key] = e.Payload
 	} else {
 		delete(h.open, e.Key)
-		if n, ok := h.openSize[e.Key]; ok {
-			// Its start, taken already, needed no more.
-			h.sp.gone(n)
-			delete(h.openSize, e.Key)
-		}
 	}
 	if !e.Start && h.orphans[e.Key] {
 		delete(h.orphans, e.Key)
@@ -345,7 +329,7 @@ func (h *eventHold) add(e heldEvent) (dropped int, warn bool) {
 	} else {
 		e.n = h.nextN
 		h.nextN++
-		e.size = h.record(spoolRecord{Op: "add", N: e.n, Key: e.Key, Start: e.Start, Event: e.Payload}, true)
+		h.record(spoolRecord{Op: "add", N: e.n, Key: e.Key, Start: e.Start, Event: e.Payload})
 		h.q = append(h.q, e)
 	}
 	for len(h.q) > maxHeldEvents {
@@ -385,8 +369,7 @@ func (h *eventHold) dropOne(e heldEvent) {
 	if h.sp == nil {
 		return
 	}
-	h.record(spoolRecord{Op: "drop", N: e.n}, false)
-	h.sp.gone(e.size)
+	h.record(spoolRecord{Op: "drop", N: e.n})
 }
 
 // indexOf is the index of the first held event of key and phase, or -1.
@@ -426,15 +409,8 @@ func (h *eventHold) taken() {
 		e := h.q[0]
 		h.q[0] = heldEvent{}
 		h.q = h.q[1:]
-		if h.sp != nil {
-			h.record(spoolRecord{Op: "take", N: e.n}, false)
-			if _, open := h.open[e.Key]; e.Start && open {
-				h.openSize[e.Key] = e.size // still needed, to end it at a restart
-			} else {
-				h.sp.gone(e.size)
-			}
-			h.settle()
-		}
+		h.record(spoolRecord{Op: "take", N: e.n})
+		h.settle()
 	}
 	h.sending = false
 	h.warned = false

@@ -24,8 +24,9 @@ import (
 // ("alive"). A record is one line: the CRC-32 (IEEE) of its JSON in 8 hex
 // digits, a space, the JSON. Reading stops at the first record that is
 // cut short or damaged: a power cut mid-write costs that record, not the
-// file. When the records of events gone outweigh those still held (and
-// spoolCompactAt), the log is written anew with only what is held
+// file. When the records no longer needed outnumber twice those still
+// needed (and the log is past spoolCompactAt), it is written anew with
+// only what is needed
 // (compaction, through a temporary file). So an event held and sent
 // writes about its own size plus two short records, where the whole hold
 // used to be rewritten at every change (#55: 134 MB written to drain 1000
@@ -48,8 +49,7 @@ const (
 	legacyEventsFile = "events.json"
 )
 
-// spoolCompactAt: the log is compacted once the bytes of records no
-// longer needed pass this and the bytes still needed.
+// spoolCompactAt: a log shorter than this is not compacted.
 const spoolCompactAt = 64 << 10
 
 // spoolMaxRead bounds what is read of a log at start: 1000 events and
@@ -74,14 +74,14 @@ type spoolRecord struct {
 	Time   *time.Time      `json:"time,omitempty"`  // alive
 }
 
-// spool is the hold's log: its file open for appending, and the sizes that
-// decide compaction.
+// spool is the hold's log: its file open for appending, and its size in
+// bytes and in records, which decide compaction.
 type spool struct {
 	path, device string
 	f            *os.File
-	size, live   int64 // the file's bytes; those of records still needed
+	size         int64 // the file's bytes
+	records      int   // its records, the device's among them
 	dirty        bool  // appended since the last sync
-	written      int64 // every byte written, compactions included (tests)
 	lastAlive    time.Time
 	closed       bool // the publisher has ended: nothing more is written
 }
@@ -137,7 +137,6 @@ func (s *spool) rewrite(recs []spoolRecord) error {
 		s.f.Close()
 		s.f = nil
 	}
-	s.written += int64(b.Len())
 	if err := regular.WriteFile(s.path, b.Bytes()); err != nil {
 		return err
 	}
@@ -145,13 +144,12 @@ func (s *spool) rewrite(recs []spoolRecord) error {
 	if err != nil {
 		return err
 	}
-	s.f, s.size, s.live, s.dirty = f, int64(b.Len()), int64(b.Len()), true
+	s.f, s.size, s.records, s.dirty = f, int64(b.Len()), len(recs)+1, true
 	return nil
 }
 
-// append writes r at the end of the log; needed says whether it stays
-// needed until compaction (an add, an open) or not (a take, a drop).
-func (s *spool) append(r spoolRecord, needed bool) error {
+// append writes r at the end of the log.
+func (s *spool) append(r spoolRecord) error {
 	if s.closed {
 		return nil
 	}
@@ -160,22 +158,18 @@ func (s *spool) append(r spoolRecord, needed bool) error {
 	}
 	line := encodeRecord(r)
 	n, err := s.f.Write(line)
-	s.written += int64(n)
 	s.size += int64(n)
-	if needed {
-		s.live += int64(n)
-	}
+	s.records++
 	s.dirty = true
 	return err
 }
 
-// gone says that an add record of n bytes is no longer needed.
-func (s *spool) gone(n int64) { s.live -= n }
-
-// compactDue says whether the log should be written anew.
-func (s *spool) compactDue() bool {
-	dead := s.size - s.live
-	return dead > spoolCompactAt && dead > s.live
+// compactDue says whether the log should be written anew, live of its
+// records being still needed: past spoolCompactAt bytes, once those no
+// longer needed outnumber them twice (an event gone leaves two: its add
+// and its take or drop).
+func (s *spool) compactDue(live int) bool {
+	return s.size > spoolCompactAt && s.records-1-live > 2*live
 }
 
 // sync puts what was appended on the card.
