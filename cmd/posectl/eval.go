@@ -281,18 +281,15 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 		if e.heldOutOnly && !cascade.HeldOut(p.Name) {
 			continue
 		}
-		tr.Reset()
 		clear(ids)
-		var got []track.Face
-		for range max(e.frames, 1) {
-			got = tr.Process(p.Img.Gray())
-			if len(got) > 0 {
+		got := headpose.Still(tr, p.Img.Gray(), e.frames, func(faces []track.Face) {
+			if len(faces) > 0 {
 				shown++
 			}
-			for _, f := range got {
+			for _, f := range faces {
 				ids[f.ID] = true
 			}
-		}
+		})
 		tracks += len(ids)
 		n++
 		faces += len(got)

@@ -587,13 +587,18 @@ func (b *Bank) result(est *pose.Estimator, i int, face feature.Box) FaceResult {
 }
 
 // Still shows img to fr as a still scene of frames frames (at least one)
-// from its first and returns the faces of the last.
-func Still(fr Frames, img *image.Gray, frames int) []track.Face {
+// from its first, hands each frame's faces to each (if not nil), and
+// returns the faces of the last.
+func Still(fr Frames, img *image.Gray, frames int, each func([]track.Face)) []track.Face {
 	fr.Reset()
-	for range frames - 1 {
-		fr.Process(img)
+	var faces []track.Face
+	for range max(frames, 1) {
+		faces = fr.Process(img)
+		if each != nil {
+			each(faces)
+		}
 	}
-	return fr.Process(img)
+	return faces
 }
 
 // onFrames runs work on n items in parallel, each worker with a frame
@@ -628,7 +633,7 @@ func published(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report,
 			face := b.FaceBox(i)
 			out := b.result(est, i, face)
 			label := b.Samples[i].Box
-			for _, f := range Still(fr, b.Images[i], o.FramesPerPicture) {
+			for _, f := range Still(fr, b.Images[i], o.FramesPerPicture, nil) {
 				if !out.Found && feature.Finds(f.Box, label) {
 					out.Found, out.Refined, out.View = true, f.Box, f.View
 					out.Test = f.Box

@@ -187,7 +187,7 @@ func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimat
 		return func(j int) {
 			p := scenes[j]
 			faces := res.Faces[start[j] : start[j]+len(p.Faces)]
-			for _, g := range Still(f, p.Frame, n) {
+			for _, g := range Still(f, p.Frame, n, nil) {
 				hit := false
 				for k := range faces {
 					out := &faces[k]
