@@ -11,7 +11,7 @@ import (
 	"image"
 	"time"
 
-	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/internal/grey"
 )
 
 // Frame is one grey frame. Gray's buffer belongs to the Frame: a source
@@ -73,7 +73,7 @@ func checkHeaderSize(w, h int, want image.Point) error {
 // setSize makes dst.Gray a w×h grey image, reusing its buffer if large
 // enough.
 func setSize(dst *Frame, w, h int) *image.Gray {
-	dst.Gray = feature.Resize(dst.Gray, image.Rect(0, 0, w, h))
+	dst.Gray = grey.Resize(dst.Gray, image.Rect(0, 0, w, h))
 	return dst.Gray
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edgepose/posed/internal/grey"
 	"github.com/edgepose/posed/train/dataset/datatest"
 
 	pigo "github.com/esimov/pigo/core"
@@ -201,7 +202,7 @@ func TestDetectInRegionMatchesFullFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := feature.Grey(nil, img)
+	g := grey.Grey(nil, img)
 	d, err := New(Params{MinSize: 20, MaxSize: 1000, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 5})
 	if err != nil {
 		t.Fatal(err)

@@ -1,3 +1,10 @@
+// Package feature turns a face box in a grey frame into the feature vector
+// the pose model reads: a 64×64 crop of the box, histogram equalisation and
+// a pyramid of HOG descriptors (p-HOG, docs/method.md §1). The frame's grey
+// conversion is internal/grey's.
+//
+// Every step writes into caller-owned or Extractor-owned buffers: in steady
+// state, extracting a face's features allocates nothing.
 package feature
 
 import (

@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	// config takes its defaults and checks from the parts today; #54
 	// makes it data alone.
 	"config":   {"infer/", "internal/"},
-	"device":   {"infer/feature", "internal/"},
+	"device":   {"internal/"},
 	"train":    {"train/", "infer/", "internal/"},
 	"train/":   {"train", "train/", "infer/", "internal/"},
 	"publish":  {"config", "message", "internal/"},

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/internal/grey"
 )
 
 // Sample is one labelled face.
@@ -331,7 +332,7 @@ func LoadGray(path string) (*image.Gray, error) {
 	if err != nil {
 		return nil, err
 	}
-	return feature.Grey(nil, img), nil
+	return grey.Grey(nil, img), nil
 }
 
 // Load decodes the image file at path as it is (in colour).

@@ -1,10 +1,7 @@
-// Package feature turns a face box in a frame into the feature vector the
-// pose model reads: grey conversion, a 64×64 crop of the box, histogram
-// equalisation and a pyramid of HOG descriptors (p-HOG, docs/method.md §1).
-//
-// Every step writes into caller-owned or Extractor-owned buffers: in steady
-// state, extracting a face's features allocates nothing.
-package feature
+// Package grey holds the frame's grey conversion and the reuse of a grey
+// image's buffer: what the camera's source and the data sets' reader need,
+// below the pose model's packages so that neither links them.
+package grey
 
 import (
 	"image"
