@@ -7,9 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"image"
 	"io"
-	"math"
 	"net"
 	"net/url"
 	"os"
@@ -23,10 +21,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/edgepose/posed/infer/detect"
-	"github.com/edgepose/posed/infer/gllim"
-	"github.com/edgepose/posed/infer/pose"
-	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/internal/regular"
 )
 
@@ -197,33 +191,6 @@ func (m Model) beside(key, suffix string) string {
 	return key
 }
 
-// Settings returns the refinement settings of m.
-func (m Model) Settings() pose.Settings {
-	return pose.Settings{MaxIter: m.Iterations, Eps: m.Eps, Gain: m.Gain, Average: m.Average, Mirror: m.Mirror, Temperature: m.Temperature}
-}
-
-// TrackConfig is the tracker's configuration: the track keys, detect.every
-// and zones.detect.
-func (c Config) TrackConfig() track.Config {
-	t := c.Track
-	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
-		MaxStd: t.MaxStd, StartStd: t.StartStd, Unread: t.Unread, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
-		TurnNoise: t.TurnNoise, White: t.White, LandmarkEvery: t.LandmarkEvery, Anchored: t.Anchored, RefineEvery: t.RefineEvery, ScanEvery: c.Detect.ScanEvery, RejectFor: rejectFor}
-	if fps := c.Source.FPS; fps > 0 {
-		tc.Interval = time.Duration(float64(time.Second) / fps)
-	}
-	if r := c.Zones.Detect; r != nil {
-		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
-	}
-	return tc
-}
-
-// rejectFor is the frames for which, after the network refused a face,
-// the cascades' detections of the same box are refused without asking: a
-// phantom of a fixed scene costs a verification a second or two, not one
-// per detection (track.Config.RejectFor).
-const rejectFor = 30
-
 // Detect configures the face detector.
 type Detect struct {
 	MinSize  int     `yaml:"min_size"`
@@ -267,21 +234,6 @@ type Detect struct {
 	// pixels wide, at up to this many of the faces it found too weakly
 	// to report (0: off).
 	ScanLooks int `yaml:"scan_looks"`
-}
-
-// NetworkParams are the face network's settings of the detect block.
-func (d Detect) NetworkParams() detect.NetworkParams {
-	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles, ScanLooks: d.ScanLooks}
-}
-
-// Params are the detector's parameters of d (the rest as
-// detect.DefaultParams).
-func (d Detect) Params() detect.Params {
-	p := detect.DefaultParams()
-	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore
-	p.Nested = d.Nested
-	p.Turned, p.TurnedScore, p.TurnedStages = d.Turned, d.TurnedScore, d.TurnedStages
-	return p
 }
 
 // Track configures face tracking between frames.
@@ -436,10 +388,9 @@ type Log struct {
 	Format string `yaml:"format"` // text or json
 }
 
-func modelDefaults() Model {
-	p := pose.DefaultSettings()
-	return Model{Iterations: p.MaxIter, Eps: p.Eps, Gain: p.Gain, Average: p.Average} // Path "": FindModel
-}
+// modelDefaults are pose.DefaultSettings (pipeline/assemble's test holds
+// them to it); Path "": FindModel.
+func modelDefaults() Model { return Model{Iterations: 3, Eps: 0.02, Gain: 1, Average: true} }
 
 // deviceID is what a device id may be: safe in MQTT topics and in Home
 // Assistant's unique ids and discovery node ids.
@@ -564,17 +515,19 @@ func RedactURL(s string) string {
 	return u.Redacted()
 }
 
-// Default returns the configuration used for anything a file leaves out.
+// Default returns the configuration used for anything a file leaves out:
+// each part's own defaults (detect.DefaultParams, DefaultNetworkParams,
+// pose.DefaultSettings, track.DefaultConfig), which pipeline/assemble's
+// test holds them to, and the daemon's.
 func Default() Config {
-	net := detect.DefaultNetworkParams()
 	return Config{
 		Source: Source{
 			Path: "/dev/video0", Width: 640, Height: 480, FPS: 15, Format: "auto", Buffers: 3,
 			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second, Flip: "none",
 		},
 		Model: modelDefaults(),
-		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: detect.DefaultParams().Nested, Turned: false, TurnedScore: detect.DefaultParams().TurnedScore, Every: 10,
-			Verify: true, VerifyScore: net.VerifyScore, ScanEvery: 15, ScanScore: net.ScanScore, ScanShrink: net.ScanShrink, ScanLooks: net.ScanLooks},
+		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: 0.5, Turned: false, TurnedScore: 2, Every: 10,
+			Verify: true, VerifyScore: 0.5, ScanEvery: 15, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1},
 		Track:   Track{MaxFaces: 16, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
@@ -588,23 +541,29 @@ func Default() Config {
 	}
 }
 
+// Check finds the problems of a configuration that the parts it builds
+// know of, one "field: why" line each (pipeline/assemble's Problems): config
+// itself knows no part.
+type Check func(Config) []string
+
 // Load reads the YAML file at path over the defaults. The error lists every
-// problem found.
-func Load(path string) (Config, error) {
+// problem found, config's own and those of each check.
+func Load(path string, checks ...Check) (Config, error) {
 	data, err := regular.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	c, err := Parse(data)
+	c, err := Parse(data, checks...)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %s: %w", path, err)
 	}
 	return c, nil
 }
 
-// Parse decodes YAML over the defaults, strictly, and validates the result.
-// Errors name the field (with its line), not the line alone.
-func Parse(data []byte) (Config, error) {
+// Parse decodes YAML over the defaults, strictly, and validates the result
+// (Validate, with checks). Errors name the field (with its line), not the
+// line alone.
+func Parse(data []byte, checks ...Check) (Config, error) {
 	c := Default()
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -624,7 +583,7 @@ func Parse(data []byte) (Config, error) {
 			return Config{}, p
 		}
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(checks...); err != nil {
 		var vp Problems
 		if !errors.As(err, &vp) {
 			vp = Problems{err.Error()}
@@ -670,8 +629,9 @@ func (c Config) Inert() []string {
 	return out
 }
 
-// Validate checks every field and returns all the problems as Problems.
-func (c Config) Validate() error {
+// Validate checks every field and returns all the problems as Problems:
+// config's own, then each check's (the parts', pipeline/assemble.Problems).
+func (c Config) Validate(checks ...Check) error {
 	p := problems(badFloats(reflect.ValueOf(c), ""))
 	p.device(c.Device)
 	p.source(c.Source)
@@ -684,6 +644,9 @@ func (c Config) Validate() error {
 	p.zero(c.Zero)
 	p.attention(c.Attention)
 	p.logAndListen(c)
+	for _, check := range checks {
+		p = append(p, check(c)...)
+	}
 	if len(p) > 0 {
 		return Problems(p)
 	}
@@ -759,26 +722,15 @@ func (p *problems) model(m Model) {
 	if !(m.Gain > 0 && m.Gain <= 1) {
 		bad("model.gain", "%g is not in (0, 1]", m.Gain)
 	}
-	if t := m.Temperature; t != 0 && !(t >= 1 && t <= gllim.MaxTemperature) {
-		bad("model.temperature", "%g is not 0 (the model's) or in [1, %g]", t, float64(gllim.MaxTemperature))
-	}
 }
 
 func (p *problems) detect(d Detect) {
 	bad := p.bad
-	for _, q := range d.Params().Problems() {
-		bad("detect."+q.Field, "%s", q.Why)
-	}
 	if d.Every < 1 {
 		bad("detect.every", "%d: want at least 1 (every frame)", d.Every)
 	}
 	if d.ScanEvery < 0 {
 		bad("detect.scan_every", "%d: want 0 (off) or a number of frames", d.ScanEvery)
-	}
-	if d.Verify || d.ScanEvery > 0 {
-		for _, q := range d.NetworkParams().Problems() {
-			bad("detect."+q.Field, "%s", q.Why)
-		}
 	}
 }
 

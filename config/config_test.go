@@ -55,7 +55,7 @@ func TestValidationListsEveryProblem(t *testing.T) {
 device: "cam/1"
 source: {width: 5, format: rgb, buffers: 0}
 model: {iterations: 0}
-detect: {min_size: 100, max_size: 50}
+detect: {every: 0}
 track: {smoothing: 1.5}
 mqtt: {broker: "http://x", qos: 3, prefix: "a/#"}
 log: {level: loud}
@@ -65,7 +65,7 @@ log: {level: loud}
 		t.Fatalf("error %v is not a problem list", err)
 	}
 	for _, field := range []string{"device", "source.width", "source.format", "source.buffers", "model.iterations",
-		"detect.max_size", "track.smoothing", "mqtt.broker", "mqtt.qos", "mqtt.prefix", "log.level"} {
+		"detect.every", "track.smoothing", "mqtt.broker", "mqtt.qos", "mqtt.prefix", "log.level"} {
 		found := false
 		for _, line := range p {
 			if strings.HasPrefix(line, field+":") {
@@ -163,12 +163,6 @@ func TestHostileValuesRefused(t *testing.T) {
 		{"mqtt: {listen: \"127.0.0.1:99999\"}\n", "mqtt.listen: \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535"},
 		{"source:\n  width: abc\nmqtt:\n  qos: x\n", "source.width: cannot unmarshal !!str `abc` into int (line 2)"},
 		{"source:\n  width: abc\nmqtt:\n  qos: x\n", "mqtt.qos: cannot unmarshal !!str `x` into int (line 4)"},
-		{"detect: {min_score: 0}\n", "detect.min_score: 0 is not above 0"},
-		{"detect: {turned: true, turned_score: -1}\n", "detect.turned_score: -1 is not above 0"},
-		{"detect: {nested: 1.5}\n", "detect.nested: 1.5 is not in [0, 1]"},
-		{"detect: {turned_stages: 40}\n", "detect.turned_stages: 40 is not 0 (all) or 20…22"},
-		{"detect: {turned_stages: -1}\n", "detect.turned_stages: -1 is not 0 (all) or 20…22"},
-		{"detect: {turned_stages: 5}\n", "detect.turned_stages: 5 is not 0 (all) or 20…22: fewer stages were never measured"},
 	} {
 		_, err := Parse([]byte(c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -182,7 +176,7 @@ func TestHostileValuesRefused(t *testing.T) {
 			t.Errorf("%.60q: %s, want it to say %q", c.yaml, msg, c.want)
 		}
 	}
-	for _, ok := range []string{"device: kitchen-cam_2\n", "metrics: {listen: \"\"}\n", "mqtt: {listen: \"[::1]:0\"}\n", "source: {width: 320.0}\n", "detect: {turned: false, turned_score: 0}\n", "detect: {turned_stages: 20}\n"} {
+	for _, ok := range []string{"device: kitchen-cam_2\n", "metrics: {listen: \"\"}\n", "mqtt: {listen: \"[::1]:0\"}\n", "source: {width: 320.0}\n"} {
 		if _, err := Parse([]byte(ok)); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/message"
-	"github.com/edgepose/posed/pipeline/build"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
@@ -32,17 +32,17 @@ import (
 // publishing the same payloads at the same QoS, in the same run.
 func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 	img := datatest.Frame640(t)
-	// The daemon's frame path (pipeline/build) with its defaults but for
+	// The daemon's frame path (pipeline/assemble) with its defaults but for
 	// the schedule: a full detection every third frame and a scan by the
 	// face network every second, so that every kind of frame is measured.
 	dc := config.Default()
 	dc.Model.Path = filepath.Join("..", "models", "default.gllim")
 	dc.Detect.Every, dc.Detect.ScanEvery = 3, 2
-	est, m, err := build.Estimator(dc.Model)
+	est, m, err := assemble.Estimator(dc.Model)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := build.Tracker(dc, est, detect.CalibrationOf(m.Calibration))
+	tr, err := assemble.Tracker(dc, est, detect.CalibrationOf(m.Calibration))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/message"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/pipeline/attention"
-	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
@@ -486,7 +486,7 @@ func TestLoopAttention(t *testing.T) {
 	// (the scripted face is 2.3° inside the camera cone's edge).
 	a := config.Default().Attention
 	a.Doubt = 0
-	att, err := build.Attention(a)
+	att, err := assemble.Attention(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestLoopAttention(t *testing.T) {
 	a.Doubt = 0
 	a.Profile, a.Targets = "driver", map[string]config.AttentionTarget{"road": {Yaw: []float64{-5, 5}, Pitch: []float64{-5, 5}}}
 	a.Driver.Long = 100 * time.Millisecond
-	att, _ = build.Attention(a)
+	att, _ = assemble.Attention(a)
 	src, trk, pub = newScript([]any{uint64(1), uint64(2), uint64(3)}, map[uint64]int{1: 1, 2: 1, 3: 1})
 	src.step = 100 * time.Millisecond
 	l = &Loop{Source: src, Tracker: trk, Publisher: pub, Stages: []frame.Stage{Attention(att)}}

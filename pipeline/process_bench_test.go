@@ -12,7 +12,7 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/message"
-	"github.com/edgepose/posed/pipeline/build"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
@@ -54,7 +54,7 @@ func benchLoop() (*Loop, *device.Frame) {
 	n := neutral.New("", neutral.Options{Yaw: 5, Pitch: 2}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	a := config.Default().Attention
 	a.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}, "tv": {Cone: []float64{30, 0, 10}, Frame: "camera"}}
-	att, err := build.Attention(a)
+	att, err := assemble.Attention(a)
 	if err != nil {
 		panic(err)
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/message"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/pipeline/attention"
-	"github.com/edgepose/posed/pipeline/build"
 )
 
 // runDecisions measures the attention decisions posed makes from the poses
@@ -175,7 +175,7 @@ func tallyDecisions(rows []faceRow, road config.AttentionTarget, cone, maxStd, d
 	stage := func(targets map[string]config.AttentionTarget, camera, std, doubt float64) (*attention.Stage, error) {
 		a := config.Default().Attention
 		a.Targets, a.Camera, a.Margin, a.MaxStd, a.Doubt = targets, camera, 0, std, doubt
-		return build.Attention(a)
+		return assemble.Attention(a)
 	}
 	roadSt, err := stage(map[string]config.AttentionTarget{"road": road}, 0, maxStd, doubt)
 	if err != nil {

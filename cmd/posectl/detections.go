@@ -14,6 +14,7 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
 )
@@ -190,7 +191,7 @@ func newStartCheck(path string) (*startCheck, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &startCheck{cfg: def.TrackConfig(), calib: detect.CalibrationOf(m.Calibration), wk: est.NewWorker()}, nil
+	return &startCheck{cfg: assemble.TrackConfig(def), calib: detect.CalibrationOf(m.Calibration), wk: est.NewWorker()}, nil
 }
 
 // process returns the faces posed publishes on frame img as the first of

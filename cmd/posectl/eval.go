@@ -17,7 +17,7 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
-	"github.com/edgepose/posed/pipeline/build"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/headpose"
@@ -236,7 +236,7 @@ func (e *evalFlags) daemonConfig() (config.Config, error) {
 	if e.configPath == "" {
 		return config.Default(), nil
 	}
-	c, err := config.Load(e.configPath)
+	c, err := config.Load(e.configPath, assemble.Problems)
 	if err != nil {
 		return config.Config{}, fmt.Errorf("-config: %w", err)
 	}
@@ -246,7 +246,7 @@ func (e *evalFlags) daemonConfig() (config.Config, error) {
 // framesOf makes the daemon's frame path of cfg around an estimator.
 func framesOf(cfg config.Config) func(*pose.Estimator, detect.Calibration) (headpose.Frames, error) {
 	return func(est *pose.Estimator, calib detect.Calibration) (headpose.Frames, error) {
-		return build.Tracker(cfg, est, calib)
+		return assemble.Tracker(cfg, est, calib)
 	}
 }
 
@@ -262,7 +262,7 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	tr, err := build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
+	tr, err := assemble.Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
 	if err != nil {
 		return err
 	}

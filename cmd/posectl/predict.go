@@ -20,7 +20,7 @@ import (
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/message"
-	"github.com/edgepose/posed/pipeline/build"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/train/dataset"
 )
 
@@ -74,7 +74,7 @@ func runPredict(args []string, stdout io.Writer) error {
 	}
 	cfg := config.Default()
 	if *configPath != "" {
-		if cfg, err = config.Load(*configPath); err != nil {
+		if cfg, err = config.Load(*configPath, assemble.Problems); err != nil {
 			return fmt.Errorf("-config: %w", err)
 		}
 	}
@@ -98,7 +98,7 @@ func runPredict(args []string, stdout io.Writer) error {
 		if set["det-score"] {
 			cfg.Detect.MinScore = df.p.MinScore
 		}
-		if p.frames, err = build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration)); err != nil {
+		if p.frames, err = assemble.Tracker(cfg, est, detect.CalibrationOf(m.Calibration)); err != nil {
 			return err
 		}
 		df.p.MinSize = cfg.Detect.MinSize
@@ -125,12 +125,12 @@ func runPredict(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// estimator is build.Estimator — the model and its profile expert as posed
+// estimator is assemble.Estimator — the model and its profile expert as posed
 // loads them — for posectl's -model and -expert (expert: "" beside the
 // model, "none", or a file) with m's other settings.
 func estimator(m config.Model, path, expert string) (*pose.Estimator, *gllim.Model, error) {
 	m.Path, m.Expert = path, expert
-	est, desc, err := build.Estimator(m)
+	est, desc, err := assemble.Estimator(m)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-model: %w", err)
 	}

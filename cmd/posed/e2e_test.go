@@ -30,7 +30,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/gllim"
-	"github.com/edgepose/posed/pipeline/build"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -672,7 +672,7 @@ func TestProfileExpertBesideModel(t *testing.T) {
 	if p := cfg.ExpertPath(); p != filepath.Join(dir, "cam-profile.gllim") {
 		t.Fatalf("expert beside the model not found: %q", p)
 	}
-	if _, _, err := build.Estimator(cfg); err != nil {
+	if _, _, err := assemble.Estimator(cfg); err != nil {
 		t.Fatalf("model with its expert: %v", err)
 	}
 	cfg.Expert = "none"
@@ -682,7 +682,7 @@ func TestProfileExpertBesideModel(t *testing.T) {
 	m.Training.Settings["profile_gate"] = "ninety"
 	gllim.WriteFile(filepath.Join(dir, "cam-profile.gllim"), m)
 	cfg.Expert = ""
-	if _, _, err := build.Estimator(cfg); err == nil || !strings.Contains(err.Error(), "profile_gate") {
+	if _, _, err := assemble.Estimator(cfg); err == nil || !strings.Contains(err.Error(), "profile_gate") {
 		t.Errorf("an expert with a bad gate: %v", err)
 	}
 }
@@ -704,7 +704,7 @@ func TestAttentionRoadEndToEnd(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	file, err := config.Load(cfgFile)
+	file, err := config.Load(cfgFile, assemble.Problems)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgepose/posed/config"
-	"github.com/edgepose/posed/pipeline/build"
+	"github.com/edgepose/posed/pipeline/assemble"
 )
 
 // make install leaves the configuration (which may hold an MQTT password)
@@ -121,7 +121,7 @@ func TestShippedDataWithinBudget(t *testing.T) {
 	if cfg.ExpertPath() == "" {
 		t.Fatal("the default model's expert is not found beside it")
 	}
-	if _, _, err := build.Estimator(cfg); err != nil {
+	if _, _, err := assemble.Estimator(cfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d bytes of %d", total, 6<<20)

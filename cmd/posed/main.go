@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/pipeline/assemble"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -113,7 +114,7 @@ type flagOverrides struct{ source, broker, device, model string }
 func loadConfig(path string, o flagOverrides) (config.Config, error) {
 	cfg := config.Default()
 	if path != "" {
-		c, err := config.Load(path)
+		c, err := config.Load(path, assemble.Problems)
 		if err != nil {
 			return cfg, err
 		}
@@ -141,7 +142,7 @@ func loadConfig(path string, o flagOverrides) (config.Config, error) {
 		// systemd may list several directories, ':'-separated.
 		cfg.StateDir, _, _ = strings.Cut(os.Getenv("STATE_DIRECTORY"), ":")
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(assemble.Problems); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil

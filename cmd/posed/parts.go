@@ -9,8 +9,8 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/pipeline/attention"
-	"github.com/edgepose/posed/pipeline/build"
 	"github.com/edgepose/posed/pipeline/control"
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/neutral"
@@ -41,17 +41,17 @@ type parts struct {
 // that commands drive. log hears what the stages report (a damaged state
 // file). Nothing is started; stop ends a measurement under way.
 func newParts(cfg config.Config, view *web.View, log *slog.Logger) (*parts, error) {
-	att, err := build.Attention(cfg.Attention)
+	att, err := assemble.Attention(cfg.Attention)
 	if err != nil {
 		return nil, err // it names the attention block
 	}
-	d := &parts{neutral: neutral.New(cfg.StateDir, build.NeutralOptions(cfg.Zero), log), attention: att}
+	d := &parts{neutral: neutral.New(cfg.StateDir, assemble.NeutralOptions(cfg.Zero), log), attention: att}
 	d.control = control.New(cfg.StateDir, view, d.neutral, log)
 	d.neutral.OnChange = d.control.Signal
 	if cfg.Attention.Profile == attention.ProfileDriver {
 		d.control.Speed = att.SetSpeed
 	}
-	d.stages = []frame.Stage{zones.New(build.ZoneOptions(cfg.Zones, cfg.Primary)), d.neutral, pipeline.Attention(d.attention)}
+	d.stages = []frame.Stage{zones.New(assemble.ZoneOptions(cfg.Zones, cfg.Primary)), d.neutral, pipeline.Attention(d.attention)}
 	if view != nil {
 		d.stages = append(d.stages, view)
 	}
@@ -59,13 +59,13 @@ func newParts(cfg config.Config, view *web.View, log *slog.Logger) (*parts, erro
 }
 
 // loadTracker loads the model of cfg and builds the frame path
-// (pipeline/build): detectors, network, tracker.
+// (pipeline/assemble): detectors, network, tracker.
 func (d *parts) loadTracker(cfg config.Config) error {
-	est, m, err := build.Estimator(cfg.Model)
+	est, m, err := assemble.Estimator(cfg.Model)
 	if err != nil {
 		return err
 	}
-	d.tracker, err = build.Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
+	d.tracker, err = assemble.Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
 	if err != nil {
 		return err
 	}

@@ -97,6 +97,21 @@ type Config struct {
 	RejectFor int
 }
 
+// DefaultConfig is the tracker the shipped model's figures were measured
+// with (docs/measured.md) for 640×480 frames at 15 a second; config's
+// defaults are these (pipeline/assemble's test holds them to it).
+func DefaultConfig() Config {
+	return Config{MaxFaces: 16, Every: 10, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, TurnNoise: 1e5, White: 0.4,
+		Interval: time.Second / 15, LandmarkEvery: 5, Anchored: true, RefineEvery: 10, MaxStd: 60, StartStd: 30,
+		Unread: true, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: defaultRejectFor}
+}
+
+// defaultRejectFor is the frames for which, after the network refused a
+// face, the cascades' detections of the same box are refused without
+// asking: a phantom of a fixed scene costs a verification a second or
+// two, not one per detection (Config.RejectFor).
+const defaultRejectFor = 30
+
 // Refuses reports whether a detection whose pose, estimated from its box,
 // has this yaw std starts no track (StartStd; an undefined std is above
 // any bound).

@@ -18,16 +18,16 @@ const module = "github.com/edgepose/posed/"
 // allowed maps a package (a path, or a prefix ending in "/" for a
 // folder's packages) to the posed packages it may import, the same way.
 // The longest match names a package's rule. The layers, from the ground:
-// message and internal (nothing of posed), infer (the method), config,
-// device, train (below the daemon, which never links training), publish
+// message and internal (nothing of posed), config and device (no part of
+// the method), infer (the method), train (below the daemon, which never links training), publish
 // and pipeline (above them), cmd (the wiring, which nothing imports).
 var allowed = map[string][]string{
 	"message":   {},
 	"internal/": {},
 	"infer/":    {"infer/", "message", "internal/"},
-	// config takes its defaults and checks from the parts today; #54
-	// makes it data alone.
-	"config":   {"infer/", "internal/"},
+	// config is data and its own checks: the parts' options, defaults
+	// and problems are pipeline/assemble's to translate.
+	"config":   {"internal/"},
 	"device":   {"internal/"},
 	"train":    {"train/", "infer/", "internal/"},
 	"train/":   {"train", "train/", "infer/", "internal/"},

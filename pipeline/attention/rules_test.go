@@ -10,8 +10,8 @@ import (
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/internal/clock"
 	"github.com/edgepose/posed/message"
+	"github.com/edgepose/posed/pipeline/assemble"
 	. "github.com/edgepose/posed/pipeline/attention"
-	"github.com/edgepose/posed/pipeline/build"
 )
 
 // t0 is the scripts' first frame time; frames come every 100 ms.
@@ -88,9 +88,9 @@ func (tl timeline) kinds() string {
 var played = map[*Stage]time.Time{}
 
 // fromConfig is the stage of an attention block, as posed builds it
-// (pipeline/build), with wall as its wall clock if given.
+// (pipeline/assemble), with wall as its wall clock if given.
 func fromConfig(a config.Attention, wall ...clock.Clock) (*Stage, error) {
-	o := build.AttentionOptions(a)
+	o := assemble.AttentionOptions(a)
 	if len(wall) > 0 {
 		o.Clock = wall[0]
 	}

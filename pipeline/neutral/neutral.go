@@ -80,7 +80,7 @@ func Head(f *message.Face) (rotation.Matrix, bool) {
 // Options are the neutral pose's: one set by hand (angles in degrees; all
 // 0: none), how long set/zero averages the primary face, and whether the
 // pose is learnt while none is set, forgotten after Forget without a
-// primary face. pipeline/build makes them from the zero block.
+// primary face. pipeline/assemble makes them from the zero block.
 type Options struct {
 	Yaw, Pitch, Roll float64
 	Seconds          float64

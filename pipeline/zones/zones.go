@@ -30,7 +30,7 @@ type Options struct {
 	Zone  string
 }
 
-// New makes the zoning of o (validated: pipeline/build makes it from the
+// New makes the zoning of o (validated: pipeline/assemble makes it from the
 // configuration's zones and primary blocks).
 func New(o Options) *Zoning {
 	out := &Zoning{rects: map[string][4]float64{}, mode: o.Mode, zone: o.Zone, point: o.Point}

@@ -1,4 +1,4 @@
-package build
+package assemble
 
 import (
 	"image"
@@ -52,7 +52,7 @@ func BenchmarkUseCases(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			cfg, err := config.Load(filepath.Join("..", "..", "config", "examples", c.file))
+			cfg, err := config.Load(filepath.Join("..", "..", "config", "examples", c.file), Problems)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,15 +1,20 @@
-// Package build makes posed's frame path from its configuration: the pose
+// Package assemble turns posed's configuration into its parts: the pose
 // model with its profile expert, the cascades, the face network and the
-// tracker that runs them on each frame, and the attention stage's options.
-// The daemon (its start, -check-config and every reload) and posectl's
-// measurements build it here, so that what posectl measures is what posed
-// publishes, and the stages themselves know their own options only.
-package build
+// tracker that runs them on each frame, and the stages' options. It is the
+// one place where a configuration key becomes a part's option (YAML →
+// config → assemble → part): config is data and its own checks, and knows
+// no part; the parts know their own options only. The daemon (its start,
+// -check-config and every reload) and posectl's measurements assemble
+// here, so that what posectl measures is what posed publishes.
+package assemble
 
 import (
 	"fmt"
+	"image"
+	"math"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/detect"
@@ -21,6 +26,67 @@ import (
 	"github.com/edgepose/posed/pipeline/neutral"
 	"github.com/edgepose/posed/pipeline/zones"
 )
+
+// PoseSettings are the refinement settings of the model block.
+func PoseSettings(m config.Model) pose.Settings {
+	return pose.Settings{MaxIter: m.Iterations, Eps: m.Eps, Gain: m.Gain, Average: m.Average, Mirror: m.Mirror, Temperature: m.Temperature}
+}
+
+// DetectParams are the cascades' parameters of the detect block (the rest
+// as detect.DefaultParams).
+func DetectParams(d config.Detect) detect.Params {
+	p := detect.DefaultParams()
+	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore
+	p.Nested = d.Nested
+	p.Turned, p.TurnedScore, p.TurnedStages = d.Turned, d.TurnedScore, d.TurnedStages
+	return p
+}
+
+// NetworkParams are the face network's settings of the detect block.
+func NetworkParams(d config.Detect) detect.NetworkParams {
+	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles, ScanLooks: d.ScanLooks}
+}
+
+// TrackConfig is the tracker's configuration: the track keys, detect.every
+// and detect.scan_every, source.fps and zones.detect (the rest as
+// track.DefaultConfig).
+func TrackConfig(c config.Config) track.Config {
+	t := c.Track
+	tc := track.DefaultConfig()
+	tc.MaxFaces, tc.Every, tc.LostAfter, tc.MinIoU, tc.Smoothing = t.MaxFaces, c.Detect.Every, t.LostAfter, t.MinIoU, t.Smoothing
+	tc.MaxStd, tc.StartStd, tc.Unread, tc.RecheckStd, tc.RecheckTurn = t.MaxStd, t.StartStd, t.Unread, t.RecheckStd, t.RecheckTurn
+	tc.TurnNoise, tc.White, tc.LandmarkEvery, tc.Anchored, tc.RefineEvery = t.TurnNoise, t.White, t.LandmarkEvery, t.Anchored, t.RefineEvery
+	tc.ScanEvery = c.Detect.ScanEvery
+	tc.Interval = 0
+	if fps := c.Source.FPS; fps > 0 {
+		tc.Interval = time.Duration(float64(time.Second) / fps)
+	}
+	if r := c.Zones.Detect; r != nil {
+		tc.Region = image.Rect(int(r[0]), int(r[1]), int(math.Ceil(r[2])), int(math.Ceil(r[3])))
+	}
+	return tc
+}
+
+// Problems are the problems of c that its parts find, named by key, for
+// config's Validate, Parse and Load (config.Check): the cascades' and the
+// face network's settings (the network's only where it runs), and a
+// temperature the model's mixture cannot take.
+func Problems(c config.Config) []string {
+	var out []string
+	d := c.Detect
+	for _, q := range DetectParams(d).Problems() {
+		out = append(out, "detect."+q.Field+": "+q.Why)
+	}
+	if d.Verify || d.ScanEvery > 0 {
+		for _, q := range NetworkParams(d).Problems() {
+			out = append(out, "detect."+q.Field+": "+q.Why)
+		}
+	}
+	if t := c.Model.Temperature; t != 0 && !(t >= 1 && t <= gllim.MaxTemperature) {
+		out = append(out, fmt.Sprintf("model.temperature: %g is not 0 (the model's) or in [1, %g]", t, float64(gllim.MaxTemperature)))
+	}
+	return out
+}
 
 // Estimator loads the model of cfg and, where there is one, its profile
 // expert; it returns the estimator and the model's description (its
@@ -36,7 +102,7 @@ func Estimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
 		return nil, nil, fmt.Errorf("model.path: %w", err)
 	}
 	debug.FreeOSMemory()
-	est, err := pose.New(m, cfg.Settings())
+	est, err := pose.New(m, PoseSettings(cfg))
 	if err != nil {
 		return nil, nil, fmt.Errorf("model.path: %s: %w", cfg.Path, err)
 	}
@@ -70,7 +136,7 @@ func Estimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
 
 // Detector is the cascades of the detect block.
 func Detector(d config.Detect) (*detect.Detector, error) {
-	det, err := detect.New(d.Params())
+	det, err := detect.New(DetectParams(d))
 	if err != nil {
 		return nil, fmt.Errorf("detect: %w", err)
 	}
@@ -102,7 +168,7 @@ func Tracker(cfg config.Config, est *pose.Estimator, calib detect.Calibration) (
 	var opts []track.Option
 	wk := est.NewWorker()
 	if d := cfg.Detect; d.Verify || d.ScanEvery > 0 || est.HasLandmarks() {
-		n, err := detect.NewNetwork(Net(), d.NetworkParams())
+		n, err := detect.NewNetwork(Net(), NetworkParams(d))
 		if err != nil {
 			return nil, fmt.Errorf("detect: %w", err)
 		}
@@ -116,7 +182,7 @@ func Tracker(cfg config.Config, est *pose.Estimator, calib detect.Calibration) (
 			opts = append(opts, track.WithLandmarks(n, wk))
 		}
 	}
-	return track.New(cfg.TrackConfig(), det, calib, wk, opts...), nil
+	return track.New(TrackConfig(cfg), det, calib, wk, opts...), nil
 }
 
 // AttentionOptions are the attention stage's options from the

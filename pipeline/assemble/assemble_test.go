@@ -1,0 +1,218 @@
+package assemble
+
+import (
+	"errors"
+	"image"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/pipeline/attention"
+	"github.com/edgepose/posed/pipeline/neutral"
+	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/dataset/datatest"
+)
+
+// The frame path follows the configuration: with posed's defaults a
+// face-free room where the cascades see a face (a door, UMD_066: facefinder
+// score 7.8) publishes nothing, the network refusing it; with the network
+// off (detect.verify false, scan_every 0) the phantom is published, as it
+// was before the network; and a face is published either way.
+func TestTrackerFollowsConfig(t *testing.T) {
+	root := datatest.Root(t)
+	room, err := dataset.LoadGray(filepath.Join(root, "scenes", "images", "UMD_066.jpg"))
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	face := datatest.Frame640(t)
+	on := config.Default()
+	on.Model.Path = filepath.Join("..", "..", "models", "default.gllim")
+	off := on
+	off.Detect.Verify, off.Detect.ScanEvery = false, 0
+	est, m, err := Estimator(on.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name              string
+		cfg               config.Config
+		roomFaces, faces  int
+		scanned, verified bool
+	}{
+		{"defaults", on, 0, 1, true, true},
+		{"network off", off, 1, 1, false, false},
+	} {
+		tr, err := Tracker(c.cfg, est, detect.CalibrationOf(m.Calibration))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(tr.Process(room)); got != c.roomFaces {
+			t.Errorf("%s: %d faces in the empty room, want %d", c.name, got, c.roomFaces)
+		}
+		if tr.Timing().Scanned != c.scanned {
+			t.Errorf("%s: the first frame scanned %v", c.name, tr.Timing().Scanned)
+		}
+		// The second frame is the cascades': the door again, verified
+		// (refused) with the network on.
+		tr.Process(room)
+		if got := tr.Timing().Unverified > 0; got != c.verified {
+			t.Errorf("%s: the cascades' phantom verified and refused: %v", c.name, got)
+		}
+		tr.Reset()
+		if got := len(tr.Process(face)); got != c.faces {
+			t.Errorf("%s: %d faces on the benchmark frame, want %d", c.name, got, c.faces)
+		}
+	}
+	bad := on
+	bad.Detect.VerifyScore = 2
+	if _, err := Tracker(bad, est, detect.Identity); err == nil {
+		t.Error("a verify_score of 2 built a tracker")
+	}
+}
+
+// The stages' options say what the configuration says: zones and the
+// primary face's rule; the neutral pose; attention's targets, the built-in camera cone and
+// a configured cone.
+func TestStageOptionsFollowConfig(t *testing.T) {
+	c, err := config.Parse([]byte(`
+zones: {named: {driver: [0, 0, 320, 480]}}
+primary: {mode: nearest, point: [150, 160]}
+zero: {yaw: -20, pitch: 5, seconds: 2, learn: true, forget: 45s}
+attention:
+  camera: 12
+  targets:
+    road: {yaw: [-20, 20], pitch: [-10, 10]}
+    tv: {cone: [30, 5, 8], frame: camera}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := ZoneOptions(c.Zones, c.Primary)
+	if z.Named["driver"] != [4]float64{0, 0, 320, 480} || z.Mode != "nearest" || z.Point != [2]float64{150, 160} {
+		t.Errorf("zone options %+v", z)
+	}
+	if n := NeutralOptions(c.Zero); n != (neutral.Options{Yaw: -20, Pitch: 5, Seconds: 2, Learn: true, Forget: 45 * time.Second}) {
+		t.Errorf("neutral options %+v", n)
+	}
+	a := AttentionOptions(c.Attention)
+	got := map[string]attention.Target{}
+	for _, tg := range a.Targets {
+		got[tg.Name] = tg
+	}
+	if cam := got[attention.CameraTarget]; cam.Radius != 12 || !cam.Fallback || cam.Frame != attention.Ray {
+		t.Errorf("camera target %+v, want a 12° fallback cone around the ray", cam)
+	}
+	if road := got["road"]; road.Yaw != [2]float64{-20, 20} || road.Pitch != [2]float64{-10, 10} || road.Radius != 0 {
+		t.Errorf("road %+v", road)
+	}
+	if tv := got["tv"]; tv.Yaw[0] != 30 || tv.Pitch[0] != 5 || tv.Radius != 8 || tv.Frame != attention.Camera {
+		t.Errorf("tv %+v", tv)
+	}
+	if s, err := Attention(c.Attention); err != nil || s == nil {
+		t.Errorf("the stage: %v", err)
+	}
+}
+
+// config's defaults are each part's own: config knows no part, and this
+// test is what keeps the two from drifting apart.
+func TestConfigDefaultsAreThePartsDefaults(t *testing.T) {
+	def := config.Default()
+	if got, want := DetectParams(def.Detect), detect.DefaultParams(); got != want {
+		t.Errorf("the cascades: config's defaults give %+v, detect.DefaultParams is %+v", got, want)
+	}
+	if got, want := NetworkParams(def.Detect), detect.DefaultNetworkParams(); got != want {
+		t.Errorf("the face network: config's defaults give %+v, detect.DefaultNetworkParams is %+v", got, want)
+	}
+	if got, want := PoseSettings(def.Model), pose.DefaultSettings(); got != want {
+		t.Errorf("the refinement: config's defaults give %+v, pose.DefaultSettings is %+v", got, want)
+	}
+	if got, want := TrackConfig(def), track.DefaultConfig(); got != want {
+		t.Errorf("the tracker: config's defaults give %+v, track.DefaultConfig is %+v", got, want)
+	}
+}
+
+// Each key takes one road to its part: a value set in YAML arrives in the
+// part's option (a mismatch of names or a key forgotten in a translation
+// shows here).
+func TestKeysReachTheirParts(t *testing.T) {
+	c, err := config.Parse([]byte(`
+source: {fps: 10}
+model: {iterations: 2, eps: 0.05, gain: 0.5, average: false, mirror: true, temperature: 8}
+detect: {min_size: 40, max_size: 300, shift: 0.2, scale: 1.2, iou: 0.3, min_score: 3, nested: 0.4, turned: true, turned_score: 3,
+  turned_stages: 21, every: 7, verify: false, verify_score: 0.6, scan_every: 9, scan_score: 0.7, scan_shrink: 3, scan_tiles: 4, scan_looks: 2}
+track: {max_faces: 5, smoothing: 0.3, lost_after: 4, min_iou: 0.4, max_std: 50, start_std: 25, unread: false, recheck_std: 20,
+  recheck_turn: 30, turn_noise: 2e4, white: 0.5, landmark_every: 3, anchored: false, refine_every: 4}
+zones: {detect: [10, 20, 300.5, 400]}
+`), Problems)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := PoseSettings(c.Model), (pose.Settings{MaxIter: 2, Eps: 0.05, Gain: 0.5, Mirror: true, Temperature: 8}); got != want {
+		t.Errorf("pose settings %+v, want %+v", got, want)
+	}
+	want := detect.DefaultParams()
+	want.MinSize, want.MaxSize, want.Shift, want.Scale, want.IoU, want.MinScore, want.Nested = 40, 300, 0.2, 1.2, 0.3, 3, 0.4
+	want.Turned, want.TurnedScore, want.TurnedStages = true, 3, 21
+	if got := DetectParams(c.Detect); got != want {
+		t.Errorf("detect params %+v, want %+v", got, want)
+	}
+	if got, want := NetworkParams(c.Detect), (detect.NetworkParams{VerifyScore: 0.6, ScanScore: 0.7, ScanShrink: 3, ScanTiles: 4, ScanLooks: 2}); got != want {
+		t.Errorf("network params %+v, want %+v", got, want)
+	}
+	tw := track.Config{MaxFaces: 5, Every: 7, LostAfter: 4, MinIoU: 0.4, Smoothing: 0.3, TurnNoise: 2e4, White: 0.5, Interval: 100 * time.Millisecond,
+		LandmarkEvery: 3, Anchored: false, RefineEvery: 4, MaxStd: 50, StartStd: 25, Unread: false, RecheckStd: 20, RecheckTurn: 30,
+		Region: image.Rect(10, 20, 301, 400), ScanEvery: 9, RejectFor: track.DefaultConfig().RejectFor}
+	if got := TrackConfig(c); got != tw {
+		t.Errorf("track config %+v, want %+v", got, tw)
+	}
+}
+
+// The parts' problems are listed with config's own, each naming its key,
+// where a file is read (config.Load and Parse with Problems) and where a
+// configuration is checked (Validate); config alone does not know them.
+func TestPartProblemsNamedByKey(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"detect: {min_size: 100, max_size: 50}\n", "detect.max_size: 50 is below min_size 100"},
+		{"detect: {min_score: 0}\n", "detect.min_score: 0 is not above 0"},
+		{"detect: {turned: true, turned_score: -1}\n", "detect.turned_score: -1 is not above 0"},
+		{"detect: {nested: 1.5}\n", "detect.nested: 1.5 is not in [0, 1]"},
+		{"detect: {turned_stages: 40}\n", "detect.turned_stages: 40 is not 0 (all) or 20…22"},
+		{"detect: {turned_stages: -1}\n", "detect.turned_stages: -1 is not 0 (all) or 20…22"},
+		{"detect: {turned_stages: 5}\n", "detect.turned_stages: 5 is not 0 (all) or 20…22: fewer stages were never measured"},
+		{"detect: {scan_score: 1.5}\n", "detect.scan_score: 1.5 is not in (0, 1)"},
+		{"model: {temperature: 0.5}\n", "model.temperature: 0.5 is not 0 (the model's) or in [1, "},
+	} {
+		_, err := config.Parse([]byte(c.yaml), Problems)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want it to say %q", c.yaml, err, c.want)
+		}
+		if _, err := config.Parse([]byte(c.yaml)); err != nil {
+			t.Errorf("%q: config alone found %v: it knows no part", c.yaml, err)
+		}
+	}
+	// Every problem at once, config's and the parts'.
+	_, err := config.Parse([]byte("track: {smoothing: 1.5}\ndetect: {min_size: 100, max_size: 50}\n"), Problems)
+	var p config.Problems
+	if !errors.As(err, &p) || len(p) != 2 || !strings.HasPrefix(p[0], "track.smoothing:") || !strings.HasPrefix(p[1], "detect.max_size:") {
+		t.Errorf("both problems, config's first: %v", err)
+	}
+	// A network that never runs is not checked.
+	if _, err := config.Parse([]byte("detect: {verify: false, scan_every: 0, scan_score: 1.5}\n"), Problems); err != nil {
+		t.Errorf("the settings of a network that never runs: %v", err)
+	}
+	for _, ok := range []string{"detect: {turned: false, turned_score: 0}\n", "detect: {turned_stages: 20}\n", "model: {temperature: 16}\n"} {
+		if _, err := config.Parse([]byte(ok), Problems); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	bad := config.Default()
+	bad.Detect.MinScore = 0
+	if err := bad.Validate(Problems); err == nil || !strings.Contains(err.Error(), "detect.min_score") {
+		t.Errorf("Validate with Problems: %v", err)
+	}
+}
