@@ -67,7 +67,7 @@ func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 	}
 	n := neutral.New("", neutral.Options{Yaw: 5, Pitch: -3}, log)
 	z := zones.New(zones.Options{Named: map[string][4]float64{"left": {0, 0, 320, 480}, "all": {0, 0, 640, 480}}, Mode: "largest"})
-	l := &Loop{Tracker: tr, Publisher: pub, Metrics: metrics.New(), Log: log, Neutral: n, Stages: []frame.Stage{z, n},
+	l := &Loop{Tracker: tr, Publisher: pub, Metrics: metrics.New(metrics.Sources{}), Log: log, Neutral: n, Stages: []frame.Stage{z, n},
 		State: message.State{Device: "cam", Camera: "test"}}
 	f := &device.Frame{Gray: img, Time: time.Now()}
 	published := func() uint64 { n, _, _ := pub.Counters(); return n }

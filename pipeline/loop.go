@@ -63,6 +63,9 @@ type Publisher interface {
 	Stats(message.Stats)
 	NoFaces()
 	Event(message.Event)
+	// CommandError answers a command on the error topic after the
+	// command's own reply (a set/zero measurement that set nothing).
+	CommandError(command string, err error)
 }
 
 // Loop is one run of the frame loop. Set its fields, then call Run once.
@@ -70,7 +73,7 @@ type Loop struct {
 	Source    Source
 	Tracker   Tracker
 	Publisher Publisher
-	Metrics   *metrics.Metrics // metrics.New() if nil
+	Metrics   *metrics.Metrics // metrics.New(metrics.Sources{}) if nil
 	Log       *slog.Logger
 	// State is the retained state message: Run fills in the number of
 	// faces, publishes it as running at the start and as stopped (with
@@ -142,7 +145,7 @@ const maxBadLogged = 256
 // source ends (a replay that does not loop: nil) or fails for good.
 func (l *Loop) Run(ctx context.Context) error {
 	if l.Metrics == nil {
-		l.Metrics = metrics.New()
+		l.Metrics = metrics.New(metrics.Sources{})
 	}
 	if l.Log == nil {
 		l.Log = slog.Default()
@@ -209,6 +212,10 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.publishCamera()
 		case <-l.Control.Changed():
 			l.controlChanged()
+		case <-l.Neutral.Changed():
+			l.controlChanged()
+		case err := <-l.Neutral.Failed():
+			l.Publisher.CommandError(message.CommandZero, err)
 		case <-dog:
 			lastDog = l.pingWatchdog(notify, lastDog)
 		case now := <-statsEvery.C:

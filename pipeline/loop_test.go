@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
+	"github.com/edgepose/posed/internal/clock"
 	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/pipeline/attention"
@@ -27,6 +29,7 @@ import (
 	"github.com/edgepose/posed/pipeline/frame"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/neutral"
+	"github.com/edgepose/posed/pipeline/zones"
 )
 
 // scriptSource delivers its items in order: a frame (by sequence number)
@@ -104,15 +107,16 @@ func (t *scriptTracker) Timing() track.Timing {
 
 // recorder is a Publisher that keeps everything.
 type recorder struct {
-	mu        sync.Mutex
-	poses     []message.Pose
-	primaries []int
-	states    []message.State
-	cameras   []message.Camera
-	stats     []message.Stats
-	noFaces   int
-	attention []message.Attention
-	events    []message.Event
+	mu            sync.Mutex
+	poses         []message.Pose
+	primaries     []int
+	states        []message.State
+	cameras       []message.Camera
+	stats         []message.Stats
+	noFaces       int
+	attention     []message.Attention
+	events        []message.Event
+	commandErrors []string
 }
 
 // Pose keeps a deep copy: the loop reuses the message and its faces.
@@ -134,6 +138,11 @@ func (r *recorder) Stats(m message.Stats) {
 	r.mu.Unlock()
 }
 func (r *recorder) NoFaces() { r.mu.Lock(); r.noFaces++; r.mu.Unlock() }
+func (r *recorder) CommandError(command string, err error) {
+	r.mu.Lock()
+	r.commandErrors = append(r.commandErrors, command+": "+err.Error())
+	r.mu.Unlock()
+}
 func (r *recorder) Event(e message.Event) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
@@ -278,7 +287,7 @@ func (s *streamSource) Next(ctx context.Context, f *device.Frame) error {
 // "last frame … ago".)
 func TestPausedKeepsWatchdogAndHealth(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
-	ctl := control.New("", nil, neutral.New("", neutral.Options{}, log), log)
+	ctl := control.New("", nil, neutral.New("", neutral.Options{}, log), control.Actions{}, log)
 	ctl.SetDetect(false)
 	trk := &scriptTracker{faces: map[uint64]int{}, processed: make(chan struct{}, 100)}
 	var mu sync.Mutex
@@ -292,7 +301,7 @@ func TestPausedKeepsWatchdogAndHealth(t *testing.T) {
 				mu.Unlock()
 			}
 		}}
-	l.Metrics = metrics.New()
+	l.Metrics = metrics.New(metrics.Sources{})
 	l.Metrics.CameraOnline.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -335,7 +344,7 @@ func (s *endSource) Next(_ context.Context, f *device.Frame) error {
 func TestEndOfCaptureKeepsPrivacy(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for run := range 32 {
-		ctl := control.New("", nil, neutral.New("", neutral.Options{}, log), log)
+		ctl := control.New("", nil, neutral.New("", neutral.Options{}, log), control.Actions{}, log)
 		ctl.SetDetect(false)
 		trk := &scriptTracker{faces: map[uint64]int{1: 1}, processed: make(chan struct{}, 4)}
 		l := &Loop{Source: &endSource{}, Tracker: trk, Publisher: &recorder{}, Control: ctl, Log: log}
@@ -532,5 +541,74 @@ func TestLoopAttention(t *testing.T) {
 	}
 	if got, want := strings.Join(evs, " "), "long_distraction/start/@200ms long_distraction/end/stopped@300ms"; got != want {
 		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// errorsTo is a recorder that also hands each command error to a channel.
+type errorsTo struct {
+	recorder
+	errs chan string
+}
+
+func (e *errorsTo) CommandError(command string, err error) { e.errs <- command + ": " + err.Error() }
+
+// A set/zero measurement that saw too few frames of a face ends on the
+// error topic, through the loop (the neutral pose's Failed), and a
+// measurement that sets the pose makes the loop publish the state again
+// (its Changed): the neutral pose is built knowing no publisher.
+func TestZeroOutcomesReachThePublisher(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	clk := clock.NewManual(time.Unix(1000, 0))
+	n := neutral.New("", neutral.Options{Seconds: 1}, log)
+	n.Clock = clk
+	ctl := control.New("", nil, n, control.Actions{}, log)
+	pub := &errorsTo{errs: make(chan string, 1)}
+	trk := &scriptTracker{faces: map[uint64]int{}, processed: make(chan struct{}, 1000)}
+	l := &Loop{Source: &streamSource{period: 5 * time.Millisecond}, Tracker: trk, Publisher: pub, Control: ctl, Neutral: n,
+		Metrics: metrics.New(metrics.Sources{}), Log: log, Stages: []frame.Stage{zones.New(zones.Options{Mode: "largest"}), n}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if _, err := ctl.Handle(message.CommandZero, nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second) // the measurement ends with no face seen
+	select {
+	case e := <-pub.errs:
+		if !strings.HasPrefix(e, "zero: ") || !strings.Contains(e, "fewer than") {
+			t.Errorf("error topic: %q", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the failed measurement never reached the error topic")
+	}
+	// Faces from now on: a measurement sets the pose, and the loop
+	// publishes the state with it.
+	trk.mu.Lock()
+	for q := trk.seq + 1; q < trk.seq+100000; q++ {
+		trk.faces[q] = 1
+	}
+	trk.mu.Unlock()
+	if _, err := ctl.Handle(message.CommandZero, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		<-trk.processed
+	}
+	clk.Advance(2 * time.Second)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		pub.mu.Lock()
+		var z *message.Zero
+		if k := len(pub.states); k > 0 {
+			z = pub.states[k-1].Zero
+		}
+		pub.mu.Unlock()
+		if z != nil && z.Source == "measured" && math.Abs(z.Yaw-12.35) < 0.01 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no state with the measured pose published: last zero %+v", z)
+		}
+		<-trk.processed // a frame went by
 	}
 }

@@ -21,11 +21,12 @@ import (
 
 type noopPub struct{}
 
-func (noopPub) Pose(*message.Pose, int) {}
-func (noopPub) Retain(string, any)      {}
-func (noopPub) Stats(message.Stats)     {}
-func (noopPub) NoFaces()                {}
-func (noopPub) Event(message.Event)     {}
+func (noopPub) Pose(*message.Pose, int)    {}
+func (noopPub) Retain(string, any)         {}
+func (noopPub) Stats(message.Stats)        {}
+func (noopPub) NoFaces()                   {}
+func (noopPub) Event(message.Event)        {}
+func (noopPub) CommandError(string, error) {}
 
 type twoFaces struct{ faces []track.Face }
 
@@ -59,7 +60,7 @@ func benchLoop() (*Loop, *device.Frame) {
 		panic(err)
 	}
 	z := zones.New(zones.Options{Named: map[string][4]float64{"desk": {0, 0, 320, 480}}, Mode: "largest"})
-	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.New(), Neutral: n, Stages: []frame.Stage{z, n, Attention(att)}}
+	l := &Loop{Tracker: twoFaces{faces}, Publisher: noopPub{}, Metrics: metrics.New(metrics.Sources{}), Neutral: n, Stages: []frame.Stage{z, n, Attention(att)}}
 	l.free = []*device.Frame{}
 	f := &device.Frame{Gray: image.NewGray(image.Rect(0, 0, 640, 480)), Time: time.Now()}
 	return l, f

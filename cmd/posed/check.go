@@ -16,7 +16,7 @@ import (
 // and every reload run it, so that a reload refuses what start would fail
 // on instead of stopping posed.
 func checkStart(cfg config.Config, running *config.Config) error {
-	d, err := newParts(cfg, nil, discard)
+	d, err := newParts(cfg, nil, discard, nil)
 	if err != nil {
 		return err
 	}

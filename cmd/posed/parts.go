@@ -38,19 +38,20 @@ type parts struct {
 
 // newParts builds the stages of cfg: zones, neutral pose, attention and
 // the live view (view: nil for one that nobody watches), and the control
-// that commands drive. log hears what the stages report (a damaged state
-// file). Nothing is started; stop ends a measurement under way.
-func newParts(cfg config.Config, view *web.View, log *slog.Logger) (*parts, error) {
+// that commands drive, with reload as set/reload's action (nil: refused).
+// log hears what the stages report (a damaged state file). Nothing is
+// started; stop ends a measurement under way.
+func newParts(cfg config.Config, view *web.View, log *slog.Logger, reload func() error) (*parts, error) {
 	att, err := assemble.Attention(cfg.Attention)
 	if err != nil {
 		return nil, err // it names the attention block
 	}
 	d := &parts{neutral: neutral.New(cfg.StateDir, assemble.NeutralOptions(cfg.Zero), log), attention: att}
-	d.control = control.New(cfg.StateDir, view, d.neutral, log)
-	d.neutral.OnChange = d.control.Signal
+	act := control.Actions{Reload: reload}
 	if cfg.Attention.Profile == attention.ProfileDriver {
-		d.control.Speed = att.SetSpeed
+		act.Speed = att.SetSpeed
 	}
+	d.control = control.New(cfg.StateDir, view, d.neutral, act, log)
 	d.stages = []frame.Stage{zones.New(assemble.ZoneOptions(cfg.Zones, cfg.Primary)), d.neutral, pipeline.Attention(d.attention)}
 	if view != nil {
 		d.stages = append(d.stages, view)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/web"
 )
 
@@ -20,7 +21,7 @@ func TestPartsOrderAndWiring(t *testing.T) {
 	cfg.Attention.Profile = "driver"
 	cfg.Attention.Targets = map[string]config.AttentionTarget{"road": {Yaw: []float64{-20, 20}, Pitch: []float64{-20, 20}}}
 	view := web.NewView(context.Background())
-	p, err := newParts(cfg, view, discard)
+	p, err := newParts(cfg, view, discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,25 +33,26 @@ func TestPartsOrderAndWiring(t *testing.T) {
 	if got, want := strings.Join(kinds, " "), "*zones.Zoning *neutral.Pose pipeline.attentionStage *web.View"; got != want {
 		t.Errorf("stages %s, want %s", got, want)
 	}
-	if p.neutral.OnChange == nil || p.control.Speed == nil {
-		t.Error("the neutral pose's changes or the speed command are not wired")
-	}
-	if err := p.control.Speed(50); err != nil {
+	if _, err := p.control.Handle(message.CommandSpeed, []byte("50")); err != nil {
 		t.Errorf("set/speed through the control: %v", err)
 	}
-	q, err := newParts(config.Default(), nil, discard)
+	if _, err := p.control.Handle(message.CommandReload, nil); err == nil {
+		t.Error("set/reload carried out without a reload")
+	}
+	q, err := newParts(config.Default(), nil, discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer q.stop()
-	if len(q.stages) != 3 || q.control.Speed != nil {
-		t.Errorf("without a view and a driver: %d stages, speed wired %v", len(q.stages), q.control.Speed != nil)
+	_, speedErr := q.control.Handle(message.CommandSpeed, []byte("50"))
+	if len(q.stages) != 3 || speedErr == nil {
+		t.Errorf("without a view and a driver: %d stages, set/speed %v (want refused)", len(q.stages), speedErr)
 	}
 	// A bad attention block is refused by the builder, so -check-config
 	// and a reload refuse it too.
 	bad := config.Default()
 	bad.Attention.FOV = 200
-	if _, err := newParts(bad, nil, discard); err == nil || !strings.Contains(err.Error(), "attention") {
+	if _, err := newParts(bad, nil, discard, nil); err == nil || !strings.Contains(err.Error(), "attention") {
 		t.Errorf("a 200° field of view: %v, want an error naming attention", err)
 	}
 	if err := checkStart(bad, nil); err == nil {

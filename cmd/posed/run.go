@@ -53,13 +53,12 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	vctx, stopView := context.WithCancel(context.Background())
 	defer stopView()
 	view := web.NewView(vctx)
-	d, err := newParts(cfg, view, log)
+	d, err := newParts(cfg, view, log, reload)
 	if err != nil {
 		return err
 	}
 	defer d.stop()
 	ctl, att := d.control, d.attention
-	ctl.Reload = reload
 	if carry != nil && carry.detect != nil {
 		ctl.Restore(*carry.detect)
 	}
@@ -70,7 +69,6 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	if err != nil {
 		return err
 	}
-	d.neutral.OnFail = pub.CommandError
 	if carry != nil {
 		defer func() { on := ctl.Detecting(); carry.detect = &on }()
 	}
@@ -83,7 +81,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		return err
 	}
 	logStart(cfg, d, log)
-	met := metrics.New()
+	met := metrics.New(metrics.Sources{})
 	met.MQTT, met.MQTTErr = pub.Counters, pub.ConnectionError
 	met.Events = func() (int, uint64) { return pub.EventsHeld(), pub.EventsDropped() }
 	met.RepliesDropped = pub.RepliesDropped

@@ -35,16 +35,22 @@ type Commands struct {
 	StateDir string
 	View     *web.View
 	Neutral  *neutral.Pose
+	Log      *slog.Logger
+
+	act     Actions
+	detect  atomic.Bool
+	changed chan struct{}
+}
+
+// Actions are what commands do outside the control, given when it is
+// made.
+type Actions struct {
 	// Reload loads the configuration again and, if it is valid, has posed
 	// restart with it; its error says why not. nil: reload refused.
 	Reload func() error
 	// Speed takes the vehicle's speed in km/h (set/speed: the driver
 	// profile's gating). nil: the command is refused.
 	Speed func(kmh float64) error
-	Log   *slog.Logger
-
-	detect  atomic.Bool
-	changed chan struct{}
 }
 
 // detectFile is the file, in the state directory, holding ON or OFF.
@@ -52,12 +58,12 @@ const detectFile = "detect"
 
 // New returns a control with the detection switch as the state directory
 // last recorded it (on if nothing was recorded), carrying out set/zero on
-// n (whose changes must reach Signal: the builder sets n.OnChange). The
-// switch fails closed: a recorded state
+// n and set/reload and set/speed with a. The switch fails closed: a
+// recorded state
 // that cannot be read (damaged, too large, a directory, unreadable) starts
 // posed paused, and says so.
-func New(stateDir string, view *web.View, n *neutral.Pose, log *slog.Logger) *Commands {
-	c := &Commands{StateDir: stateDir, View: view, Neutral: n, Log: log, changed: make(chan struct{}, 1)}
+func New(stateDir string, view *web.View, n *neutral.Pose, a Actions, log *slog.Logger) *Commands {
+	c := &Commands{StateDir: stateDir, View: view, Neutral: n, Log: log, act: a, changed: make(chan struct{}, 1)}
 	on := readSwitch(stateDir, log)
 	c.detect.Store(on)
 	c.apply(on)
@@ -177,19 +183,19 @@ func (c *Commands) Handle(name string, payload []byte) (message.Reply, error) {
 	case message.CommandZero:
 		return message.Reply{}, c.Neutral.Command(payload, c.Detecting())
 	case message.CommandSpeed:
-		if c.Speed == nil {
+		if c.act.Speed == nil {
 			return message.Reply{}, errors.New("speed is taken by the driver profile only (attention.profile: driver)")
 		}
 		v, err := parseSpeed(payload)
 		if err != nil {
 			return message.Reply{}, err
 		}
-		return message.Reply{}, c.Speed(v)
+		return message.Reply{}, c.act.Speed(v)
 	case message.CommandReload:
-		if c.Reload == nil {
+		if c.act.Reload == nil {
 			return message.Reply{}, errors.New("reload is not available here")
 		}
-		return message.Reply{}, c.Reload()
+		return message.Reply{}, c.act.Reload()
 	}
 	known := []string{message.CommandDetect, message.CommandSnapshot, message.CommandZero, message.CommandReload, message.CommandSpeed}
 	return message.Reply{}, fmt.Errorf("unknown command %q (known: %s)", name, strings.Join(known, ", "))

@@ -93,13 +93,13 @@ func TestHandleReplies(t *testing.T) {
 		t.Errorf("speed without the driver profile: %v", err)
 	}
 	var got []float64
-	c.Speed = func(v float64) error {
+	c = New(t.TempDir(), nil, c.Neutral, Actions{Speed: func(v float64) error {
 		if v > 500 {
 			return errors.New("too fast")
 		}
 		got = append(got, v)
 		return nil
-	}
+	}}, c.Log)
 	for _, p := range []string{"50", " 12.5\n", "fast", "", "900", "1_0", "0x1p4", "-0", "1e2", "+5", "Inf", "NaN", ".5"} {
 		_, err := c.Handle("speed", []byte(p))
 		if ok := p == "50" || p == " 12.5\n"; (err == nil) != ok {
@@ -127,5 +127,5 @@ func newControl(dir string, logs *bytes.Buffer) *Commands {
 		logs = &bytes.Buffer{}
 	}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	return New(dir, nil, neutral.New("", neutral.Options{}, log), log)
+	return New(dir, nil, neutral.New("", neutral.Options{}, log), Actions{}, log)
 }

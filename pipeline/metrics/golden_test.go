@@ -65,12 +65,13 @@ var (
 // or a changed type breaks someone's dashboards and alerts: it must be
 // meant.
 func TestExpositionGolden(t *testing.T) {
-	m := New()
-	m.MQTT = func() (uint64, uint64, bool) { return 10, 1, true }
-	m.Events = func() (int, uint64) { return 3, 2 }
-	m.RepliesDropped = func() uint64 { return 233 }
-	m.AttentionSeconds = func() []Figure { return []Figure{{"road", 12.5}, {"none", 3}, {"unknown", 0}} }
-	m.AttentionEvents = func() []Figure { return []Figure{{"long_distraction", 1}, {"engagement", 0}} }
+	m := New(Sources{
+		MQTT:             func() (uint64, uint64, bool) { return 10, 1, true },
+		Events:           func() (int, uint64) { return 3, 2 },
+		RepliesDropped:   func() uint64 { return 233 },
+		AttentionSeconds: func() []Figure { return []Figure{{"road", 12.5}, {"none", 3}, {"unknown", 0}} },
+		AttentionEvents:  func() []Figure { return []Figure{{"long_distraction", 1}, {"engagement", 0}} },
+	})
 	m.Stages[StageDetect].Observe(3 * time.Millisecond)
 	var b bytes.Buffer
 	m.WriteText(&b, "test")

@@ -24,20 +24,27 @@ type Metrics struct {
 	LastFrame    atomic.Int64         // unix nanoseconds of the last frame taken: processed, or skipped while paused
 	Paused       atomic.Bool          // the privacy switch is off: frames are taken and skipped
 	Stages       [numStages]Histogram // by Stage
-	MQTT         func() (published, dropped uint64, connected bool)
-	MQTTErr      func() string // why the broker is not connected ("" if it is)
-	// Events, if set, are the attention events waiting for the broker
-	// and those the bound dropped (publish.Publisher.EventsHeld, EventsDropped).
+	Started      time.Time
+	// The figures other parts keep, read when /metrics is.
+	Sources
+}
+
+// Sources are the figures other parts keep, each read when /metrics is;
+// nil: not written.
+type Sources struct {
+	MQTT    func() (published, dropped uint64, connected bool)
+	MQTTErr func() string // why the broker is not connected ("" if it is)
+	// Events are the attention events waiting for the broker and those
+	// the bound dropped (publish.Publisher.EventsHeld, EventsDropped).
 	Events func() (held int, dropped uint64)
-	// RepliesDropped, if set, counts the replies to commands (on the
-	// error topic) that could not be sent: the queue full (a flood of
-	// commands) or the broker away (publish.Publisher.RepliesDropped).
+	// RepliesDropped counts the replies to commands (on the error topic)
+	// that could not be sent: the queue full (a flood of commands) or the
+	// broker away (publish.Publisher.RepliesDropped).
 	RepliesDropped func() uint64
-	// AttentionSeconds and AttentionEvents, if set, are the attention
-	// stage's figures: the primary face's time per target, the events
-	// started per kind.
+	// AttentionSeconds and AttentionEvents are the attention stage's
+	// figures: the primary face's time per target, the events started per
+	// kind.
 	AttentionSeconds, AttentionEvents func() []Figure
-	Started                           time.Time
 }
 
 // Figure is a labelled value of a metric.
@@ -60,9 +67,9 @@ const (
 // stageNames are the stages' label values in /metrics.
 var stageNames = [numStages]string{"detect", "pose", "frame", "latency"}
 
-// New returns zeroed metrics, started now.
-func New() *Metrics {
-	m := &Metrics{Started: time.Now()}
+// New returns zeroed metrics, started now, that read s's figures.
+func New(s Sources) *Metrics {
+	m := &Metrics{Started: time.Now(), Sources: s}
 	for i := range m.Stages {
 		m.Stages[i] = newHistogram()
 	}

@@ -48,15 +48,12 @@ type neutralPose struct {
 type Pose struct {
 	StateDir string
 	Log      *slog.Logger
-	// OnFail reports a measurement that ended without setting a pose
-	// (the publisher's error topic); nil: logged only.
-	OnFail func(command string, err error)
-	// OnChange is called after the pose changes (measured, cleared).
-	OnChange func()
 	// Clock times a measurement (set/zero's seconds) and dates its result;
 	// nil: the wall clock.
 	Clock clock.Clock
 
+	changes   chan struct{}               // Changed
+	failures  chan error                  // Failed
 	pose      atomic.Pointer[neutralPose] // nil: none
 	cfg       Options
 	measuring atomic.Bool
@@ -91,7 +88,7 @@ type Options struct {
 // New returns the neutral pose a measured one in stateDir, else cfg's
 // (none if all its angles are 0).
 func New(stateDir string, cfg Options, log *slog.Logger) *Pose {
-	n := &Pose{StateDir: stateDir, Log: log}
+	n := &Pose{StateDir: stateDir, Log: log, changes: make(chan struct{}, 1), failures: make(chan error, 1)}
 	n.learn.on, n.learn.forget = cfg.Learn, cfg.Forget
 	n.learn.status, n.learn.lastPublish = Calibrating, message.Learn{Status: Calibrating}
 	n.load(cfg)
@@ -276,19 +273,41 @@ func (c *Pose) finish(gen uint64) {
 	c.changed()
 }
 
-// fail reports a measurement that set nothing.
+// fail reports a measurement that set nothing: logged, and on Failed for
+// the error topic (the frame loop's).
 func (c *Pose) fail(err error) {
-	if c.OnFail != nil {
-		c.OnFail(message.CommandZero, err)
-	} else {
-		c.Log.Warn("neutral pose not measured", "err", err)
+	c.Log.Warn("neutral pose not measured", "err", err)
+	select {
+	case c.failures <- err:
+	default: // one waits already: the loop has not run since
 	}
 }
 
+// changed signals Changed.
 func (c *Pose) changed() {
-	if c.OnChange != nil {
-		c.OnChange()
+	select {
+	case c.changes <- struct{}{}:
+	default:
 	}
+}
+
+// Changed is signalled after the pose changes (measured, cleared, learnt,
+// or the learning's status): the frame loop publishes the state. nil for
+// a nil Pose (a nil channel is never ready).
+func (c *Pose) Changed() <-chan struct{} {
+	if c == nil {
+		return nil
+	}
+	return c.changes
+}
+
+// Failed gives a set/zero measurement that ended without setting a pose,
+// for the error topic (the frame loop's); nil for a nil Pose.
+func (c *Pose) Failed() <-chan error {
+	if c == nil {
+		return nil
+	}
+	return c.failures
 }
 
 // Relative returns a face's angles relative to the neutral pose n (Rotation),

@@ -31,7 +31,7 @@ func serveFlowWith(t *testing.T, l HTTPLimits, set func(*View)) (string, *View, 
 	if set != nil {
 		set(view)
 	}
-	met := metrics.New()
+	met := metrics.New(metrics.Sources{})
 	done := feed(ctx, view, met, 640, 480, 20*time.Millisecond, true)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -59,7 +59,7 @@ func feed(ctx context.Context, view *View, met *metrics.Metrics, w, h int, perio
 func runFlow(t *testing.T) (*httptest.Server, *View) {
 	ctx, cancel := context.WithCancel(context.Background())
 	view := NewView(ctx)
-	met := metrics.New()
+	met := metrics.New(metrics.Sources{})
 	done := feed(ctx, view, met, 320, 240, 20*time.Millisecond, false)
 	srv := httptest.NewServer(Handler(met, time.Second, "test", func() PageInfo { return PageInfo{Device: "cam"} }, view))
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
