@@ -13,6 +13,8 @@ import (
 	"image"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
@@ -192,10 +194,18 @@ func mustParse(name string, b []byte) *Cascade {
 }
 
 // Turned returns the embedded cascade for turned faces (yaw > 0; see
-// cascade/TURNED.md), trained by posectl cascade (make cascade).
-func Turned() *Cascade { return turnedCascade }
+// cascade/TURNED.md), trained by posectl cascade (make cascade). It is
+// parsed on first use: a detector without detect.turned (the default)
+// never parses it.
+func Turned() *Cascade { return turnedCascade() }
 
-var turnedCascade = mustParse("turned", turned)
+var (
+	turnedCascade = sync.OnceValue(func() *Cascade {
+		turnedParsed.Store(true)
+		return mustParse("turned", turned)
+	})
+	turnedParsed atomic.Bool // for the test that the default leaves it
+)
 
 // turnedStageEnds are the trees in all after each stage of the embedded
 // turned cascade, as posectl cascade printed them when it wrote the file
@@ -210,9 +220,9 @@ func TurnedStageEnds() []int { return slices.Clone(turnedStageEnds) }
 // all of them; Params.Problems checks n's range).
 func turnedCut(n int) (*Cascade, error) {
 	if n == 0 {
-		return turnedCascade, nil
+		return turnedCascade(), nil
 	}
-	return turnedCascade.Cut(turnedStageEnds[n-1])
+	return turnedCascade().Cut(turnedStageEnds[n-1])
 }
 
 // Detector runs its cascades over frames. It is safe for concurrent use:

@@ -3,21 +3,23 @@ package detect
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
-
-	"github.com/edgepose/posed/internal/grey"
-	"github.com/edgepose/posed/train/dataset/datatest"
 
 	pigo "github.com/esimov/pigo/core"
 
 	"github.com/edgepose/posed/infer/feature"
+	"github.com/edgepose/posed/internal/grey"
 	"github.com/edgepose/posed/train/dataset"
+	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
 // The embedded cascade is pigo v1.4.6's cascade/facefinder, unchanged.
@@ -407,5 +409,37 @@ func TestMergeViews(t *testing.T) {
 	}
 	if got := d.mergeViews(slices.Clone(faces)); len(got) != len(faces) {
 		t.Errorf("nested 0 kept %d of %d faces", len(got), len(faces))
+	}
+}
+
+// The turned cascade, off by default, is not parsed by a default
+// detector, and is by one with detect.turned. Each is checked in a fresh
+// process (this test binary run again), where nothing parsed it before.
+func TestTurnedCascadeParsedOnlyWhenOn(t *testing.T) {
+	if mode := os.Getenv("POSED_TURNED_CHILD"); mode != "" {
+		p := DefaultParams()
+		p.Turned = mode == "on"
+		if _, err := New(p); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("parsed=%v\n", turnedParsed.Load())
+		return
+	}
+	if os.Getenv("POSED_EMULATED") != "" {
+		t.Skip("under emulation (POSED_EMULATED) a child process cannot be started: runs natively in make test")
+	}
+	for _, c := range []struct {
+		mode string
+		want bool
+	}{{"off", false}, {"on", true}} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTurnedCascadeParsedOnlyWhenOn$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "POSED_TURNED_CHILD="+c.mode)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.mode, err, out)
+		}
+		if got := strings.Contains(string(out), fmt.Sprintf("parsed=%v", c.want)); !got {
+			t.Errorf("detect.turned %s: want the turned cascade parsed=%v, the child said:\n%s", c.mode, c.want, out)
+		}
 	}
 }
