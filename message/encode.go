@@ -302,10 +302,6 @@ func appendString(b []byte, s string) []byte {
 // of the published angles, boxes and scores.
 func Hundredths(v float64) float64 { return math.Round(v*100) / 100 }
 
-// Hundredth is v rounded to two decimals (Hundredths), set: a published
-// angle or standard deviation.
-func Hundredth(v float64) Num { return Some(Hundredths(v)) }
-
 // Round rounds the face's box, score, angles, their σ and the dwell to
 // hundredths (Hundredths), as published: the stages work on a face at
 // full precision and the frame loop rounds the copy it publishes.

@@ -178,9 +178,6 @@ func TestHundredths(t *testing.T) {
 			t.Errorf("Hundredths(%v) = %v, want %v (ties away from zero)", v, got, want)
 		}
 	}
-	if h := Hundredth(-3.14159); !h.Set || h.V != -3.14 {
-		t.Errorf("Hundredth(-3.14159) = %+v", h)
-	}
 }
 
 // Round rounds every number of a face to hundredths and leaves an unset

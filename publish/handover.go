@@ -200,8 +200,5 @@ func (p *Publisher) TakeOver(ctx context.Context, prev *Publisher) int {
 	return len(theirs)
 }
 
-// Subscribed is closed once the command topics are first subscribed.
-func (p *Publisher) Subscribed() <-chan struct{} { return p.subscribed }
-
 // markSubscribed records the first subscription.
 func (p *Publisher) markSubscribed() { p.subOnce.Do(func() { close(p.subscribed) }) }

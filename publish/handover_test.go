@@ -168,7 +168,7 @@ func TestTakeOverHandsOverLateCommandsOnce(t *testing.T) {
 func waitSubscribed(t *testing.T, p *Publisher) {
 	t.Helper()
 	select {
-	case <-p.Subscribed():
+	case <-p.subscribed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the publisher did not subscribe to its commands")
 	}

@@ -174,11 +174,11 @@ func (c *Cascade) Cut(n int) (*Cascade, error) {
 		Leaves: slices.Clone(c.Leaves[:n*leaves]), Thresholds: slices.Clone(c.Thresholds[:n])}, nil
 }
 
-// Classify returns the score of the window of side s centred on (r, c) of
+// classify returns the score of the window of side s centred on (r, c) of
 // the grey pixels pix (row stride stride), or −1 if a tree rejects it:
 // pigo's classifyRegion, one window at a time. The window must lie inside
 // the image: s/2 + 1 ≤ r ≤ rows − s/2 − 1, and alike for c.
-func (c *Cascade) Classify(pix []byte, stride, r, col, s int) float32 {
+func (c *Cascade) classify(pix []byte, stride, r, col, s int) float32 {
 	q, ok := c.ClassifyUpTo(pix, stride, r, col, s, c.Trees())
 	if !ok {
 		return -1

@@ -149,7 +149,7 @@ func TestScanMatchesPigo(t *testing.T) {
 	}
 }
 
-// Classify, one window at a time, agrees with the scanner on every window
+// classify, one window at a time, agrees with the scanner on every window
 // of a frame: the windows it scores positive are the scanner's, with the
 // same scores; and the scanner counts the windows and the trees evaluated
 // (every tree up to the first that rejects) as a window-by-window walk does.
@@ -175,14 +175,14 @@ func TestClassifyMatchesScan(t *testing.T) {
 						break
 					}
 				}
-				if q := ff.Classify(g.Pix, g.Stride, r, c, s); q > 0 {
+				if q := ff.classify(g.Pix, g.Stride, r, c, s); q > 0 {
 					got = append(got, Window{r, c, s, q})
 				}
 			}
 		}
 	}
 	if len(want) == 0 || !slices.Equal(got, want) {
-		t.Fatalf("Classify kept %d windows, the scanner %d", len(got), len(want))
+		t.Fatalf("classify kept %d windows, the scanner %d", len(got), len(want))
 	}
 	if sc.Windows() != windows || sc.TreeEvals() != evals {
 		t.Errorf("the scanner counts %d windows and %d trees, the walk %d and %d", sc.Windows(), sc.TreeEvals(), windows, evals)
@@ -197,9 +197,9 @@ func TestClassifyMatchesScan(t *testing.T) {
 // multiples of 8.
 func TestWalkVectorMatchesGo(t *testing.T) {
 	for _, vec := range []bool{true, false} {
-		prev := UseVectorWalk(vec)
+		prev := useVectorWalk(vec)
 		t.Run(fmt.Sprintf("vector-%v", vectorWalk), testWalkMatchesGo)
-		UseVectorWalk(prev)
+		useVectorWalk(prev)
 	}
 }
 

@@ -45,7 +45,7 @@ type Params struct {
 	Turned      bool
 	TurnedScore float64
 	// TurnedStages keeps the turned cascade's first stages only (0: all
-	// of TurnedStageEnds): fewer stages find more of the turned faces of
+	// of the embedded cascade's stages): fewer stages find more of the turned faces of
 	// persons the cascade never saw, and pass more windows without one.
 	TurnedStages int
 	// TurnedShift and TurnedScale are the turned cascade's window step
@@ -175,9 +175,6 @@ func TurnedViews(c *Cascade, p Params) []ViewCascade {
 		{YawNegative, c.Mirrored(), p.TurnedScore, p.TurnedShift, p.TurnedScale, turnedRef}}
 }
 
-// FacefinderBytes returns the embedded facefinder file, as pigo ships it.
-func FacefinderBytes() []byte { return slices.Clip(facefinder) }
-
 // Facefinder returns pigo's frontal cascade, embedded in the binary.
 func Facefinder() *Cascade { return facefinderCascade }
 
@@ -211,10 +208,6 @@ var (
 // turned cascade, as posectl cascade printed them when it wrote the file
 // (make cascade; a test checks that the last is the cascade's size).
 var turnedStageEnds = []int{1, 3, 6, 10, 17, 26, 36, 48, 62, 78, 95, 114, 135, 154, 173, 196, 219, 243, 267, 291, 315, 338}
-
-// TurnedStageEnds returns the trees in all after each stage of the
-// embedded turned cascade (Params.TurnedStages cuts it after one).
-func TurnedStageEnds() []int { return slices.Clone(turnedStageEnds) }
 
 // turnedCut is the embedded turned cascade with its first n stages (0:
 // all of them; Params.Problems checks n's range).

@@ -41,7 +41,7 @@ func TestEmbeddedCascade(t *testing.T) {
 	}
 	// Its stage ends grow and end at its last tree, so that every
 	// turned_stages cuts it at a stage's end.
-	ends := TurnedStageEnds()
+	ends := turnedStageEnds
 	for i, e := range ends {
 		if e < 1 || i > 0 && e <= ends[i-1] || i == len(ends)-1 && e != tc.Trees() {
 			t.Errorf("turned stage ends %v for %d trees", ends, tc.Trees())
@@ -55,7 +55,7 @@ func TestEmbeddedCascade(t *testing.T) {
 // whole cascade keeps; a cut outside 1…Trees() is refused.
 func TestCut(t *testing.T) {
 	tc := Turned()
-	n := TurnedStageEnds()[len(TurnedStageEnds())-3]
+	n := turnedStageEnds[len(turnedStageEnds)-3]
 	cut, err := tc.Cut(n)
 	if err != nil {
 		t.Fatal(err)
@@ -68,9 +68,9 @@ func TestCut(t *testing.T) {
 		for _, side := range []int{48, 72, 110} {
 			for r := side/2 + 1; r+side/2+1 < g.Rect.Dy(); r += 5 {
 				for c := side/2 + 1; c+side/2+1 < g.Rect.Dx(); c += 5 {
-					whole := tc.Classify(g.Pix, g.Stride, r, c, side)
+					whole := tc.classify(g.Pix, g.Stride, r, c, side)
 					part, ok := tc.ClassifyUpTo(g.Pix, g.Stride, r, c, side, n)
-					got := cut.Classify(g.Pix, g.Stride, r, c, side)
+					got := cut.classify(g.Pix, g.Stride, r, c, side)
 					want := float32(-1)
 					if ok {
 						want = part - tc.Thresholds[n-1]
@@ -115,7 +115,7 @@ func TestTurnedStagesFindMore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.TurnedStages = len(TurnedStageEnds()) - 2
+	p.TurnedStages = len(turnedStageEnds) - 2
 	cut, err := New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestTurnedStagesFindMore(t *testing.T) {
 		byWhole += b2i(w)
 		byCut += b2i(c)
 	}
-	t.Logf("AFLW2000 faces turned 60–90°: %d; found with all %d stages %d, with %d stages %d", n, len(TurnedStageEnds()), byWhole, p.TurnedStages, byCut)
+	t.Logf("AFLW2000 faces turned 60–90°: %d; found with all %d stages %d, with %d stages %d", n, len(turnedStageEnds), byWhole, p.TurnedStages, byCut)
 	if n < 50 || byCut <= byWhole {
 		t.Errorf("of %d faces the cut found %d, the whole cascade %d: want more", n, byCut, byWhole)
 	}
@@ -164,7 +164,7 @@ func TestParamsValidate(t *testing.T) {
 		func(p *Params) { p.Nested = math.NaN() },
 		func(p *Params) { p.Turned, p.TurnedStages = true, -1 },
 		func(p *Params) { p.Turned, p.TurnedStages = true, 10 },
-		func(p *Params) { p.Turned, p.TurnedStages = true, len(TurnedStageEnds())+1 },
+		func(p *Params) { p.Turned, p.TurnedStages = true, len(turnedStageEnds)+1 },
 	}
 	for i, f := range bad {
 		p := DefaultParams()

@@ -68,8 +68,8 @@ func BenchmarkTurned(b *testing.B) {
 	// The default turned scan with the Go walk (walkFour), as on a board
 	// without the vector walk: ARM and purego builds.
 	b.Run("both-views-go-walk", func(b *testing.B) {
-		prev := UseVectorWalk(false)
-		defer UseVectorWalk(prev)
+		prev := useVectorWalk(false)
+		defer useVectorWalk(prev)
 		scanBothViews(b, Turned(), g, scanParams{p.MinSize, p.MaxSize, p.TurnedShift, p.TurnedScale})
 	})
 	for _, s := range [][2]float64{{0.1, 1.1}, {0.1, 1.2}, {0.15, 1.1}, {0.15, 1.2}} {

@@ -8,9 +8,9 @@ import "golang.org/x/sys/cpu"
 // the CPU; tests switch it to compare it with the Go walk).
 var vectorWalk = cpu.X86.HasAVX2
 
-// UseVectorWalk switches the AVX2 tree walk on or off where the CPU has
+// useVectorWalk switches the AVX2 tree walk on or off where the CPU has
 // it and returns the previous setting.
-func UseVectorWalk(on bool) bool {
+func useVectorWalk(on bool) bool {
 	prev := vectorWalk
 	vectorWalk = on && cpu.X86.HasAVX2
 	return prev

@@ -5,8 +5,8 @@ package detect
 // No vector tree walk here: the Go one runs.
 const vectorWalk = false
 
-// UseVectorWalk does nothing here: there is no vector walk.
-func UseVectorWalk(on bool) bool { return false }
+// useVectorWalk does nothing here: there is no vector walk.
+func useVectorWalk(on bool) bool { return false }
 
 func walkVector(out, base, o1, o2 []int32, pix []byte) {
 	panic("detect: no vector walk")

@@ -124,7 +124,7 @@ func BenchmarkForward(b *testing.B) {
 		if tuned > 0 {
 			b.ReportMetric(ns/tuned, "x-floor")
 		}
-		if fh.HalfWeights() {
+		if fh.keepsHalves() {
 			b.ReportMetric(1, "half")
 		}
 	})

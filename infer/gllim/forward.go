@@ -420,13 +420,9 @@ func (p *Predictor) member(mb *member, y []float32, mean, cov, nu, xk []float64)
 	return logp
 }
 
-// HalfWeights reports whether f keeps its weights as binary16 in memory
-// (a half-encoded model on a CPU whose kernels widen halves).
-func (f *Forward) HalfWeights() bool { return f.members[0].half != nil }
-
-// HalfWeightsSupported reports whether this CPU and build keep the
-// weights of half-encoded models as halves.
-func HalfWeightsSupported() bool { return halfWeights }
+// keepsHalves reports whether f keeps its weights as binary16 in memory
+// (a half-encoded model on a CPU whose kernels widen halves: halfWeights).
+func (f *Forward) keepsHalves() bool { return f.members[0].half != nil }
 
 // halfRows returns A_kᵀ as binary16 (K·L × D) with a power-of-two scale per
 // component, if every A_k is exactly such halves (as a file written with

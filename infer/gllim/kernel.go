@@ -191,9 +191,9 @@ func diffSqDistSIMD(r, x, c, s []float32) float32 {
 	return q
 }
 
-// VectorKernels reports which kernels the forward pass uses ("avx2+fma",
+// vectorKernels reports which kernels the forward pass uses ("avx2+fma",
 // "neon" or "go").
-func VectorKernels() string { return simdName() }
+func vectorKernels() string { return simdName() }
 
 // Half-precision weights. Where a model's A_k are exactly binary16 values
 // times a power-of-two scale per component (a file written with

@@ -22,10 +22,10 @@ func simdName() string {
 	return "go"
 }
 
-// UseVectorKernels switches the vector kernels on or off where the CPU has
+// useVectorKernels switches the vector kernels on or off where the CPU has
 // them (for tests that compare them with the Go kernels) and returns the
 // previous setting.
-func UseVectorKernels(on bool) bool {
+func useVectorKernels(on bool) bool {
 	prev := simd
 	simd = on && cpu.X86.HasAVX2 && cpu.X86.HasFMA
 	return prev

@@ -19,9 +19,9 @@ func simdName() string {
 	return "go"
 }
 
-// UseVectorKernels switches the NEON kernels on or off (for tests that
+// useVectorKernels switches the NEON kernels on or off (for tests that
 // compare them with the Go kernels) and returns the previous setting.
-func UseVectorKernels(on bool) bool {
+func useVectorKernels(on bool) bool {
 	prev := simd
 	simd = on
 	return prev

@@ -12,8 +12,8 @@ const (
 
 func simdName() string { return "go" }
 
-// UseVectorKernels does nothing here: there are no vector kernels.
-func UseVectorKernels(on bool) bool { return false }
+// useVectorKernels does nothing here: there are no vector kernels.
+func useVectorKernels(on bool) bool { return false }
 
 func noKernels() { panic("gllim: no vector kernels") }
 

@@ -2,6 +2,7 @@ package track
 
 import (
 	"image"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -332,7 +333,11 @@ type pigoDetector struct{ c *pigo.Pigo }
 func (d *pigoDetector) DetectInto(_ *detect.Buffers, img *image.Gray, r image.Rectangle) []detect.Face {
 	if d.c == nil {
 		var err error
-		if d.c, err = pigo.NewPigo().Unpack(detect.FacefinderBytes()); err != nil {
+		b, err := os.ReadFile("../detect/cascade/facefinder") // pigo's own file, as the detector embeds it
+		if err != nil {
+			panic(err)
+		}
+		if d.c, err = pigo.NewPigo().Unpack(b); err != nil {
 			panic(err)
 		}
 	}

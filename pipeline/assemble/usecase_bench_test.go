@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"image"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -40,7 +41,11 @@ func BenchmarkUseCases(b *testing.B) {
 		{"living-room", "living-room.yaml", room, false},
 		{"living-room-no-tiles", "living-room.yaml", room, true},
 	}
-	ff, err := pigo.NewPigo().Unpack(detect.FacefinderBytes())
+	ffb, err := os.ReadFile("../../infer/detect/cascade/facefinder") // pigo's own file, as the detector embeds it
+	if err != nil {
+		b.Fatal(err)
+	}
+	ff, err := pigo.NewPigo().Unpack(ffb)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func TestTrain(t *testing.T) {
 		for _, ds := range []int{-2, 0, 2} {
 			for _, dr := range []int{-2, 0, 2} {
 				for _, dc := range []int{-2, 0, 2} {
-					if c.Classify(im.Pix, im.W, int(w.R)+dr, int(w.C)+dc, int(w.S)+ds) > 0 {
+					if q, ok := c.ClassifyUpTo(im.Pix, im.W, int(w.R)+dr, int(w.C)+dc, int(w.S)+ds, c.Trees()); ok && q > c.Thresholds[c.Trees()-1] {
 						hit = true
 					}
 				}

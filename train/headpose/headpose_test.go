@@ -125,25 +125,6 @@ func TestLeaveOnePersonOutYaw(t *testing.T) {
 			worst = math.Max(worst, math.Abs(pred.Mean[a]-(out.Mean+out.Scale*x[a])))
 		}
 	}
-	// The vector kernels and the Go ones agree on these real faces.
-	if gllim.VectorKernels() != "go" {
-		var vec, plain gllim.Prediction
-		kernelDiff := 0.0
-		for _, i := range testIdx {
-			y := b.Base(i).Feat[0]
-			pr.Predict(&vec, y)
-			prev := gllim.UseVectorKernels(false)
-			pr.Predict(&plain, y)
-			gllim.UseVectorKernels(prev)
-			for a := range m.Outputs {
-				kernelDiff = math.Max(kernelDiff, math.Abs(vec.Mean[a]-plain.Mean[a]))
-			}
-		}
-		t.Logf("%s kernels vs Go kernels on real faces: worst difference %.3g°", gllim.VectorKernels(), kernelDiff)
-		if kernelDiff > 1e-2 {
-			t.Errorf("%s and Go kernels differ by %.3g° on real faces", gllim.VectorKernels(), kernelDiff)
-		}
-	}
 	t.Logf("model file vs trainer's float64 model: worst difference %.3g°", worst)
 	if worst > 2e-3*55 {
 		t.Errorf("loaded model differs from the float64 model by %.3g°", worst)
