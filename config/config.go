@@ -606,6 +606,50 @@ func (p Problems) Error() string {
 	return fmt.Sprintf("%d problems:\n  %s", len(p), strings.Join(p, "\n  "))
 }
 
+// Warnings are what posed runs with all the same but a user should hear
+// of, for c read from the file at path: files holding a secret that every
+// user may read (secretWarnings), and settings that do nothing (Inert).
+// -check-config prints them and a start logs them.
+func (c Config) Warnings(path string) []string {
+	return append(c.secretWarnings(path), c.Inert()...)
+}
+
+// secretWarnings names the files holding a secret of c — the
+// configuration file itself where it holds mqtt.password or a broker URL
+// with a password, the password
+// file, the TLS key, the embedded broker's users — that users other than
+// their owner and group may read, as ssh refuses a private key others can
+// read. posed runs with them all the same (the operator may have reasons);
+// -check-config prints the warnings and a start logs them.
+func (c Config) secretWarnings(path string) []string {
+	var out []string
+	check := func(field, path string) {
+		if path == "" {
+			return
+		}
+		st, err := os.Stat(path)
+		if err != nil || st.Mode().Perm()&0o004 == 0 {
+			return
+		}
+		out = append(out, fmt.Sprintf("%s: %s is readable by every user (mode %04o): chmod o-r %s (posed's group is enough)",
+			field, path, st.Mode().Perm(), path))
+	}
+	if c.MQTT.Password != "" {
+		check("mqtt.password", path)
+	}
+	// A password in the broker's URL (tcp://user:secret@host) is one all
+	// the same: paho logs in with it.
+	if u, err := url.Parse(c.MQTT.Broker); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			check("mqtt.broker (its URL holds a password)", path)
+		}
+	}
+	check("mqtt.password_file", c.MQTT.PasswordFile)
+	check("mqtt.key", c.MQTT.Key)
+	check("mqtt.embedded_users", c.MQTT.EmbeddedUsers)
+	return out
+}
+
 // Inert names the settings of c that do nothing as c is set (a key set
 // for a part that is off): posed runs all the same, -check-config prints
 // them and a start logs them.

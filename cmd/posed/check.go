@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/publish"
 )
 
@@ -36,7 +37,7 @@ func checkStart(cfg config.Config, running *config.Config) error {
 	}
 	if cfg.MQTT.Broker == "embedded" {
 		m := cfg.MQTT
-		if _, err := embeddedAuth(&m, cfg.Device); err != nil {
+		if _, err := assemble.EmbeddedAuth(&m, cfg.Device); err != nil {
 			return err
 		}
 		old := ""

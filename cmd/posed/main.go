@@ -62,7 +62,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "posed: config:", err)
 			return 2
 		}
-		for _, w := range append(secretWarnings(cfg, *cfgPath), cfg.Inert()...) {
+		for _, w := range cfg.Warnings(*cfgPath) {
 			fmt.Fprintln(stderr, "posed: warning:", w)
 		}
 		fmt.Fprintln(stdout, "posed: configuration ok")
@@ -90,7 +90,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	defer carry.shutdownHeld() // a run that failed to start leaves the last one's publisher held
 	for {
 		log := newLogger(cfg.Log, stderr)
-		for _, w := range append(secretWarnings(cfg, *cfgPath), cfg.Inert()...) {
+		for _, w := range cfg.Warnings(*cfgPath) {
 			log.Warn(w)
 		}
 		next, err := runUntilReload(ctx, cfg, log, stdout, hup, load, &carry)

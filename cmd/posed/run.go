@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/device"
-	"github.com/edgepose/posed/internal/regular"
 	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline"
+	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/pipeline/metrics"
 	"github.com/edgepose/posed/pipeline/web"
 	"github.com/edgepose/posed/publish"
@@ -63,7 +60,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		ctl.Restore(*carry.detect)
 	}
 	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
-		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(haURL(cfg)),
+		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(assemble.HAURL(cfg)),
 		publish.WithDetect(ctl.Detecting()), publish.WithCommands(ctl.Handle), publish.WithLossless(pipeline.Lossless(cfg.Source)),
 		publish.WithAttention(att.Info()), publish.WithHeld(carry.holding()))
 	if err != nil {
@@ -122,7 +119,7 @@ func logStart(cfg config.Config, dm *parts, log *slog.Logger) {
 // startEmbedded starts the embedded broker of mqtt.broker: embedded (m's
 // credentials are set for the publisher).
 func startEmbedded(m *config.MQTT, device string, log *slog.Logger) (*broker.Broker, error) {
-	a, err := embeddedAuth(m, device)
+	a, err := assemble.EmbeddedAuth(m, device)
 	if err != nil {
 		return nil, err
 	}
@@ -230,70 +227,4 @@ func takeOver(prev, pub *publish.Publisher, log *slog.Logger) <-chan struct{} {
 		}
 	}()
 	return done
-}
-
-// haURL is the device's configuration_url in Home Assistant: mqtt.ha_url,
-// else posed's HTTP page where metrics.listen can be reached from another
-// host (by its address, or by the host name when it listens on all), else
-// none.
-func haURL(cfg config.Config) string {
-	if cfg.MQTT.HAURL != "" {
-		return cfg.MQTT.HAURL
-	}
-	host, port, err := net.SplitHostPort(cfg.Metrics.Listen)
-	if err != nil || port == "0" {
-		return ""
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" {
-		return ""
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			return ""
-		}
-		host = h
-	}
-	return "http://" + net.JoinHostPort(host, port) + "/"
-}
-
-// embeddedAuth sets who may use the embedded broker: posed itself as
-// mqtt.username with mqtt.password (or password_file) where they are set,
-// else as "posed" with a password drawn for this run (m is updated so that
-// the publisher logs in with it); the readers of mqtt.embedded_users; and
-// anonymous readers if mqtt.embedded_anonymous.
-func embeddedAuth(m *config.MQTT, device string) (broker.Auth, error) {
-	if m.ClientID == "" {
-		// Drawn here, so that the broker knows posed's id and refuses it
-		// to anyone else (the publisher connects with it).
-		m.ClientID = publish.NewClientID(device)
-	}
-	a := broker.Auth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)},
-		Pictures: publish.PictureTopics(*m, device), PosedClientID: m.ClientID}
-	pw, err := m.ReadPassword()
-	if err != nil {
-		return a, err
-	}
-	if m.Username == "" || pw == "" {
-		var b [16]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return a, err
-		}
-		m.Username, m.Password, m.PasswordFile = "posed", hex.EncodeToString(b[:]), ""
-		pw = m.Password
-	}
-	a.PosedUser, a.PosedPassword = m.Username, pw
-	if m.EmbeddedUsers != "" {
-		data, err := regular.ReadFile(m.EmbeddedUsers)
-		if err != nil {
-			return a, fmt.Errorf("mqtt.embedded_users: %w", err)
-		}
-		if a.Readers, err = broker.ReadUsers(data); err != nil {
-			return a, fmt.Errorf("mqtt.embedded_users: %s: %w", m.EmbeddedUsers, err)
-		}
-		if _, clash := a.Readers[a.PosedUser]; clash {
-			return a, fmt.Errorf("mqtt.embedded_users: %s lists %q, posed's own user", m.EmbeddedUsers, a.PosedUser)
-		}
-	}
-	return a, nil
 }

@@ -19,8 +19,10 @@ const module = "github.com/edgepose/posed/"
 // folder's packages) to the posed packages it may import, the same way.
 // The longest match names a package's rule. The layers, from the ground:
 // message and internal (nothing of posed), config and device (no part of
-// the method), infer (the method), train (below the daemon, which never links training), publish
-// and pipeline (above them), cmd (the wiring, which nothing imports).
+// the method), infer (the method), train (below the daemon, which never
+// links training), publish and pipeline (above them), pipeline/assemble
+// (the configuration into the parts), cmd (the wiring, which nothing
+// imports).
 var allowed = map[string][]string{
 	"message":   {},
 	"internal/": {},
@@ -37,7 +39,10 @@ var allowed = map[string][]string{
 	// no arrow to publish.
 	"pipeline":  {"pipeline/", "infer/", "config", "device", "message", "internal/"},
 	"pipeline/": {"pipeline", "pipeline/", "infer/", "config", "device", "message", "internal/"},
-	"cmd/":      {"infer/", "internal/", "message", "config", "device", "train", "train/", "publish", "publish/", "pipeline", "pipeline/"},
+	// The assembler turns the configuration into every part, the
+	// transport's among them: the one package below cmd that sees both.
+	"pipeline/assemble": {"pipeline", "pipeline/", "infer/", "config", "device", "message", "internal/", "publish", "publish/"},
+	"cmd/":              {"infer/", "internal/", "message", "config", "device", "train", "train/", "publish", "publish/", "pipeline", "pipeline/"},
 }
 
 // rule is the longest entry of allowed that names pkg.

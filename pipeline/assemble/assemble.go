@@ -143,17 +143,9 @@ func Detector(d config.Detect) (*detect.Detector, error) {
 	return det, nil
 }
 
-var (
-	netOnce sync.Once
-	net     *yunet.Net
-)
-
 // Net is the face network with its embedded weights, built once and
 // shared (read-only) by every tracker of the process.
-func Net() *yunet.Net {
-	netOnce.Do(func() { net = yunet.New(yunet.Default()) })
-	return net
-}
+var Net = sync.OnceValue(func() *yunet.Net { return yunet.New(yunet.Default()) })
 
 // Tracker is the frame path of cfg around an estimator and the
 // calibration of its model's boxes (detect.CalibrationOf the model's

@@ -3,6 +3,7 @@ package assemble
 import (
 	"errors"
 	"image"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -214,5 +215,27 @@ func TestPartProblemsNamedByKey(t *testing.T) {
 	bad.Detect.MinScore = 0
 	if err := bad.Validate(Problems); err == nil || !strings.Contains(err.Error(), "detect.min_score") {
 		t.Errorf("Validate with Problems: %v", err)
+	}
+}
+
+// Home Assistant's link to the device: mqtt.ha_url, else posed's page
+// where another host can reach it, else none.
+func TestHAURL(t *testing.T) {
+	host, _ := os.Hostname()
+	for _, c := range []struct{ listen, url, want string }{
+		{"127.0.0.1:9464", "", ""},
+		{"localhost:9464", "", ""},
+		{"[::1]:9464", "", ""},
+		{"192.168.1.5:9464", "", "http://192.168.1.5:9464/"},
+		{"0.0.0.0:9464", "", "http://" + host + ":9464/"},
+		{":9464", "", "http://" + host + ":9464/"},
+		{"0.0.0.0:0", "", ""},
+		{"127.0.0.1:9464", "https://cam.example/", "https://cam.example/"},
+	} {
+		cfg := config.Default()
+		cfg.Metrics.Listen, cfg.MQTT.HAURL = c.listen, c.url
+		if got := HAURL(cfg); got != c.want {
+			t.Errorf("listen %q, ha_url %q: %q, want %q", c.listen, c.url, got, c.want)
+		}
 	}
 }

@@ -1,0 +1,80 @@
+package assemble
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/internal/regular"
+	"github.com/edgepose/posed/publish"
+	"github.com/edgepose/posed/publish/broker"
+)
+
+// HAURL is the device's configuration_url in Home Assistant: mqtt.ha_url,
+// else posed's HTTP page where metrics.listen can be reached from another
+// host (by its address, or by the host name when it listens on all), else
+// none.
+func HAURL(cfg config.Config) string {
+	if cfg.MQTT.HAURL != "" {
+		return cfg.MQTT.HAURL
+	}
+	host, port, err := net.SplitHostPort(cfg.Metrics.Listen)
+	if err != nil || port == "0" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return ""
+		}
+		host = h
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// EmbeddedAuth sets who may use the embedded broker: posed itself as
+// mqtt.username with mqtt.password (or password_file) where they are set,
+// else as "posed" with a password drawn for this run (m is updated so that
+// the publisher logs in with it); the readers of mqtt.embedded_users; and
+// anonymous readers if mqtt.embedded_anonymous.
+func EmbeddedAuth(m *config.MQTT, device string) (broker.Auth, error) {
+	if m.ClientID == "" {
+		// Drawn here, so that the broker knows posed's id and refuses it
+		// to anyone else (the publisher connects with it).
+		m.ClientID = publish.NewClientID(device)
+	}
+	a := broker.Auth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)},
+		Pictures: publish.PictureTopics(*m, device), PosedClientID: m.ClientID}
+	pw, err := m.ReadPassword()
+	if err != nil {
+		return a, err
+	}
+	if m.Username == "" || pw == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return a, err
+		}
+		m.Username, m.Password, m.PasswordFile = "posed", hex.EncodeToString(b[:]), ""
+		pw = m.Password
+	}
+	a.PosedUser, a.PosedPassword = m.Username, pw
+	if m.EmbeddedUsers != "" {
+		data, err := regular.ReadFile(m.EmbeddedUsers)
+		if err != nil {
+			return a, fmt.Errorf("mqtt.embedded_users: %w", err)
+		}
+		if a.Readers, err = broker.ReadUsers(data); err != nil {
+			return a, fmt.Errorf("mqtt.embedded_users: %s: %w", m.EmbeddedUsers, err)
+		}
+		if _, clash := a.Readers[a.PosedUser]; clash {
+			return a, fmt.Errorf("mqtt.embedded_users: %s lists %q, posed's own user", m.EmbeddedUsers, a.PosedUser)
+		}
+	}
+	return a, nil
+}
