@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
@@ -39,10 +40,7 @@ func TestEventsSurviveAnOutage(t *testing.T) {
 	p.Event(event(0, "start"))
 	col.WaitFor(t, "the first event", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) == 1 })
 	broker.Stop()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, _, ok := p.Counters(); ok && time.Now().Before(deadline); _, _, ok = p.Counters() {
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, func() bool { _, _, ok := p.Counters(); return !ok })
 	for i := 1; i <= 20; i++ { // away: ten distractions start and end
 		phase := "start"
 		if i%2 == 0 {
@@ -217,10 +215,7 @@ func TestEventsSurviveARestart(t *testing.T) {
 	if len(boots) != 2 {
 		t.Errorf("ids from %d runs, want the first run's and the second's", len(boots))
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for q.EventsHeld() > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, func() bool { return q.EventsHeld() == 0 })
 	q.events.sync(time.Now())
 	if live, _ := spoolLive(t, dir); live != 0 {
 		t.Errorf("the events' log after they were sent holds %d", live)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
@@ -64,17 +65,13 @@ func TestHoldWaitsForTheCommandInProgress(t *testing.T) {
 	// After the hold, a command is kept, not carried out.
 	sent := time.Now()
 	c.Publish("posed/cam/set/detect", 1, false, "ON").WaitTimeout(5 * time.Second)
-	deadline := time.Now().Add(10 * time.Second)
 	var kept []Command
-	for time.Now().Before(deadline) {
+	wait.Until(10*time.Second, func() bool {
 		p.handover.mu.Lock()
+		defer p.handover.mu.Unlock()
 		kept = append(kept[:0], p.handover.cmds...)
-		p.handover.mu.Unlock()
-		if len(kept) > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(kept) > 0
+	})
 	if len(kept) != 1 || string(kept[0].Payload) != "ON" || kept[0].At.Before(sent.Add(-time.Second)) || calls.Load() != 1 {
 		t.Errorf("after the hold: kept %v, %d calls of the handler", kept, calls.Load())
 	}
@@ -142,22 +139,11 @@ func TestTakeOverHandsOverLateCommandsOnce(t *testing.T) {
 	}
 	send("6")
 	want := []string{"new:1", "new:2", "new:3", "new:4", "new:5", "new:6"}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		got := slices.Clone(ran)
-		mu.Unlock()
-		if len(got) >= len(want) || time.Now().After(deadline) {
-			time.Sleep(100 * time.Millisecond) // nothing more comes
-			mu.Lock()
-			got = slices.Clone(ran)
-			mu.Unlock()
-			if !slices.Equal(got, want) {
-				t.Errorf("commands carried out %v, want %v", got, want)
-			}
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	carried := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(ran) }
+	wait.Until(10*time.Second, func() bool { return len(carried()) >= len(want) })
+	time.Sleep(100 * time.Millisecond) // a command carried out twice would come now
+	if got := carried(); !slices.Equal(got, want) {
+		t.Errorf("commands carried out %v, want %v", got, want)
 	}
 	if late.Load() < 3 {
 		t.Errorf("the old connection delivered %d commands, want the 5 sent before the barrier", late.Load())

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/config"
+	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/message"
 
 	"github.com/edgepose/posed/publish/mqtttest"
@@ -48,14 +50,7 @@ func onePose(seq uint64, yaw float64) *message.Pose {
 // waitConnected waits until the publisher says it is connected.
 func waitConnected(t *testing.T, p *Publisher, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if _, _, ok := p.Counters(); ok {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("publisher not connected after %v", d)
+	wait.For(t, d, "the publisher's connection", func() bool { _, _, ok := p.Counters(); return ok })
 }
 
 func payloads(ms []mqtttest.Msg) []string {
@@ -86,7 +81,9 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/#")
 	cfg := testMQTT(broker.Addr())
 	cfg.MaxRate = 10
-	p, err := New(cfg, "cam", quiet(), nil)
+	// Frames 5 ms apart on the publisher's clock: one second of them.
+	clk := clock.NewManual(time.Unix(1000, 0))
+	p, err := New(cfg, "cam", quiet(), nil, WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +91,14 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 	waitConnected(t, p, 5*time.Second)
 
 	const calls = 200
-	start := time.Now()
+	start := clk.Now()
 	for i := range calls {
-		p.Pose(onePose(uint64(i+1), float64(i%90)), 0)
-		time.Sleep(5 * time.Millisecond)
+		m := onePose(uint64(i+1), float64(i%90))
+		m.Captured = clk.Now()
+		p.Pose(m, 0)
+		clk.Advance(5 * time.Millisecond)
 	}
-	elapsed := time.Since(start)
+	elapsed := clk.Now().Sub(start)
 	p.Pose(&message.Pose{Camera: "test", Seq: calls + 1, Captured: time.Now(), Width: 640, Height: 480}, -1)
 	col.WaitFor(t, "faces gone", 5*time.Second, func([]mqtttest.Msg) bool {
 		pose, ok1 := col.Last("posed/cam/pose")
@@ -287,21 +286,10 @@ func TestBrokerPasswordNotLogged(t *testing.T) {
 	defer shutdown(p, time.Second)
 	col.WaitFor(t, "online", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) > 0 })
 	proxy.Cut()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		out := logs.String()
-		mu.Unlock()
-		if strings.Contains(out, "connection lost") {
-			if strings.Contains(out, "s3cret-pw") || !strings.Contains(out, "posed:xxxxx@") {
-				t.Errorf("log shows the password or not the redacted URL:\n%s", out)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no connection-lost warning in 5 s:\n%s", out)
-		}
-		time.Sleep(20 * time.Millisecond)
+	logged := func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }
+	wait.For(t, 5*time.Second, "the connection-lost warning", func() bool { return strings.Contains(logged(), "connection lost") })
+	if out := logged(); strings.Contains(out, "s3cret-pw") || !strings.Contains(out, "posed:xxxxx@") {
+		t.Errorf("log shows the password or not the redacted URL:\n%s", out)
 	}
 }
 
@@ -343,7 +331,12 @@ func TestConnectionFailuresLogged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(3500 * time.Millisecond) // attempts at 0, 1 and 3 s
+		// Three attempts (at 0, 1 and 3 s), one line in the log.
+		wait.For(t, 15*time.Second, c.name+": three connection attempts", func() bool {
+			p.failMu.Lock()
+			defer p.failMu.Unlock()
+			return p.failures >= 3
+		})
 		mu.Lock()
 		out := logs.String()
 		mu.Unlock()
@@ -367,10 +360,7 @@ func TestConnectionFailuresLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(p, time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for !p.connected.Load() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, p.connected.Load)
 	if !p.connected.Load() || p.ConnectionError() != "" {
 		t.Errorf("right password: connected %v, error %q", p.connected.Load(), p.ConnectionError())
 	}
@@ -456,16 +446,7 @@ func TestRetainedCommandIgnored(t *testing.T) {
 		t.Errorf("error message %s", e)
 	}
 	cl.Publish("posed/cam/set/reload", 1, false, "PRESS").WaitTimeout(5 * time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := len(done)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(done) > 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(done) != 1 {
@@ -585,11 +566,8 @@ func TestCommandFloodRepliesCounted(t *testing.T) {
 	for i := range n {
 		c.Publish("posed/cam/set/probe", 1, false, fmt.Sprint(i))
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && uint64(len(col.All()))+p.RepliesDropped() < n {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+	wait.Until(20*time.Second, func() bool { return uint64(len(col.All()))+p.RepliesDropped() >= n })
+	time.Sleep(300 * time.Millisecond) // a reply too many would come now
 	got, lost := len(col.All()), p.RepliesDropped()
 	t.Logf("%d commands: %d replies, %d replies dropped", n, got, lost)
 	if uint64(got)+lost != n {

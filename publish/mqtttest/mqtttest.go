@@ -7,6 +7,7 @@ package mqtttest
 import (
 	"bytes"
 	"fmt"
+	"github.com/edgepose/posed/internal/wait"
 	"io"
 	"net"
 	"os"
@@ -236,14 +237,9 @@ func (c *Collector) Last(topic string) (Msg, bool) {
 // test after d.
 func (c *Collector) WaitFor(t testing.TB, what string, d time.Duration, cond func([]Msg) bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond(c.All()) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !wait.Until(d, func() bool { return cond(c.All()) }) {
+		t.Fatalf("timed out after %v waiting for %s; %d messages so far", d, what, len(c.All()))
 	}
-	t.Fatalf("timed out after %v waiting for %s; %d messages so far", d, what, len(c.All()))
 }
 
 // Schemas compiles the committed JSON Schema of each message kind: "pose",
