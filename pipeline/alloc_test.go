@@ -13,6 +13,7 @@ import (
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/device"
 	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/pipeline/frame"
@@ -56,15 +57,7 @@ func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { pub.Shutdown(t.Context()) }()
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if _, _, ok := pub.Counters(); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the publisher did not connect")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.For(t, 5*time.Second, "the publisher's connection", func() bool { _, _, ok := pub.Counters(); return ok })
 	n := neutral.New("", neutral.Options{Yaw: 5, Pitch: -3}, log)
 	z := zones.New(zones.Options{Named: map[string][4]float64{"left": {0, 0, 320, 480}, "all": {0, 0, 640, 480}}, Mode: "largest"})
 	l := &Loop{Tracker: tr, Publisher: pub, Metrics: metrics.New(metrics.Sources{}), Log: log, Neutral: n, Stages: []frame.Stage{z, n},

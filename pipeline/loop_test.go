@@ -22,6 +22,7 @@ import (
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/pipeline/attention"
@@ -239,7 +240,16 @@ func TestLoopStatsWatchdogCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
-	time.Sleep(300 * time.Millisecond)
+	// Three rounds of stats and of watchdog pings (every 20 ms), the
+	// camera offline all along.
+	wait.Until(10*time.Second, func() bool {
+		pub.mu.Lock()
+		st := len(pub.stats)
+		pub.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		return st >= 3 && dogs >= 3
+	})
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Run after cancel: %v", err)
@@ -252,7 +262,7 @@ func TestLoopStatsWatchdogCancel(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if dogs < 3 {
-		t.Errorf("%d watchdog pings in 300 ms with the camera offline, want one every 10 ms", dogs)
+		t.Errorf("%d watchdog pings with the camera offline, want one every 20 ms", dogs)
 	}
 	if last := pub.states[len(pub.states)-1]; last.Status != "stopped" || last.Faces != 0 {
 		t.Errorf("last state %+v", last)
@@ -352,10 +362,7 @@ func TestEndOfCaptureKeepsPrivacy(t *testing.T) {
 			if s != "READY=1" {
 				return
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for len(l.ended) == 0 && time.Now().Before(deadline) {
-				time.Sleep(100 * time.Microsecond)
-			}
+			wait.Until(10*time.Second, func() bool { return len(l.ended) > 0 })
 		}
 		if err := l.Run(context.Background()); err != nil {
 			t.Fatalf("run %d: %v", run, err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/pipeline/metrics"
 )
 
@@ -138,13 +139,8 @@ func TestLiveStreamsBounded(t *testing.T) {
 	}
 	defer stuck.Close()
 	fmt.Fprintf(stuck, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n")
-	deadline := time.Now().Add(10 * time.Second)
-	for view.streams.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	for view.streams.Load() > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(10*time.Second, func() bool { return view.streams.Load() > 0 })
+	wait.Until(10*time.Second, func() bool { return view.streams.Load() == 0 })
 	if n := view.streams.Load(); n != 0 {
 		t.Fatalf("a viewer that never reads is still held (%d streams)", n)
 	}
@@ -209,12 +205,7 @@ func TestStalledViewersGiveWay(t *testing.T) {
 		}
 		return false
 	}
-	for deadline := time.Now().Add(8 * time.Second); !stalled(); {
-		if time.Now().After(deadline) {
-			t.Fatal("no viewer stalled: the test's slow readers read")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, 8*time.Second, "a viewer stalled (the test's slow readers read if none does)", stalled)
 	start := time.Now()
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url + "/live")
 	if err != nil {
@@ -253,23 +244,19 @@ func TestIdleViewersGiveWay(t *testing.T) {
 	})
 	idleViewers(t, &net.Dialer{}, url, view)
 	start := time.Now()
-	for {
+	served := func() bool {
 		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url + "/live")
-		if err == nil && resp.StatusCode == 200 {
-			n, _ := io.ReadAtLeast(resp.Body, make([]byte, 1000), 1000)
-			resp.Body.Close()
-			if n >= 1000 {
-				break
-			}
-		} else if err == nil {
-			resp.Body.Close()
+		if err != nil {
+			return false
 		}
-		// 1.2–1.4 s here; 5.6 s with the kernel's own send buffer (noise
-		// frames of about 200 KB at 5 a second).
-		if time.Since(start) > 4500*time.Millisecond {
-			t.Fatalf("a real viewer was refused for %v after %d idle ones", time.Since(start), view.MaxStreams)
-		}
-		time.Sleep(200 * time.Millisecond)
+		defer resp.Body.Close()
+		n, _ := io.ReadAtLeast(resp.Body, make([]byte, 1000), 1000)
+		return resp.StatusCode == 200 && n >= 1000
+	}
+	// 1.2–1.4 s here; 5.6 s with the kernel's own send buffer (noise
+	// frames of about 200 KB at 5 a second).
+	if !wait.Until(4500*time.Millisecond, served) {
+		t.Fatalf("a real viewer was refused for %v after %d idle ones", time.Since(start), view.MaxStreams)
 	}
 	t.Logf("a real viewer served %v after %d idle ones took every slot", time.Since(start).Round(100*time.Millisecond), view.MaxStreams)
 }
@@ -287,10 +274,7 @@ func idleViewers(t *testing.T, d *net.Dialer, url string, view *View) {
 		t.Cleanup(func() { c.Close() })
 		fmt.Fprintf(c, "GET /live HTTP/1.1\r\nHost: x\r\n\r\n") // and never reads
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for view.streams.Load() < view.MaxStreams && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, func() bool { return view.streams.Load() >= view.MaxStreams })
 	if view.streams.Load() != view.MaxStreams {
 		t.Fatalf("%d of %d idle viewers streaming", view.streams.Load(), view.MaxStreams)
 	}
