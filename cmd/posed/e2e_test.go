@@ -30,6 +30,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
@@ -540,7 +541,7 @@ func TestWatchdogWhileCameraOffline(t *testing.T) {
 // follows its yaw (upside-down faces are not found at all otherwise).
 func TestOrientedCamera(t *testing.T) {
 	broker := mqtttest.Start(t)
-	col := mqtttest.Collect(t, broker.Addr(), "posed/test/pose")
+	col := mqtttest.Collect(t, broker.Addr(), "posed/test/#")
 	seq, yaws := yawSequence(t)
 	turned := t.TempDir()
 	files, _ := filepath.Glob(filepath.Join(seq, "*.jpg"))
@@ -571,9 +572,13 @@ func TestOrientedCamera(t *testing.T) {
 	if err := run(context.Background(), cfg, quietLog(), io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The run's last word, after its last pose message.
+	col.WaitFor(t, "offline", 5*time.Second, func([]mqtttest.Msg) bool {
+		m, ok := col.Last("posed/test/available")
+		return ok && string(m.Payload) == "offline"
+	})
 	var errs []float64
-	for _, m := range col.All() {
+	for _, m := range col.On("posed/test/pose") {
 		var p struct {
 			Seq   int
 			Faces []struct{ Yaw *float64 }
@@ -1098,11 +1103,8 @@ func TestDriveThroughATunnel(t *testing.T) {
 	frames := func() float64 { return metric(t, cfg.Metrics.Listen, "posed_frames_processed_total") }
 	tunnel.Close()
 	start := frames()
-	for deadline := time.Now().Add(3 * time.Minute); frames() < start+5400; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%g frames in 3 minutes", frames()-start)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !wait.Until(3*time.Minute, func() bool { return frames() >= start+5400 }) {
+		t.Fatalf("%g frames in 3 minutes", frames()-start)
 	}
 	tunnel.Open()
 	// Every event started by now must arrive. (Not every event started by

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -46,21 +47,17 @@ func TestMetricsEndpoint(t *testing.T) {
 	defer background(cfg)()
 	base := "http://" + cfg.Metrics.Listen
 	var text string
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		code, body := 0, ""
+	code := 0
+	if !wait.Until(20*time.Second, func() bool {
+		code, text = 0, ""
 		if resp, err := http.Get(base + "/metrics"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			code, body = resp.StatusCode, string(b)
+			code, text = resp.StatusCode, string(b)
 		}
-		if code == 200 && strings.Contains(body, "posed_frames_processed_total") && !strings.Contains(body, "posed_frames_processed_total 0\n") {
-			text = body
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no frame processed in 20 s: %d\n%s", code, body)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return code == 200 && strings.Contains(text, "posed_frames_processed_total") && !strings.Contains(text, "posed_frames_processed_total 0\n")
+	}) {
+		t.Fatalf("no frame processed in 20 s: %d\n%s", code, text)
 	}
 	// The text format's types are lowercase words (promtool and expfmt
 	// accept any case; other scrapers do not).

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
@@ -115,8 +116,10 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	col.WaitFor(t, "the old device id offline after the reload", 10*time.Second, func([]mqtttest.Msg) bool { return last("one") == "offline" })
 
 	os.WriteFile(cfgFile, []byte("device: three\nmqtt: {qos: 7}\n"), 0o644)
+	refusals := func() int { return strings.Count(logs.String(), "reload refused") }
+	before := refusals()
 	cmd.Process.Signal(syscall.SIGHUP)
-	time.Sleep(time.Second)
+	wait.For(t, 10*time.Second, "the invalid configuration refused", func() bool { return refusals() > before })
 	if cmd.ProcessState != nil || last("two") != "online" {
 		t.Errorf("an invalid configuration on SIGHUP stopped posed (available %q)", last("two"))
 	}
@@ -127,8 +130,9 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	short := filepath.Join(dir, "short.gllim")
 	os.WriteFile(short, good[:len(good)/3], 0o644)
 	os.WriteFile(cfgFile, []byte(fmt.Sprintf("device: three\nsource: {path: %s, fps: 10, loop: true}\nmodel: {path: %s}\nmqtt: {broker: tcp://%s}\nmetrics: {listen: \"\"}\n", seq, short, broker.Addr())), 0o644)
+	before = refusals()
 	cmd.Process.Signal(syscall.SIGHUP)
-	time.Sleep(time.Second)
+	wait.For(t, 10*time.Second, "the truncated model refused", func() bool { return refusals() > before })
 	if cmd.ProcessState != nil || last("two") != "online" || !strings.Contains(logs.String(), "model.path") {
 		t.Errorf("a reload to a truncated model: available %q\n%s", last("two"), logs.String())
 	}
@@ -199,14 +203,12 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	// posed sent STOPPING=1 before it exited, but the reader above may not
 	// have taken it from the socket yet on a busy machine.
 	var got string
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	wait.Until(5*time.Second, func() bool {
 		mu.Lock()
+		defer mu.Unlock()
 		got = strings.Join(notes, "|")
-		mu.Unlock()
-		if strings.Contains(got, "STOPPING=1") || time.Now().After(deadline) {
-			break
-		}
-	}
+		return strings.Contains(got, "STOPPING=1")
+	})
 	if i := strings.Index(got, "RELOADING=1"); i < 0 || !strings.Contains(got[i:], "READY=1") || !strings.Contains(got, "MONOTONIC_USEC=") || !strings.Contains(got, "STOPPING=1") {
 		t.Errorf("sd_notify messages: %s", got)
 	}
