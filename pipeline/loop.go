@@ -99,7 +99,7 @@ type Loop struct {
 	Neutral *neutral.Pose
 	// Lossless makes capture wait for the processing of the frame before
 	// it instead of replacing it, so that every frame is processed: for a
-	// replay that no clock paces (Lossless(config.Source)). A camera's
+	// replay that no clock paces (assemble.Lossless). A camera's
 	// frames come whether posed is ready or not: the newest one wins.
 	Lossless bool
 	// FrameTime, if set, is the time between two frames of such a replay:

@@ -404,14 +404,14 @@ func TestLosslessReplayProcessesEveryFrame(t *testing.T) {
 		f.Close()
 	}
 	cfg := config.Source{Path: dir}
-	if !Lossless(cfg) {
+	if !assemble.Lossless(cfg) {
 		t.Fatal("an unpaced replay is not lossless")
 	}
-	if Lossless(config.Source{Path: dir, FPS: 15}) || Lossless(config.Source{Path: "/dev/video0"}) {
+	if assemble.Lossless(config.Source{Path: dir, FPS: 15}) || assemble.Lossless(config.Source{Path: "/dev/video0"}) {
 		t.Fatal("a paced replay or a camera is lossless")
 	}
 	for _, lossless := range []bool{true, false} {
-		src, err := Open(cfg)
+		src, err := assemble.Open(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -468,11 +468,11 @@ func TestReplayFrameTime(t *testing.T) {
 		{config.Source{Path: dir, FPS: 60}, 0},
 		{config.Source{Path: "/dev/video0"}, 0},
 	} {
-		if got := ReplayFrameTime(c.src); got != c.want {
+		if got := assemble.ReplayFrameTime(c.src); got != c.want {
 			t.Errorf("%+v: frame time %v, want %v", c.src, got, c.want)
 		}
 	}
-	src, err := Open(config.Source{Path: dir})
+	src, err := assemble.Open(config.Source{Path: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

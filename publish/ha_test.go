@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
@@ -230,13 +231,18 @@ func TestDiscoveryRemoval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitConnected(t, p, 5*time.Second)
-		time.Sleep(300 * time.Millisecond)
+		// Its first connection's messages sent, the announced entities
+		// recorded.
+		wait.For(t, 5*time.Second, "the discovery recorded", func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.discoverySaved
+		})
 		shutdown(p, time.Second)
 	}
 	retained := func() map[string]string {
 		col := mqtttest.Collect(t, broker.Addr(), "homeassistant/#")
-		time.Sleep(300 * time.Millisecond)
+		col.Sync(t) // every retained config has come
 		out := map[string]string{}
 		for _, m := range col.All() {
 			out[m.Topic] = string(m.Payload)
@@ -295,11 +301,7 @@ func TestDiscoveryRemovalSentOnce(t *testing.T) {
 	defer shutdown(p, time.Second)
 	col.WaitFor(t, "the stale entity cleared", 5*time.Second, func(ms []mqtttest.Msg) bool { return len(ms) == 1 })
 	proxy.Cut()
-	deadline := time.Now().Add(15 * time.Second)
-	for p.reconnects.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if p.reconnects.Load() == 0 {
+	if !wait.Until(15*time.Second, func() bool { return p.reconnects.Load() > 0 }) {
 		t.Fatal("no reconnection in 15 s")
 	}
 	time.Sleep(500 * time.Millisecond)

@@ -218,7 +218,7 @@ func TestNoBrokerNeverBlocksThenConnects(t *testing.T) {
 	col.WaitFor(t, "retained online and state", 5*time.Second, func(ms []mqtttest.Msg) bool {
 		return len(col.On("posed/cam/available")) > 0 && len(col.On("posed/cam/state")) > 0
 	})
-	time.Sleep(200 * time.Millisecond)
+	col.Sync(t) // a second retained online would be here
 	if got := payloads(col.On("posed/cam/available")); len(got) != 1 || got[0] != "online" {
 		t.Errorf("available: %q, want [online]", got)
 	}
@@ -500,10 +500,17 @@ func TestShutdownCarriesOutReceivedCommands(t *testing.T) {
 			}
 		}
 		cl.Publish(base+"detect", 1, false, "OFF").WaitTimeout(5 * time.Second)
-		time.Sleep(100 * time.Millisecond) // received and queued
+		wait.For(t, 5*time.Second, "the second command queued", func() bool { return len(p.cmdQueue) > 0 })
 		stopped := make(chan error, 1)
 		go func() { stopped <- shutdown(p, 3*time.Second) }()
-		time.Sleep(50 * time.Millisecond)
+		wait.For(t, 5*time.Second, "the shutdown under way", func() bool {
+			select {
+			case <-p.cmdStop:
+				return true
+			default:
+				return false
+			}
+		})
 		close(release)
 		<-stopped
 		cl.Disconnect(50)
@@ -551,7 +558,6 @@ func TestCommandFloodRepliesCounted(t *testing.T) {
 	broker := mqtttest.Start(t)
 	col := mqtttest.Collect(t, broker.Addr(), "posed/cam/error")
 	p, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(func(string, []byte) (message.Reply, error) {
-		time.Sleep(time.Millisecond)
 		return message.Reply{}, errors.New("refused")
 	}))
 	if err != nil {

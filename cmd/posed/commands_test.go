@@ -75,7 +75,8 @@ func TestCommands(t *testing.T) {
 	col.WaitFor(t, "state paused", 5*time.Second, func([]mqtttest.Msg) bool {
 		return strings.Contains(last("posed/test/state"), `"status":"paused"`)
 	})
-	time.Sleep(300 * time.Millisecond)
+	// Every pose message came before the paused state (one connection,
+	// delivered in order).
 	poses := count("posed/test/pose")
 	var lastPose struct{ Faces []any }
 	json.Unmarshal([]byte(last("posed/test/pose")), &lastPose)

@@ -61,7 +61,7 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	}
 	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
 		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(assemble.HAURL(cfg)),
-		publish.WithDetect(ctl.Detecting()), publish.WithCommands(ctl.Handle), publish.WithLossless(pipeline.Lossless(cfg.Source)),
+		publish.WithDetect(ctl.Detecting()), publish.WithCommands(ctl.Handle), publish.WithLossless(assemble.Lossless(cfg.Source)),
 		publish.WithAttention(att.Info()), publish.WithHeld(carry.holding()))
 	if err != nil {
 		return err
@@ -96,9 +96,9 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 		Tracker: d.tracker, Publisher: pub, Metrics: met, Log: log,
 		State:      message.State{Device: cfg.Device, Version: version, Model: cfg.Model.Path, Camera: cfg.Source.Path, Started: started},
 		StatsEvery: cfg.MQTT.StatsInterval, Watchdog: watchdog, Notify: notify, Control: ctl, Neutral: d.neutral,
-		Stages: d.stages, Lossless: pipeline.Lossless(cfg.Source), FrameTime: pipeline.ReplayFrameTime(cfg.Source),
+		Stages: d.stages, Lossless: assemble.Lossless(cfg.Source), FrameTime: assemble.ReplayFrameTime(cfg.Source),
 	}
-	src := pipeline.NewSource(cfg.Source, loop.CameraStatus)
+	src := assemble.NewSource(cfg.Source, loop.CameraStatus)
 	defer src.Close()
 	loop.Source = &device.Oriented{Source: src, Rotate: cfg.Source.Rotate, Flip: cfg.Source.Flip}
 	err = loop.Run(ctx)

@@ -34,11 +34,12 @@ var allowed = map[string][]string{
 	"train":    {"train/", "infer/", "internal/"},
 	"train/":   {"train", "train/", "infer/", "internal/"},
 	"publish":  {"config", "message", "internal/"},
-	"publish/": {"message"},
-	// The frame loop and its stages take the publisher as an interface:
-	// no arrow to publish.
-	"pipeline":  {"pipeline/", "infer/", "config", "device", "message", "internal/"},
-	"pipeline/": {"pipeline", "pipeline/", "infer/", "config", "device", "message", "internal/"},
+	"publish/": {"message", "internal/"},
+	// The frame loop and its stages take the publisher as an interface
+	// (no arrow to publish) and their own options (only the assembler
+	// reads config).
+	"pipeline":  {"pipeline/", "infer/", "device", "message", "internal/"},
+	"pipeline/": {"pipeline", "pipeline/", "infer/", "device", "message", "internal/"},
 	// The assembler turns the configuration into every part, the
 	// transport's among them: the one package below cmd that sees both.
 	"pipeline/assemble": {"pipeline", "pipeline/", "infer/", "config", "device", "message", "internal/", "publish", "publish/"},

@@ -13,7 +13,11 @@ import (
 const poll = 10 * time.Millisecond
 
 // Until polls cond until it holds (true) or d has passed (false).
-func Until(d time.Duration, cond func() bool) bool {
+func Until(d time.Duration, cond func() bool) bool { return UntilEvery(d, poll, cond) }
+
+// UntilEvery is Until looking every so often: for a condition that costs
+// (one that reads every message a collector has).
+func UntilEvery(d, every time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for {
 		if cond() {
@@ -22,7 +26,7 @@ func Until(d time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(poll)
+		time.Sleep(every)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -168,10 +169,15 @@ type Msg struct {
 // Collector is an independent MQTT client that records every message on
 // a topic filter, and subscribes again after a reconnect.
 type Collector struct {
-	mu   sync.Mutex
-	msgs []Msg
-	c    mqtt.Client
+	mu     sync.Mutex
+	msgs   []Msg
+	c      mqtt.Client
+	filter string
+	synced chan string // Sync's markers as they come back
 }
+
+// syncTopic is the last level of Sync's marker topic.
+const syncTopic = "posed-test-sync"
 
 // Collect subscribes to filter on the plain-TCP broker at addr.
 func Collect(t testing.TB, addr, filter string) *Collector {
@@ -180,25 +186,69 @@ func Collect(t testing.TB, addr, filter string) *Collector {
 }
 
 // CollectFrom is Collect with the caller's broker, credentials and TLS.
+// It returns once the broker has acknowledged the subscription: a message
+// published after it reaches the collector.
 func CollectFrom(t testing.TB, o *mqtt.ClientOptions, filter string) *Collector {
 	t.Helper()
-	col := &Collector{}
+	col := &Collector{filter: filter, synced: make(chan string, 8)}
+	subscribed := make(chan struct{})
+	var once sync.Once
 	o.SetClientID(fmt.Sprintf("posed-test-collector-%d", time.Now().UnixNano())).
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
 		SetMaxReconnectInterval(200 * time.Millisecond).
 		SetOnConnectHandler(func(c mqtt.Client) {
-			c.Subscribe(filter, 1, func(_ mqtt.Client, m mqtt.Message) {
+			tok := c.Subscribe(filter, 1, func(_ mqtt.Client, m mqtt.Message) {
+				if strings.HasSuffix(m.Topic(), "/"+syncTopic) || m.Topic() == syncTopic {
+					col.synced <- string(m.Payload())
+					return
+				}
 				col.mu.Lock()
 				col.msgs = append(col.msgs, Msg{m.Topic(), append([]byte(nil), m.Payload()...), m.Retained(), time.Now()})
 				col.mu.Unlock()
-			}).WaitTimeout(5 * time.Second)
+			})
+			if tok.WaitTimeout(5*time.Second) && tok.Error() == nil {
+				once.Do(func() { close(subscribed) })
+			}
 		})
 	col.c = mqtt.NewClient(o)
 	if tok := col.c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatalf("collector cannot connect: %v", tok.Error())
 	}
 	t.Cleanup(func() { col.c.Disconnect(100) })
+	select {
+	case <-subscribed:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("collector's subscription to %s not acknowledged in 10 s", filter)
+	}
 	return col
+}
+
+// Sync returns once every message the broker had routed to the collector
+// before the call has arrived (the retained ones of its subscription
+// among them): it publishes a marker under its filter (which must end in
+// #) and waits for it to come back, the broker keeping one subscriber's
+// messages in order. The marker is not collected.
+func (c *Collector) Sync(t testing.TB) {
+	t.Helper()
+	prefix, ok := strings.CutSuffix(c.filter, "#")
+	if !ok {
+		t.Fatalf("Sync needs a filter ending in #, not %q", c.filter)
+	}
+	mark := fmt.Sprint(time.Now().UnixNano())
+	if tok := c.c.Publish(prefix+syncTopic, 1, false, mark); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("sync marker not published: %v", tok.Error())
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case got := <-c.synced:
+			if got == mark {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("sync marker on %s not back in 10 s", prefix+syncTopic)
+		}
+	}
 }
 
 // All returns a copy of the messages so far.
@@ -237,7 +287,7 @@ func (c *Collector) Last(topic string) (Msg, bool) {
 // test after d.
 func (c *Collector) WaitFor(t testing.TB, what string, d time.Duration, cond func([]Msg) bool) {
 	t.Helper()
-	if !wait.Until(d, func() bool { return cond(c.All()) }) {
+	if !wait.UntilEvery(d, 50*time.Millisecond, func() bool { return cond(c.All()) }) {
 		t.Fatalf("timed out after %v waiting for %s; %d messages so far", d, what, len(c.All()))
 	}
 }

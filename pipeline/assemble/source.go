@@ -1,4 +1,4 @@
-package pipeline
+package assemble
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ func Open(s config.Source) (device.Source, error) {
 }
 
 // ReplayFrameTime is the time between two frames of a replay read as
-// fast as posed processes it (Loop.FrameTime): 1/fps where the
+// fast as posed processes it (pipeline.Loop.FrameTime): 1/fps where the
 // configuration gives a rate, else 1/15 s (posed's default rate); 0 for a
 // paced source, whose frames carry their own times.
 func ReplayFrameTime(s config.Source) time.Duration {
@@ -32,7 +32,7 @@ func ReplayFrameTime(s config.Source) time.Duration {
 }
 
 // Lossless reports whether every frame of the source should be processed
-// (Loop.Lossless): a replay with no pace (fps 0, or unpaced) is read as
+// (pipeline.Loop.Lossless): a replay with no pace (fps 0, or unpaced) is read as
 // fast as posed processes it, not faster.
 func Lossless(s config.Source) bool {
 	return !strings.HasPrefix(s.Path, "/dev/") && (s.FPS == 0 || s.Unpaced)
@@ -40,7 +40,7 @@ func Lossless(s config.Source) bool {
 
 // NewSource is the configured source, re-opened with backoff when it
 // fails or vanishes; each change of its status goes to onStatus
-// (Loop.CameraStatus).
+// (pipeline.Loop.CameraStatus).
 func NewSource(s config.Source, onStatus func(device.Status)) *device.Reopening {
 	return &device.Reopening{
 		Open:    func() (device.Source, error) { return Open(s) },
