@@ -21,6 +21,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/edgepose/posed/internal/redact"
 	"github.com/edgepose/posed/internal/regular"
 )
 
@@ -501,20 +502,6 @@ func checkListen(addr string) error {
 	return nil
 }
 
-// RedactURL returns a broker URL fit for logs: a password in it
-// (tcp://user:secret@host) is replaced by "xxxxx". Anything that does not
-// parse as a URL is returned whole only if it has no '@'.
-func RedactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		if strings.Contains(s, "@") {
-			return "(unparsable URL with user information)"
-		}
-		return s
-	}
-	return u.Redacted()
-}
-
 // Default returns the configuration used for anything a file leaves out:
 // each part's own defaults (detect.DefaultParams, DefaultNetworkParams,
 // pose.DefaultSettings, track.DefaultConfig), which pipeline/assemble's
@@ -824,11 +811,11 @@ func (p *problems) mqtt(m MQTT) {
 		u, err := url.Parse(m.Broker)
 		switch {
 		case err != nil:
-			bad("mqtt.broker", "%q: %v", RedactURL(m.Broker), errors.Unwrap(err))
+			bad("mqtt.broker", "%q: %v", redact.URL(m.Broker), errors.Unwrap(err))
 		case u.Scheme != "tcp" && u.Scheme != "ssl" && u.Scheme != "tls" && u.Scheme != "mqtt" && u.Scheme != "mqtts" && u.Scheme != "ws" && u.Scheme != "wss":
-			bad("mqtt.broker", "%q: scheme %q is not tcp, ssl, tls, mqtt, mqtts, ws or wss (or give \"embedded\")", RedactURL(m.Broker), u.Scheme)
+			bad("mqtt.broker", "%q: scheme %q is not tcp, ssl, tls, mqtt, mqtts, ws or wss (or give \"embedded\")", redact.URL(m.Broker), u.Scheme)
 		case u.Host == "":
-			bad("mqtt.broker", "%q has no host", RedactURL(m.Broker))
+			bad("mqtt.broker", "%q has no host", redact.URL(m.Broker))
 		}
 	}
 	if m.Broker == "" {

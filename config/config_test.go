@@ -123,19 +123,9 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// A password in the broker URL is redacted wherever posed reports the URL,
-// including the errors of a broker URL that does not validate.
+// A password in the broker URL is kept out of the errors of a broker URL
+// that does not validate (internal/redact).
 func TestBrokerPasswordRedacted(t *testing.T) {
-	for in, want := range map[string]string{
-		"tcp://posed:s3cret@broker:1883": "tcp://posed:xxxxx@broker:1883",
-		"tcp://broker:1883":              "tcp://broker:1883",
-		"embedded":                       "embedded",
-		"tcp://a:b@c:d@%zz":              "(unparsable URL with user information)",
-	} {
-		if got := RedactURL(in); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
-		}
-	}
 	for _, broker := range []string{"ftp://posed:s3cret@broker", "tcp://posed:s3cret@", "tcp://posed:s3cret@%zz"} {
 		c := Default()
 		c.MQTT.Broker = broker

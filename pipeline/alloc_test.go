@@ -49,7 +49,7 @@ func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 	}
 
 	broker := mqtttest.Start(t)
-	cfg := config.Default().MQTT
+	cfg := publish.DefaultSettings()
 	cfg.Broker, cfg.MaxRate, cfg.HAInterval = "tcp://"+broker.Addr(), 0, time.Hour
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pub, err := publish.New(cfg, "cam", log, nil)

@@ -10,7 +10,6 @@ import (
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/publish/broker"
 	"github.com/edgepose/posed/publish/mqtttest"
@@ -43,8 +42,8 @@ func client(t *testing.T, addr, user, pw string) (mqtt.Client, bool) {
 // without anonymous access, a client must log in.
 func TestEmbeddedBrokerAccess(t *testing.T) {
 	addr := mqtttest.FreeAddr(t)
-	a := broker.Auth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"},
-		Pictures: PictureTopics(config.Default().MQTT, "cam")}
+	a := broker.Auth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true, Topics: OwnTopics(DefaultSettings(), "cam"), Commands: []string{"posed/cam/set/#"},
+		Pictures: PictureTopics(DefaultSettings(), "cam")}
 	b, err := broker.Start(addr, a, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +220,7 @@ func withWill(t *testing.T, addr, user, pw, id, topic, payload string) (mqtt.Cli
 func TestEmbeddedBrokerWillsAndIDs(t *testing.T) {
 	addr := mqtttest.FreeAddr(t)
 	a := broker.Auth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true,
-		Topics: OwnTopics(config.Default().MQTT, "cam"), Commands: []string{"posed/cam/set/#"}, PosedClientID: "posed-cam-feedbeef"}
+		Topics: OwnTopics(DefaultSettings(), "cam"), Commands: []string{"posed/cam/set/#"}, PosedClientID: "posed-cam-feedbeef"}
 	b, err := broker.Start(addr, a, quiet())
 	if err != nil {
 		t.Fatal(err)

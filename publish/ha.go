@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/internal/regular"
 	"github.com/edgepose/posed/message"
 )
@@ -46,14 +45,14 @@ var haSensors = []haSensor{
 }
 
 // discoveryTopic is where entity s of device is announced.
-func discoveryTopic(cfg config.MQTT, device string, s haSensor) string {
+func discoveryTopic(cfg Settings, device string, s haSensor) string {
 	return cfg.DiscoveryTopic + "/" + s.component + "/posed_" + device + "_" + s.key + "/config"
 }
 
 // OwnTopics returns the topics that posed alone publishes for device:
 // its topics under <prefix>/<device>/ (not set/…, where commands come
 // from) and its Home Assistant discovery entries.
-func OwnTopics(cfg config.MQTT, device string) []string {
+func OwnTopics(cfg Settings, device string) []string {
 	var out []string
 	for _, t := range message.OwnSubtopics {
 		out = append(out, cfg.Prefix+"/"+device+"/"+t)
@@ -65,13 +64,13 @@ func OwnTopics(cfg config.MQTT, device string) []string {
 }
 
 // CommandTopics returns the filter of device's command topics.
-func CommandTopics(cfg config.MQTT, device string) string {
+func CommandTopics(cfg Settings, device string) string {
 	return cfg.Prefix + "/" + device + "/" + message.TopicSet + "#"
 }
 
 // PictureTopics are posed's topics that carry the camera's pictures:
 // the snapshot.
-func PictureTopics(cfg config.MQTT, device string) []string {
+func PictureTopics(cfg Settings, device string) []string {
 	return []string{cfg.Prefix + "/" + device + "/" + message.TopicSnapshot}
 }
 

@@ -23,8 +23,8 @@ import (
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/internal/clock"
+	"github.com/edgepose/posed/internal/redact"
 	"github.com/edgepose/posed/internal/regular"
 	"github.com/edgepose/posed/message"
 )
@@ -34,7 +34,7 @@ import (
 // dropped (and counted) while the broker is unreachable, the queue is full
 // or the rate cap says so.
 type Publisher struct {
-	cfg    config.MQTT
+	cfg    Settings
 	device string
 	base   string // <prefix>/<device>/
 	// Every frame's topics, made once.
@@ -147,7 +147,7 @@ const tokenWait = 5 * time.Second
 // New connects to the broker in the background (retrying until it
 // answers) and returns at once. print, if not nil, also receives every
 // message as "topic payload" lines.
-func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts ...Option) (*Publisher, error) {
+func New(cfg Settings, device string, log *slog.Logger, print io.Writer, opts ...Option) (*Publisher, error) {
 	p := &Publisher{
 		cfg: cfg, device: device, base: cfg.Prefix + "/" + device + "/", log: log, print: print,
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
@@ -160,16 +160,12 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 		o(p)
 	}
 	p.events = newEventHold(p.stateDir, device, log) // the events' spool in the state directory (an option)
-	broker := cfg.Broker
-	if broker == "embedded" {
-		broker = "tcp://" + cfg.Listen
-	}
-	broker = strings.NewReplacer("mqtts://", "ssl://", "mqtt://", "tcp://", "tls://", "ssl://").Replace(broker)
+	broker := strings.NewReplacer("mqtts://", "ssl://", "mqtt://", "tcp://", "tls://", "ssl://").Replace(cfg.Broker)
 	id := cfg.ClientID
 	if id == "" {
 		id = NewClientID(device)
 	}
-	p.broker = config.RedactURL(broker)
+	p.broker = redact.URL(broker)
 	o := mqtt.NewClientOptions().
 		AddBroker(broker).
 		SetClientID(id).
@@ -192,12 +188,8 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 	if cfg.Username != "" {
 		o.SetUsername(cfg.Username)
 	}
-	pw, err := cfg.ReadPassword()
-	if err != nil {
-		return nil, fmt.Errorf("publish: %w", err)
-	}
-	if pw != "" {
-		o.SetPassword(pw)
+	if cfg.Password != "" {
+		o.SetPassword(cfg.Password)
 	}
 	tc, err := TLSConfig(cfg)
 	if err != nil {
@@ -224,7 +216,7 @@ func New(cfg config.MQTT, device string, log *slog.Logger, print io.Writer, opts
 
 // TLSConfig returns the TLS settings of cfg (nil without mqtt.ca and
 // mqtt.cert), its files read and checked.
-func TLSConfig(cfg config.MQTT) (*tls.Config, error) {
+func TLSConfig(cfg Settings) (*tls.Config, error) {
 	if cfg.CA == "" && cfg.Cert == "" {
 		return nil, nil
 	}

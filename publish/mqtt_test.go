@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/internal/clock"
 	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/message"
@@ -23,8 +22,8 @@ import (
 	"github.com/edgepose/posed/publish/mqtttest"
 )
 
-func testMQTT(broker string) config.MQTT {
-	c := config.Default().MQTT
+func testMQTT(broker string) Settings {
+	c := DefaultSettings()
 	c.Broker = "tcp://" + broker
 	c.QoS = 1
 	c.MaxRate = 0

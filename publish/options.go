@@ -1,13 +1,47 @@
 package publish
 
 import (
+	"time"
+
 	"github.com/edgepose/posed/internal/clock"
 	"github.com/edgepose/posed/message"
 )
 
-// The publisher's options, every one of them (New takes them after the
-// MQTT configuration): what it tells about posed, the commands it takes,
-// and how it runs.
+// The publisher's settings and options, every one of them: the
+// connection and what it publishes (Settings, New's first argument: the
+// mqtt block as pipeline/assemble translates it), then what it tells
+// about posed, the commands it takes, and how it runs (the Options after).
+
+// Settings are the connection and the publishing.
+type Settings struct {
+	// Broker is the broker's URL (tcp, ssl, tls, mqtt, mqtts, ws, wss);
+	// the embedded broker is tcp:// its address.
+	Broker   string
+	Prefix   string // topics are <Prefix>/<device>/…
+	ClientID string // "": posed-<device>-<random>
+	// Username and Password log in (Password read from a file already).
+	Username, Password string
+	// CA, Cert and Key are PEM files: the broker's authority, and a
+	// client certificate with its key (TLSConfig).
+	CA, Cert, Key  string
+	QoS            int     // of the pose messages
+	MaxRate        float64 // pose messages a second at most (0: every frame)
+	ConnectTimeout time.Duration
+	// Discovery announces posed to Home Assistant under DiscoveryTopic;
+	// the ha topic is sent at most every HAInterval while faces are seen,
+	// when an angle moved HADeadband degrees or the faces changed.
+	Discovery      bool
+	DiscoveryTopic string
+	HAInterval     time.Duration
+	HADeadband     float64
+}
+
+// DefaultSettings are the mqtt block's defaults (pipeline/assemble's test
+// holds config's to them), for a broker on this machine.
+func DefaultSettings() Settings {
+	return Settings{Broker: "tcp://127.0.0.1:1883", Prefix: "posed", MaxRate: 10, ConnectTimeout: 5 * time.Second,
+		DiscoveryTopic: "homeassistant", HAInterval: 5 * time.Second, HADeadband: 1}
+}
 
 // Option sets one of the publisher's settings.
 type Option func(*Publisher)

@@ -25,10 +25,11 @@ func checkStart(cfg config.Config, running *config.Config) error {
 	if err := d.loadTracker(cfg); err != nil {
 		return err
 	}
-	if _, err := cfg.MQTT.ReadPassword(); err != nil {
+	ps, err := assemble.PublishSettings(cfg.MQTT)
+	if err != nil {
 		return err
 	}
-	if _, err := publish.TLSConfig(cfg.MQTT); err != nil {
+	if _, err := publish.TLSConfig(ps); err != nil {
 		return err
 	}
 	listens := []struct{ field, addr, old string }{{"metrics.listen", cfg.Metrics.Listen, ""}}

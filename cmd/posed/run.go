@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/device"
+	"github.com/edgepose/posed/internal/redact"
 	"github.com/edgepose/posed/message"
 	"github.com/edgepose/posed/pipeline"
 	"github.com/edgepose/posed/pipeline/assemble"
@@ -59,7 +60,11 @@ func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io
 	if carry != nil && carry.detect != nil {
 		ctl.Restore(*carry.detect)
 	}
-	pub, err := publish.New(cfg.MQTT, cfg.Device, log, printTo,
+	ps, err := assemble.PublishSettings(cfg.MQTT)
+	if err != nil {
+		return err
+	}
+	pub, err := publish.New(ps, cfg.Device, log, printTo,
 		publish.WithVersion(version), publish.WithStateDir(cfg.StateDir), publish.WithConfigURL(assemble.HAURL(cfg)),
 		publish.WithDetect(ctl.Detecting()), publish.WithCommands(ctl.Handle), publish.WithLossless(assemble.Lossless(cfg.Source)),
 		publish.WithAttention(att.Info()), publish.WithHeld(carry.holding()))
@@ -113,7 +118,7 @@ func logStart(cfg config.Config, dm *parts, log *slog.Logger) {
 	log.Info("posed starting", "version", version, "device", cfg.Device, "source", cfg.Source.Path, "model", cfg.Model.Path,
 		"outputs", len(m.Outputs), "K", m.Params.K, "members", len(m.Members)+1, "temperature", max(m.Temperature, 1),
 		"iterations", cfg.Model.Iterations, "average", cfg.Model.Average, "expert", cfg.Model.ExpertPath(),
-		"verify", d.Verify, "scan_every", d.ScanEvery, "broker", config.RedactURL(cfg.MQTT.Broker))
+		"verify", d.Verify, "scan_every", d.ScanEvery, "broker", redact.URL(cfg.MQTT.Broker))
 }
 
 // startEmbedded starts the embedded broker of mqtt.broker: embedded (m's
@@ -140,7 +145,7 @@ func serveHTTP(cfg config.Config, met *metrics.Metrics, view *web.View, log *slo
 		return nil, fmt.Errorf("metrics.listen: %w", err)
 	}
 	page := func() web.PageInfo {
-		return web.PageInfo{Device: cfg.Device, Camera: cfg.Source.Path, Model: cfg.Model.Path, Broker: config.RedactURL(cfg.MQTT.Broker)}
+		return web.PageInfo{Device: cfg.Device, Camera: cfg.Source.Path, Model: cfg.Model.Path, Broker: redact.URL(cfg.MQTT.Broker)}
 	}
 	srv := web.StartHTTP(ln, web.Handler(met, 5*time.Second, version, page, view), view, web.DefaultHTTPLimits())
 	log.Info("metrics listening", "addr", ln.Addr().String())

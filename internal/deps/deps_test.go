@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"device":   {"internal/"},
 	"train":    {"train/", "infer/", "internal/"},
 	"train/":   {"train", "train/", "infer/", "internal/"},
-	"publish":  {"config", "message", "internal/"},
+	"publish":  {"message", "internal/"},
 	"publish/": {"message", "internal/"},
 	// The frame loop and its stages take the publisher as an interface
 	// (no arrow to publish) and their own options (only the assembler

@@ -15,6 +15,7 @@ import (
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline/attention"
 	"github.com/edgepose/posed/pipeline/neutral"
+	"github.com/edgepose/posed/publish"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
@@ -134,6 +135,31 @@ func TestConfigDefaultsAreThePartsDefaults(t *testing.T) {
 	}
 	if got, want := TrackConfig(def), track.DefaultConfig(); got != want {
 		t.Errorf("the tracker: config's defaults give %+v, track.DefaultConfig is %+v", got, want)
+	}
+	if got, err := PublishSettings(def.MQTT); err != nil || got != publish.DefaultSettings() {
+		t.Errorf("the publisher: config's defaults give %+v (%v), publish.DefaultSettings is %+v", got, err, publish.DefaultSettings())
+	}
+}
+
+// The mqtt block reaches the publisher: every key it reads, the embedded
+// broker as its listen address, the password from its file.
+func TestPublishSettings(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(pw, []byte("s3cret\n"), 0o600)
+	m := config.Default().MQTT
+	m.Broker, m.Listen, m.Prefix, m.ClientID, m.Username, m.PasswordFile = "embedded", "127.0.0.1:1884", "home", "cam-1", "posed", pw
+	m.CA, m.Cert, m.Key, m.QoS, m.MaxRate, m.ConnectTimeout = "ca.pem", "c.pem", "k.pem", 1, 5, 3*time.Second
+	m.Discovery, m.DiscoveryTopic, m.HAInterval, m.HADeadband = true, "ha", 2*time.Second, 0.5
+	got, err := PublishSettings(m)
+	want := publish.Settings{Broker: "tcp://127.0.0.1:1884", Prefix: "home", ClientID: "cam-1", Username: "posed", Password: "s3cret",
+		CA: "ca.pem", Cert: "c.pem", Key: "k.pem", QoS: 1, MaxRate: 5, ConnectTimeout: 3 * time.Second,
+		Discovery: true, DiscoveryTopic: "ha", HAInterval: 2 * time.Second, HADeadband: 0.5}
+	if err != nil || got != want {
+		t.Errorf("%+v (%v), want %+v", got, err, want)
+	}
+	m.PasswordFile = filepath.Join(t.TempDir(), "missing")
+	if _, err := PublishSettings(m); err == nil || !strings.Contains(err.Error(), "mqtt.password_file") {
+		t.Errorf("a missing password file: %v", err)
 	}
 }
 

@@ -13,6 +13,31 @@ import (
 	"github.com/edgepose/posed/publish/broker"
 )
 
+// PublishSettings are the publisher's settings of the mqtt block: the
+// embedded broker as tcp:// its listen address, the password read from
+// password_file where it is given there.
+func PublishSettings(m config.MQTT) (publish.Settings, error) {
+	s := publishSettings(m)
+	pw, err := m.ReadPassword()
+	if err != nil {
+		return s, err
+	}
+	s.Password = pw
+	return s, nil
+}
+
+// publishSettings is PublishSettings with the password as mqtt.password
+// says (the topics need no password).
+func publishSettings(m config.MQTT) publish.Settings {
+	b := m.Broker
+	if b == "embedded" {
+		b = "tcp://" + m.Listen
+	}
+	return publish.Settings{Broker: b, Prefix: m.Prefix, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
+		CA: m.CA, Cert: m.Cert, Key: m.Key, QoS: m.QoS, MaxRate: m.MaxRate, ConnectTimeout: m.ConnectTimeout,
+		Discovery: m.Discovery, DiscoveryTopic: m.DiscoveryTopic, HAInterval: m.HAInterval, HADeadband: m.HADeadband}
+}
+
 // HAURL is the device's configuration_url in Home Assistant: mqtt.ha_url,
 // else posed's HTTP page where metrics.listen can be reached from another
 // host (by its address, or by the host name when it listens on all), else
@@ -49,8 +74,9 @@ func EmbeddedAuth(m *config.MQTT, device string) (broker.Auth, error) {
 		// to anyone else (the publisher connects with it).
 		m.ClientID = publish.NewClientID(device)
 	}
-	a := broker.Auth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(*m, device), Commands: []string{publish.CommandTopics(*m, device)},
-		Pictures: publish.PictureTopics(*m, device), PosedClientID: m.ClientID}
+	s := publishSettings(*m)
+	a := broker.Auth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(s, device), Commands: []string{publish.CommandTopics(s, device)},
+		Pictures: publish.PictureTopics(s, device), PosedClientID: m.ClientID}
 	pw, err := m.ReadPassword()
 	if err != nil {
 		return a, err
