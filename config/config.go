@@ -43,6 +43,68 @@ type Config struct {
 	MQTT      MQTT      `yaml:"mqtt"`
 	Metrics   Metrics   `yaml:"metrics"`
 	Log       Log       `yaml:"log"`
+	Research  Research  `yaml:"research"`
+
+	// moved are the research keys this configuration gave where they were
+	// before the research block (Warnings says where they went).
+	moved []string
+}
+
+// Research holds what posed's measurements vary and a deployment leaves
+// at its default: the refinement's stop and damping, a second, mirrored
+// prediction, the mixture's temperature, and a shortened turned cascade.
+// Each default is the one the model card measures.
+type Research struct {
+	Eps  float64 `yaml:"eps"`  // stop refining below this predicted move (box sizes)
+	Gain float64 `yaml:"gain"` // factor on each predicted box move, in (0, 1]
+	// Mirror also predicts from the mirrored face and averages (2× the
+	// cost of a prediction).
+	Mirror bool `yaml:"mirror"`
+	// Temperature overrides the model file's temperature of the mixture
+	// weights (0: the file's, chosen when it was trained).
+	Temperature float64 `yaml:"temperature"`
+	// TurnedStages runs the turned cascade's first stages only (0: all):
+	// more turned faces of persons it never saw, and more false ones.
+	TurnedStages int `yaml:"turned_stages"`
+}
+
+// movedKeys are the research keys' old places: a configuration that gives
+// them there runs as before, and is told where they went.
+type movedKeys struct {
+	Eps          *float64 `yaml:"eps"`
+	Gain         *float64 `yaml:"gain"`
+	Mirror       *bool    `yaml:"mirror"`
+	Temperature  *float64 `yaml:"temperature"`
+	TurnedStages *int     `yaml:"turned_stages"`
+}
+
+// takeMoved puts the research keys given in their old places (model.*,
+// detect.turned_stages) into the research block, where one given in both
+// places takes the research block's value, and notes each.
+func (c *Config) takeMoved(given func(path string) bool) {
+	take := func(old, key string, set func()) {
+		c.moved = append(c.moved, fmt.Sprintf("%s is research.%s now (posed still reads it there; move it, it will not be read there for ever)", old, key))
+		if !given("research." + key) {
+			set()
+		}
+	}
+	m, d := &c.Model.Moved, &c.Detect.Moved
+	if m.Eps != nil {
+		take("model.eps", "eps", func() { c.Research.Eps = *m.Eps })
+	}
+	if m.Gain != nil {
+		take("model.gain", "gain", func() { c.Research.Gain = *m.Gain })
+	}
+	if m.Mirror != nil {
+		take("model.mirror", "mirror", func() { c.Research.Mirror = *m.Mirror })
+	}
+	if m.Temperature != nil {
+		take("model.temperature", "temperature", func() { c.Research.Temperature = *m.Temperature })
+	}
+	if d.TurnedStages != nil {
+		take("detect.turned_stages", "turned_stages", func() { c.Research.TurnedStages = *d.TurnedStages })
+	}
+	*m, *d = movedKeys{}, movedKeys{}
 }
 
 // Attention names where each face looks (pipeline/attention).
@@ -148,17 +210,12 @@ type Source struct {
 }
 
 // Model is the pose model and its refinement (paper Algorithm 1); the
-// defaults are pose.DefaultSettings, the settings the model card measures.
+// defaults are pose.DefaultSettings, the settings the model card measures
+// (the refinement's research settings are in Research).
 type Model struct {
-	Path       string  `yaml:"path"`
-	Iterations int     `yaml:"iterations"` // predictions per face and frame
-	Eps        float64 `yaml:"eps"`        // stop refining below this move (box sizes)
-	Gain       float64 `yaml:"gain"`       // factor on each predicted box move, in (0, 1]
-	Average    bool    `yaml:"average"`    // report the mean of the iterations' angles, not the last
-	Mirror     bool    `yaml:"mirror"`     // also predict from the mirrored face and average
-	// Temperature overrides the model file's temperature of the mixture
-	// weights (0: the file's, chosen when it was trained).
-	Temperature float64 `yaml:"temperature"`
+	Path       string `yaml:"path"`
+	Iterations int    `yaml:"iterations"` // predictions per face and frame
+	Average    bool   `yaml:"average"`    // report the mean of the iterations' angles, not the last
 	// Expert is the profile expert's model file, which answers for the
 	// faces the model finds turned (posectl train -profile): "" takes
 	// MODEL-profile.gllim beside the model if there is one, "none" none.
@@ -168,6 +225,10 @@ type Model struct {
 	// (posectl train -landmarks): "" takes MODEL-landmarks.gllim beside
 	// the model if there is one, "none" none.
 	Landmarks string `yaml:"landmarks"`
+
+	// Moved reads eps, gain, mirror and temperature here, where they were
+	// before the research block (Config.takeMoved).
+	Moved movedKeys `yaml:",inline"`
 }
 
 // ExpertPath is the profile expert's file to load, "" for none.
@@ -208,10 +269,7 @@ type Detect struct {
 	// the smallest score of a turned face it reports.
 	Turned      bool    `yaml:"turned"`
 	TurnedScore float64 `yaml:"turned_score"`
-	// TurnedStages runs the turned cascade's first stages only (0: all):
-	// more turned faces of persons it never saw, and more false ones.
-	TurnedStages int `yaml:"turned_stages"`
-	Every        int `yaml:"every"` // run the full-frame detector every N frames while faces are tracked
+	Every       int     `yaml:"every"` // run the full-frame detector every N frames while faces are tracked
 	// Verify has the face network (infer/yunet) check each new face of the
 	// cascades on a crop around it before it starts a track: a face only
 	// where the network finds one with a confidence of at least
@@ -235,6 +293,10 @@ type Detect struct {
 	// pixels wide, at up to this many of the faces it found too weakly
 	// to report (0: off).
 	ScanLooks int `yaml:"scan_looks"`
+
+	// Moved reads turned_stages here, where it was before the research
+	// block (Config.takeMoved).
+	Moved movedKeys `yaml:",inline"`
 }
 
 // Track configures face tracking between frames.
@@ -389,9 +451,13 @@ type Log struct {
 	Format string `yaml:"format"` // text or json
 }
 
-// modelDefaults are pose.DefaultSettings (pipeline/assemble's test holds
-// them to it); Path "": FindModel.
-func modelDefaults() Model { return Model{Iterations: 3, Eps: 0.02, Gain: 1, Average: true} }
+// modelDefaults are pose.DefaultSettings with researchDefaults
+// (pipeline/assemble's test holds them to it); Path "": FindModel.
+func modelDefaults() Model { return Model{Iterations: 3, Average: true} }
+
+// researchDefaults are the research block's: pose.DefaultSettings' and
+// detect.DefaultParams'.
+func researchDefaults() Research { return Research{Eps: 0.02, Gain: 1} }
 
 // deviceID is what a device id may be: safe in MQTT topics and in Home
 // Assistant's unique ids and discovery node ids.
@@ -512,7 +578,7 @@ func Default() Config {
 			Path: "/dev/video0", Width: 640, Height: 480, FPS: 15, Format: "auto", Buffers: 3,
 			Timeout: 2 * time.Second, Reopen: time.Second, ReopenMax: 30 * time.Second, Flip: "none",
 		},
-		Model: modelDefaults(),
+		Model: modelDefaults(), Research: researchDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: 0.5, Turned: false, TurnedScore: 2, Every: 10,
 			Verify: true, VerifyScore: 0.5, ScanEvery: 15, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1},
 		Track:   Track{MaxFaces: 16, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
@@ -570,6 +636,11 @@ func Parse(data []byte, checks ...Check) (Config, error) {
 			return Config{}, p
 		}
 	}
+	given := map[string]bool{}
+	for _, f := range lines {
+		given[f] = true
+	}
+	c.takeMoved(func(path string) bool { return given[path] })
 	if err := c.Validate(checks...); err != nil {
 		var vp Problems
 		if !errors.As(err, &vp) {
@@ -595,10 +666,11 @@ func (p Problems) Error() string {
 
 // Warnings are what posed runs with all the same but a user should hear
 // of, for c read from the file at path: files holding a secret that every
-// user may read (secretWarnings), and settings that do nothing (Inert).
+// user may read (secretWarnings), settings that do nothing (Inert), and
+// research keys given where they were before the research block.
 // -check-config prints them and a start logs them.
 func (c Config) Warnings(path string) []string {
-	return append(c.secretWarnings(path), c.Inert()...)
+	return append(append(c.secretWarnings(path), c.Inert()...), c.moved...)
 }
 
 // secretWarnings names the files holding a secret of c — the
@@ -667,6 +739,7 @@ func (c Config) Validate(checks ...Check) error {
 	p.device(c.Device)
 	p.source(c.Source)
 	p.model(c.Model)
+	p.research(c.Research)
 	p.detect(c.Detect)
 	p.track(c.Track)
 	p.mqtt(c.MQTT)
@@ -747,11 +820,14 @@ func (p *problems) model(m Model) {
 	if m.Iterations < 1 || m.Iterations > 20 {
 		bad("model.iterations", "%d is not in [1, 20]", m.Iterations)
 	}
-	if !(m.Eps >= 0) {
-		bad("model.eps", "%g is not a number ≥ 0", m.Eps)
+}
+
+func (p *problems) research(r Research) {
+	if !(r.Eps >= 0) {
+		p.bad("research.eps", "%g is not a number ≥ 0", r.Eps)
 	}
-	if !(m.Gain > 0 && m.Gain <= 1) {
-		bad("model.gain", "%g is not in (0, 1]", m.Gain)
+	if !(r.Gain > 0 && r.Gain <= 1) {
+		p.bad("research.gain", "%g is not in (0, 1]", r.Gain)
 	}
 }
 

@@ -144,7 +144,8 @@ func TestHostileValuesRefused(t *testing.T) {
 	long := strings.Repeat("d", 70000)
 	for _, c := range []struct{ yaml, want string }{
 		{"track: {smoothing: .nan}\n", "track.smoothing: NaN is not a number"},
-		{"model: {eps: .inf}\n", "model.eps: +Inf is not a number"},
+		{"research: {eps: .inf}\n", "research.eps: +Inf is not a number"},
+		{"model: {eps: .inf}\n", "research.eps: +Inf is not a number"},
 		{"source: {width: 640.7}\n", "source.width: 640.7 is not a whole number"},
 		{"device: " + long + "\n", "device: \"ddd"},
 		{"device: \"cam/one\"\n", "device: \"cam/one\": want 1 to 64"},
@@ -362,5 +363,31 @@ func TestInert(t *testing.T) {
 	}
 	if c.Validate() != nil {
 		t.Errorf("an inert key refused: %v", c.Validate())
+	}
+}
+
+// The research keys given where they were before the research block
+// (model.eps, gain, mirror, temperature; detect.turned_stages) are read
+// into it, each with a warning saying where it went; one given in both
+// places takes the research block's value.
+func TestMovedResearchKeys(t *testing.T) {
+	c, err := Parse([]byte("model: {eps: 0.05, gain: 0.5, mirror: true, temperature: 8}\ndetect: {turned_stages: 21}\nresearch: {gain: 0.7}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Research; r != (Research{Eps: 0.05, Gain: 0.7, Mirror: true, Temperature: 8, TurnedStages: 21}) {
+		t.Errorf("research %+v", r)
+	}
+	w := strings.Join(c.Warnings(""), "\n")
+	for _, k := range []string{"model.eps is research.eps", "model.gain is research.gain", "model.mirror is research.mirror", "model.temperature is research.temperature", "detect.turned_stages is research.turned_stages"} {
+		if !strings.Contains(w, k) {
+			t.Errorf("no warning that %s now:\n%s", k, w)
+		}
+	}
+	if c, err := Parse([]byte("research: {eps: 0.05}\n")); err != nil || len(c.Warnings("")) != 0 || c.Research.Eps != 0.05 {
+		t.Errorf("the research block itself: %v, warnings %q", err, c.Warnings(""))
+	}
+	if _, err := Parse([]byte("model: {gain: 2}\n")); err == nil || !strings.Contains(err.Error(), "research.gain: 2 is not in (0, 1]") {
+		t.Errorf("a bad gain in its old place: %v", err)
 	}
 }

@@ -67,8 +67,14 @@ func isInt(t reflect.Type) bool {
 func fieldByTag(t reflect.Type, key string) (reflect.StructField, bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == key {
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == key {
 			return f, true
+		}
+		if name == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
+			if g, ok := fieldByTag(f.Type, key); ok {
+				return g, true
+			}
 		}
 	}
 	return reflect.StructField{}, false

@@ -39,7 +39,7 @@ func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 	dc := config.Default()
 	dc.Model.Path = filepath.Join("..", "models", "default.gllim")
 	dc.Detect.Every, dc.Detect.ScanEvery = 3, 2
-	est, m, err := assemble.Estimator(dc.Model)
+	est, m, err := assemble.Estimator(dc.Model, dc.Research)
 	if err != nil {
 		t.Fatal(err)
 	}

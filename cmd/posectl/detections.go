@@ -187,7 +187,7 @@ type startCheck struct {
 
 func newStartCheck(path string) (*startCheck, error) {
 	def := config.Default()
-	est, m, err := estimator(def.Model, path, "")
+	est, m, err := estimator(def.Model, def.Research, path, "")
 	if err != nil {
 		return nil, err
 	}

@@ -258,7 +258,7 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	if e.modelPath == "" {
 		return fmt.Errorf("%w: -face-free measures -model", errUsage)
 	}
-	est, m, err := estimator(cfg.Model, e.modelPath, cfg.Model.Expert)
+	est, m, err := estimator(cfg.Model, cfg.Research, e.modelPath, cfg.Model.Expert)
 	if err != nil {
 		return err
 	}
@@ -416,7 +416,7 @@ func (e *evalFlags) modelFile(samples []dataset.Sample, det *detect.Detector, ev
 			// the configuration's settings but the case's iterations.
 			mc := e.daemon.Model
 			mc.Iterations = eo.Settings.MaxIter
-			est, _, err = estimator(mc, e.modelPath, mc.Expert)
+			est, _, err = estimator(mc, e.daemon.Research, e.modelPath, mc.Expert)
 		} else {
 			est, err = pose.New(m, eo.Settings)
 		}

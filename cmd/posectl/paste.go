@@ -85,7 +85,7 @@ func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
 			return err
 		}
 	}
-	est, m, err := estimator(e.daemon.Model, e.modelPath, e.daemon.Model.Expert)
+	est, m, err := estimator(e.daemon.Model, e.daemon.Research, e.modelPath, e.daemon.Model.Expert)
 	if err != nil {
 		return err
 	}

@@ -82,9 +82,9 @@ func runPredict(args []string, stdout io.Writer) error {
 		cfg.Model.Iterations = rf.s.MaxIter
 	}
 	if set["eps"] || p.fixed != nil {
-		cfg.Model.Eps = rf.s.Eps
+		cfg.Research.Eps = rf.s.Eps
 	}
-	est, m, err := estimator(cfg.Model, *modelPath, *expertPath)
+	est, m, err := estimator(cfg.Model, cfg.Research, *modelPath, *expertPath)
 	if err != nil {
 		return err
 	}
@@ -128,9 +128,9 @@ func runPredict(args []string, stdout io.Writer) error {
 // estimator is assemble.Estimator — the model and its profile expert as posed
 // loads them — for posectl's -model and -expert (expert: "" beside the
 // model, "none", or a file) with m's other settings.
-func estimator(m config.Model, path, expert string) (*pose.Estimator, *gllim.Model, error) {
+func estimator(m config.Model, r config.Research, path, expert string) (*pose.Estimator, *gllim.Model, error) {
 	m.Path, m.Expert = path, expert
-	est, desc, err := assemble.Estimator(m)
+	est, desc, err := assemble.Estimator(m, r)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-model: %w", err)
 	}

@@ -677,7 +677,7 @@ func TestProfileExpertBesideModel(t *testing.T) {
 	if p := cfg.ExpertPath(); p != filepath.Join(dir, "cam-profile.gllim") {
 		t.Fatalf("expert beside the model not found: %q", p)
 	}
-	if _, _, err := assemble.Estimator(cfg); err != nil {
+	if _, _, err := assemble.Estimator(cfg, config.Default().Research); err != nil {
 		t.Fatalf("model with its expert: %v", err)
 	}
 	cfg.Expert = "none"
@@ -687,7 +687,7 @@ func TestProfileExpertBesideModel(t *testing.T) {
 	m.Training.Settings["profile_gate"] = "ninety"
 	gllim.WriteFile(filepath.Join(dir, "cam-profile.gllim"), m)
 	cfg.Expert = ""
-	if _, _, err := assemble.Estimator(cfg); err == nil || !strings.Contains(err.Error(), "profile_gate") {
+	if _, _, err := assemble.Estimator(cfg, config.Default().Research); err == nil || !strings.Contains(err.Error(), "profile_gate") {
 		t.Errorf("an expert with a bad gate: %v", err)
 	}
 }

@@ -121,7 +121,7 @@ func TestShippedDataWithinBudget(t *testing.T) {
 	if cfg.ExpertPath() == "" {
 		t.Fatal("the default model's expert is not found beside it")
 	}
-	if _, _, err := assemble.Estimator(cfg); err != nil {
+	if _, _, err := assemble.Estimator(cfg, config.Default().Research); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d bytes of %d", total, 6<<20)

@@ -62,7 +62,7 @@ func newParts(cfg config.Config, view *web.View, log *slog.Logger, reload func()
 // loadTracker loads the model of cfg and builds the frame path
 // (pipeline/assemble): detectors, network, tracker.
 func (d *parts) loadTracker(cfg config.Config) error {
-	est, m, err := assemble.Estimator(cfg.Model)
+	est, m, err := assemble.Estimator(cfg.Model, cfg.Research)
 	if err != nil {
 		return err
 	}

@@ -27,18 +27,19 @@ import (
 	"github.com/edgepose/posed/pipeline/zones"
 )
 
-// PoseSettings are the refinement settings of the model block.
-func PoseSettings(m config.Model) pose.Settings {
-	return pose.Settings{MaxIter: m.Iterations, Eps: m.Eps, Gain: m.Gain, Average: m.Average, Mirror: m.Mirror, Temperature: m.Temperature}
+// PoseSettings are the refinement settings of the model and research
+// blocks.
+func PoseSettings(m config.Model, r config.Research) pose.Settings {
+	return pose.Settings{MaxIter: m.Iterations, Eps: r.Eps, Gain: r.Gain, Average: m.Average, Mirror: r.Mirror, Temperature: r.Temperature}
 }
 
-// DetectParams are the cascades' parameters of the detect block (the rest
-// as detect.DefaultParams).
-func DetectParams(d config.Detect) detect.Params {
+// DetectParams are the cascades' parameters of the detect block and
+// research.turned_stages (the rest as detect.DefaultParams).
+func DetectParams(d config.Detect, r config.Research) detect.Params {
 	p := detect.DefaultParams()
 	p.MinSize, p.MaxSize, p.Shift, p.Scale, p.IoU, p.MinScore = d.MinSize, d.MaxSize, d.Shift, d.Scale, d.IoU, d.MinScore
 	p.Nested = d.Nested
-	p.Turned, p.TurnedScore, p.TurnedStages = d.Turned, d.TurnedScore, d.TurnedStages
+	p.Turned, p.TurnedScore, p.TurnedStages = d.Turned, d.TurnedScore, r.TurnedStages
 	return p
 }
 
@@ -74,16 +75,20 @@ func TrackConfig(c config.Config) track.Config {
 func Problems(c config.Config) []string {
 	var out []string
 	d := c.Detect
-	for _, q := range DetectParams(d).Problems() {
-		out = append(out, "detect."+q.Field+": "+q.Why)
+	for _, q := range DetectParams(d, c.Research).Problems() {
+		key := "detect." + q.Field
+		if q.Field == "turned_stages" {
+			key = "research.turned_stages"
+		}
+		out = append(out, key+": "+q.Why)
 	}
 	if d.Verify || d.ScanEvery > 0 {
 		for _, q := range NetworkParams(d).Problems() {
 			out = append(out, "detect."+q.Field+": "+q.Why)
 		}
 	}
-	if t := c.Model.Temperature; t != 0 && !(t >= 1 && t <= gllim.MaxTemperature) {
-		out = append(out, fmt.Sprintf("model.temperature: %g is not 0 (the model's) or in [1, %g]", t, float64(gllim.MaxTemperature)))
+	if t := c.Research.Temperature; t != 0 && !(t >= 1 && t <= gllim.MaxTemperature) {
+		out = append(out, fmt.Sprintf("research.temperature: %g is not 0 (the model's) or in [1, %g]", t, float64(gllim.MaxTemperature)))
 	}
 	return out
 }
@@ -96,13 +101,13 @@ func Problems(c config.Config) []string {
 // The model file's bytes and its float64 weights are handed back to the
 // system as soon as the float32 forward model is built, and before the
 // expert is read: on a small board the peak matters.
-func Estimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
+func Estimator(cfg config.Model, r config.Research) (*pose.Estimator, *gllim.Model, error) {
 	m, err := gllim.ReadFile(cfg.Path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("model.path: %w", err)
 	}
 	debug.FreeOSMemory()
-	est, err := pose.New(m, PoseSettings(cfg))
+	est, err := pose.New(m, PoseSettings(cfg, r))
 	if err != nil {
 		return nil, nil, fmt.Errorf("model.path: %s: %w", cfg.Path, err)
 	}
@@ -135,8 +140,8 @@ func Estimator(cfg config.Model) (*pose.Estimator, *gllim.Model, error) {
 }
 
 // Detector is the cascades of the detect block.
-func Detector(d config.Detect) (*detect.Detector, error) {
-	det, err := detect.New(DetectParams(d))
+func Detector(d config.Detect, r config.Research) (*detect.Detector, error) {
+	det, err := detect.New(DetectParams(d, r))
 	if err != nil {
 		return nil, fmt.Errorf("detect: %w", err)
 	}
@@ -153,7 +158,7 @@ var Net = sync.OnceValue(func() *yunet.Net { return yunet.New(yunet.Default()) }
 // detect.scan_every ask for it, the tracker's settings. Each call makes a
 // tracker of its own (a tracker is not safe for concurrent use).
 func Tracker(cfg config.Config, est *pose.Estimator, calib detect.Calibration) (*track.Tracker, error) {
-	det, err := Detector(cfg.Detect)
+	det, err := Detector(cfg.Detect, cfg.Research)
 	if err != nil {
 		return nil, err
 	}

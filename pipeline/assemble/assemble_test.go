@@ -36,7 +36,7 @@ func TestTrackerFollowsConfig(t *testing.T) {
 	on.Model.Path = filepath.Join("..", "..", "models", "default.gllim")
 	off := on
 	off.Detect.Verify, off.Detect.ScanEvery = false, 0
-	est, m, err := Estimator(on.Model)
+	est, m, err := Estimator(on.Model, on.Research)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +124,13 @@ attention:
 // test is what keeps the two from drifting apart.
 func TestConfigDefaultsAreThePartsDefaults(t *testing.T) {
 	def := config.Default()
-	if got, want := DetectParams(def.Detect), detect.DefaultParams(); got != want {
+	if got, want := DetectParams(def.Detect, def.Research), detect.DefaultParams(); got != want {
 		t.Errorf("the cascades: config's defaults give %+v, detect.DefaultParams is %+v", got, want)
 	}
 	if got, want := NetworkParams(def.Detect), detect.DefaultNetworkParams(); got != want {
 		t.Errorf("the face network: config's defaults give %+v, detect.DefaultNetworkParams is %+v", got, want)
 	}
-	if got, want := PoseSettings(def.Model), pose.DefaultSettings(); got != want {
+	if got, want := PoseSettings(def.Model, def.Research), pose.DefaultSettings(); got != want {
 		t.Errorf("the refinement: config's defaults give %+v, pose.DefaultSettings is %+v", got, want)
 	}
 	if got, want := TrackConfig(def), track.DefaultConfig(); got != want {
@@ -169,9 +169,10 @@ func TestPublishSettings(t *testing.T) {
 func TestKeysReachTheirParts(t *testing.T) {
 	c, err := config.Parse([]byte(`
 source: {fps: 10}
-model: {iterations: 2, eps: 0.05, gain: 0.5, average: false, mirror: true, temperature: 8}
+model: {iterations: 2, average: false}
+research: {eps: 0.05, gain: 0.5, mirror: true, temperature: 8, turned_stages: 21}
 detect: {min_size: 40, max_size: 300, shift: 0.2, scale: 1.2, iou: 0.3, min_score: 3, nested: 0.4, turned: true, turned_score: 3,
-  turned_stages: 21, every: 7, verify: false, verify_score: 0.6, scan_every: 9, scan_score: 0.7, scan_shrink: 3, scan_tiles: 4, scan_looks: 2}
+  every: 7, verify: false, verify_score: 0.6, scan_every: 9, scan_score: 0.7, scan_shrink: 3, scan_tiles: 4, scan_looks: 2}
 track: {max_faces: 5, smoothing: 0.3, lost_after: 4, min_iou: 0.4, max_std: 50, start_std: 25, unread: false, recheck_std: 20,
   recheck_turn: 30, turn_noise: 2e4, white: 0.5, landmark_every: 3, anchored: false, refine_every: 4}
 zones: {detect: [10, 20, 300.5, 400]}
@@ -179,13 +180,13 @@ zones: {detect: [10, 20, 300.5, 400]}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := PoseSettings(c.Model), (pose.Settings{MaxIter: 2, Eps: 0.05, Gain: 0.5, Mirror: true, Temperature: 8}); got != want {
+	if got, want := PoseSettings(c.Model, c.Research), (pose.Settings{MaxIter: 2, Eps: 0.05, Gain: 0.5, Mirror: true, Temperature: 8}); got != want {
 		t.Errorf("pose settings %+v, want %+v", got, want)
 	}
 	want := detect.DefaultParams()
 	want.MinSize, want.MaxSize, want.Shift, want.Scale, want.IoU, want.MinScore, want.Nested = 40, 300, 0.2, 1.2, 0.3, 3, 0.4
 	want.Turned, want.TurnedScore, want.TurnedStages = true, 3, 21
-	if got := DetectParams(c.Detect); got != want {
+	if got := DetectParams(c.Detect, c.Research); got != want {
 		t.Errorf("detect params %+v, want %+v", got, want)
 	}
 	if got, want := NetworkParams(c.Detect), (detect.NetworkParams{VerifyScore: 0.6, ScanScore: 0.7, ScanShrink: 3, ScanTiles: 4, ScanLooks: 2}); got != want {
@@ -208,11 +209,12 @@ func TestPartProblemsNamedByKey(t *testing.T) {
 		{"detect: {min_score: 0}\n", "detect.min_score: 0 is not above 0"},
 		{"detect: {turned: true, turned_score: -1}\n", "detect.turned_score: -1 is not above 0"},
 		{"detect: {nested: 1.5}\n", "detect.nested: 1.5 is not in [0, 1]"},
-		{"detect: {turned_stages: 40}\n", "detect.turned_stages: 40 is not 0 (all) or 20…22"},
-		{"detect: {turned_stages: -1}\n", "detect.turned_stages: -1 is not 0 (all) or 20…22"},
-		{"detect: {turned_stages: 5}\n", "detect.turned_stages: 5 is not 0 (all) or 20…22: fewer stages were never measured"},
+		{"research: {turned_stages: 40}\n", "research.turned_stages: 40 is not 0 (all) or 20…22"},
+		{"research: {turned_stages: -1}\n", "research.turned_stages: -1 is not 0 (all) or 20…22"},
+		{"research: {turned_stages: 5}\n", "research.turned_stages: 5 is not 0 (all) or 20…22: fewer stages were never measured"},
+		{"detect: {turned_stages: 5}\n", "research.turned_stages: 5 is not 0 (all) or 20…22"},
 		{"detect: {scan_score: 1.5}\n", "detect.scan_score: 1.5 is not in (0, 1)"},
-		{"model: {temperature: 0.5}\n", "model.temperature: 0.5 is not 0 (the model's) or in [1, "},
+		{"research: {temperature: 0.5}\n", "research.temperature: 0.5 is not 0 (the model's) or in [1, "},
 	} {
 		_, err := config.Parse([]byte(c.yaml), Problems)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -232,7 +234,7 @@ func TestPartProblemsNamedByKey(t *testing.T) {
 	if _, err := config.Parse([]byte("detect: {verify: false, scan_every: 0, scan_score: 1.5}\n"), Problems); err != nil {
 		t.Errorf("the settings of a network that never runs: %v", err)
 	}
-	for _, ok := range []string{"detect: {turned: false, turned_score: 0}\n", "detect: {turned_stages: 20}\n", "model: {temperature: 16}\n"} {
+	for _, ok := range []string{"detect: {turned: false, turned_score: 0}\n", "research: {turned_stages: 20}\n", "research: {temperature: 16}\n"} {
 		if _, err := config.Parse([]byte(ok), Problems); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}

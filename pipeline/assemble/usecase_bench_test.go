@@ -65,7 +65,7 @@ func BenchmarkUseCases(b *testing.B) {
 				cfg.Detect.ScanTiles, cfg.Detect.ScanEvery = 0, 15
 			}
 			cfg.Model.Path = filepath.Join("..", "..", "models", "default.gllim")
-			est, m, err := Estimator(cfg.Model)
+			est, m, err := Estimator(cfg.Model, cfg.Research)
 			if err != nil {
 				b.Fatal(err)
 			}
