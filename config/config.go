@@ -332,6 +332,10 @@ type Track struct {
 	// a phantom. Needs detect.verify or detect.scan_every; false: such
 	// faces are not published.
 	Unread bool `yaml:"unread"`
+	// UnreadScore: with unread, a face the network's scan found at least
+	// this confident of is published without angles too when it is seen
+	// frontal (0: never).
+	UnreadScore float64 `yaml:"unread_score"`
 	// RecheckStd: a tracked face whose yaw uncertainty exceeds it (degrees)
 	// makes the next frame a full-frame detection instead of waiting for
 	// detect.every: a box that slid off a face (a fast turn) is found again
@@ -581,7 +585,7 @@ func Default() Config {
 		Model: modelDefaults(), Research: researchDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: 0.5, Turned: false, TurnedScore: 2, Every: 10,
 			Verify: true, VerifyScore: 0.5, ScanEvery: 15, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1},
-		Track:   Track{MaxFaces: 16, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
+		Track:   Track{MaxFaces: 16, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, UnreadScore: 0.85, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
 		Attention: Attention{FOV: 60, Margin: 3, Dwell: 200 * time.Millisecond, Camera: 15, MaxStd: 30, Doubt: 0.5, Profile: "none",
@@ -719,13 +723,15 @@ func (c Config) Inert() []string {
 		out = append(out, "track.unread does nothing without detect.verify or detect.scan_every: only the face network says a face the model cannot read is one")
 	}
 	if d.ScanEvery == 0 {
-		def := Default().Detect
+		def := Default()
+		dd := def.Detect
 		for _, k := range []struct {
 			key string
 			set bool
-		}{{"scan_tiles", d.ScanTiles != def.ScanTiles}, {"scan_looks", d.ScanLooks != def.ScanLooks}, {"scan_shrink", d.ScanShrink != def.ScanShrink}, {"scan_score", d.ScanScore != def.ScanScore}} {
+		}{{"detect.scan_tiles", d.ScanTiles != dd.ScanTiles}, {"detect.scan_looks", d.ScanLooks != dd.ScanLooks}, {"detect.scan_shrink", d.ScanShrink != dd.ScanShrink},
+			{"detect.scan_score", d.ScanScore != dd.ScanScore}, {"track.unread_score", c.Track.UnreadScore != def.Track.UnreadScore}} {
 			if k.set {
-				out = append(out, fmt.Sprintf("detect.%s does nothing with detect.scan_every 0 (the face network never scans)", k.key))
+				out = append(out, fmt.Sprintf("%s does nothing with detect.scan_every 0 (the face network never scans)", k.key))
 			}
 		}
 	}
@@ -860,6 +866,9 @@ func (p *problems) track(t Track) {
 	}
 	if !(t.StartStd >= 0 && t.StartStd <= 180) {
 		bad("track.start_std", "%g is not in [0, 180] degrees (0: off)", t.StartStd)
+	}
+	if !(t.UnreadScore >= 0 && t.UnreadScore < 1) {
+		bad("track.unread_score", "%g is not in [0, 1) (0: off)", t.UnreadScore)
 	}
 	if !(t.RecheckStd >= 0 && t.RecheckStd <= 180) {
 		bad("track.recheck_std", "%g is not in [0, 180] degrees (0: off)", t.RecheckStd)

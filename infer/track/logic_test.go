@@ -437,6 +437,32 @@ func TestTrackUnread(t *testing.T) {
 	sc := &scriptScanner{faces: []detect.Face{turned(200, 150, 100)}}
 	tr = New(cfg, &scriptDetector{}, detect.Identity, &shiftEstimator{std: 35}, WithScanner(sc))
 	unread(1, tr.Process(img), 200)
+
+	// Seen frontal, a face the scan is at least UnreadScore sure of is
+	// unread too; one it is less sure of, or a cascade's verified face
+	// (whose score is the cascade's), is refused.
+	cfg.UnreadScore = 0.85
+	for _, c := range []struct {
+		name  string
+		score float64
+		scan  bool
+		want  int
+	}{{"scan, sure", 0.9, true, 1}, {"scan, unsure", 0.8, true, 0}, {"verified cascade face", 9, false, 0}} {
+		f := square(200, 150, 100)
+		f.Score = c.score
+		var tr *Tracker
+		if c.scan {
+			tr = New(cfg, &scriptDetector{}, detect.Identity, &shiftEstimator{std: 35}, WithScanner(&scriptScanner{faces: []detect.Face{f}}))
+		} else {
+			cfg := cfg
+			cfg.ScanEvery = 0
+			tr = New(cfg, &scriptDetector{faces: []detect.Face{f}}, detect.Identity, &shiftEstimator{std: 35}, WithVerifier(v))
+		}
+		faces := tr.Process(img)
+		if len(faces) != c.want || c.want == 1 && faces[0].Has != [3]bool{} {
+			t.Errorf("frontal, %s: %+v; want %d face(s) without angles", c.name, faces, c.want)
+		}
+	}
 }
 
 // scriptLandmarker finds a face on every look and counts them.

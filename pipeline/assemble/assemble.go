@@ -56,6 +56,7 @@ func TrackConfig(c config.Config) track.Config {
 	tc := track.DefaultConfig()
 	tc.MaxFaces, tc.Every, tc.LostAfter, tc.MinIoU, tc.Smoothing = t.MaxFaces, c.Detect.Every, t.LostAfter, t.MinIoU, t.Smoothing
 	tc.MaxStd, tc.StartStd, tc.Unread, tc.RecheckStd, tc.RecheckTurn = t.MaxStd, t.StartStd, t.Unread, t.RecheckStd, t.RecheckTurn
+	tc.UnreadScore = t.UnreadScore
 	tc.TurnNoise, tc.White, tc.LandmarkEvery, tc.Anchored, tc.RefineEvery = t.TurnNoise, t.White, t.LandmarkEvery, t.Anchored, t.RefineEvery
 	tc.ScanEvery = c.Detect.ScanEvery
 	tc.Interval = 0
