@@ -2,7 +2,6 @@ package track
 
 import (
 	"image"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -333,11 +332,7 @@ type pigoDetector struct{ c *pigo.Pigo }
 func (d *pigoDetector) DetectInto(_ *detect.Buffers, img *image.Gray, r image.Rectangle) []detect.Face {
 	if d.c == nil {
 		var err error
-		b, err := os.ReadFile("../detect/cascade/facefinder") // pigo's own file, as the detector embeds it
-		if err != nil {
-			panic(err)
-		}
-		if d.c, err = pigo.NewPigo().Unpack(b); err != nil {
+		if d.c, err = datatest.Facefinder(); err != nil {
 			panic(err)
 		}
 	}

@@ -3,7 +3,6 @@ package yunet_test
 import (
 	"fmt"
 	"image"
-	"os"
 	"testing"
 
 	pigo "github.com/esimov/pigo/core"
@@ -21,11 +20,7 @@ import (
 // against, in the same run.
 func BenchmarkDetect(b *testing.B) {
 	g := datatest.Frame640(b)
-	ff, err := os.ReadFile("../detect/cascade/facefinder") // pigo's own file, as the detector embeds it
-	if err != nil {
-		b.Fatal(err)
-	}
-	ref, err := pigo.NewPigo().Unpack(ff)
+	ref, err := datatest.Facefinder()
 	if err != nil {
 		b.Fatal(err)
 	}

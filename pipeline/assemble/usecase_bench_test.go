@@ -2,7 +2,6 @@ package assemble
 
 import (
 	"image"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -41,11 +40,7 @@ func BenchmarkUseCases(b *testing.B) {
 		{"living-room", "living-room.yaml", room, false},
 		{"living-room-no-tiles", "living-room.yaml", room, true},
 	}
-	ffb, err := os.ReadFile("../../infer/detect/cascade/facefinder") // pigo's own file, as the detector embeds it
-	if err != nil {
-		b.Fatal(err)
-	}
-	ff, err := pigo.NewPigo().Unpack(ffb)
+	ff, err := datatest.Facefinder()
 	if err != nil {
 		b.Fatal(err)
 	}

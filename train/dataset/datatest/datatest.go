@@ -8,7 +8,11 @@ import (
 	"image/draw"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
+
+	pigo "github.com/esimov/pigo/core"
 
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/train/dataset"
@@ -100,3 +104,15 @@ func SmallFaces(tb testing.TB, at ...image.Point) (*image.Gray, []feature.Box) {
 	}
 	return frame, boxes
 }
+
+// Facefinder is pigo itself with its facefinder cascade, read from the
+// file the detector embeds (infer/detect/cascade): the floor the frame
+// benchmarks measure posed against. Unpacked once per test binary.
+var Facefinder = sync.OnceValues(func() (*pigo.Pigo, error) {
+	_, here, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "..", "infer", "detect", "cascade", "facefinder"))
+	if err != nil {
+		return nil, err
+	}
+	return pigo.NewPigo().Unpack(b)
+})
