@@ -56,6 +56,26 @@ func TestCommands(t *testing.T) {
 		}
 		return string(ms[len(ms)-1].Payload)
 	}
+	// framesGoBy waits for a stats message later than the first since of
+	// them, then for one saying the run has taken k frames more than it
+	// did: frames went by, processed or not.
+	statsIn := func(m mqtttest.Msg) uint64 {
+		var s struct {
+			FramesIn uint64 `json:"frames_in"`
+		}
+		json.Unmarshal(m.Payload, &s)
+		return s.FramesIn
+	}
+	framesGoBy := func(what string, since int, k uint64) {
+		t.Helper()
+		col.WaitFor(t, what, 15*time.Second, func([]mqtttest.Msg) bool { return len(col.On("posed/test/stats")) > since })
+		st := col.On("posed/test/stats")
+		from := statsIn(st[len(st)-1])
+		col.WaitFor(t, what, 15*time.Second, func([]mqtttest.Msg) bool {
+			st := col.On("posed/test/stats")
+			return statsIn(st[len(st)-1]) >= from+k
+		})
+	}
 	col.WaitFor(t, "poses", 10*time.Second, func([]mqtttest.Msg) bool { return count("posed/test/pose") > 5 })
 	if last("posed/test/detect") != "ON" {
 		t.Errorf("detect is %q at start, want ON", last("posed/test/detect"))
@@ -75,14 +95,13 @@ func TestCommands(t *testing.T) {
 	col.WaitFor(t, "state paused", 5*time.Second, func([]mqtttest.Msg) bool {
 		return strings.Contains(last("posed/test/state"), `"status":"paused"`)
 	})
-	// Every pose message came before the paused state (one connection,
-	// delivered in order).
+	// Pausing ends with a pose message without faces ("faces gone"),
+	// which may come after the paused state.
+	col.WaitFor(t, "the faces gone", 5*time.Second, func([]mqtttest.Msg) bool {
+		var lastPose struct{ Faces []any }
+		return json.Unmarshal([]byte(last("posed/test/pose")), &lastPose) == nil && lastPose.Faces != nil && len(lastPose.Faces) == 0
+	})
 	poses := count("posed/test/pose")
-	var lastPose struct{ Faces []any }
-	json.Unmarshal([]byte(last("posed/test/pose")), &lastPose)
-	if len(lastPose.Faces) != 0 {
-		t.Errorf("the last pose before pausing still has faces: %s", last("posed/test/pose"))
-	}
 	send("snapshot", "PRESS")
 	send("detect", "maybe")
 	send("frobnicate", "1")
@@ -107,7 +126,8 @@ func TestCommands(t *testing.T) {
 			t.Errorf("no error saying %s:\n%s", want, errs)
 		}
 	}
-	time.Sleep(time.Second)
+	// A second of frames taken while paused (stats every second).
+	framesGoBy("15 frames taken while paused", len(col.On("posed/test/stats")), 15)
 	if n := count("posed/test/pose"); n != poses || last("posed/test/detect") != "OFF" || count("posed/test/snapshot") != 1 {
 		t.Errorf("while paused: %d pose messages (had %d), detect %q, %d snapshots", n, poses, last("posed/test/detect"), count("posed/test/snapshot"))
 	}
@@ -115,8 +135,9 @@ func TestCommands(t *testing.T) {
 	// The switch outlives a restart.
 	cancel()
 	<-done
+	stats := len(col.On("posed/test/stats"))
 	cancel, done = start()
-	time.Sleep(1500 * time.Millisecond)
+	framesGoBy("15 frames taken by the restarted run", stats, 15)
 	if n := count("posed/test/pose"); n != poses || !strings.Contains(last("posed/test/state"), `"status":"paused"`) {
 		t.Errorf("after a restart with detection off: %d pose messages (had %d), state %s", n, poses, last("posed/test/state"))
 	}
@@ -176,10 +197,16 @@ func TestCommandsEmbeddedBroker(t *testing.T) {
 		c.Publish("posed/test/set/detect", 1, false, payload).WaitTimeout(2 * time.Second)
 		c.Disconnect(50)
 	}
+	// The anonymous OFF, then a reader's ON: posed answers the ON after
+	// anything the OFF would have done (one broker, commands in order).
+	n := len(col.On("posed/test/detect"))
 	send(mqtt.NewClientOptions().SetClientID("anon"), "OFF")
-	time.Sleep(time.Second)
-	if ms := col.On("posed/test/detect"); string(ms[len(ms)-1].Payload) != "ON" {
-		t.Errorf("an anonymous client switched detection off")
+	send(mqtt.NewClientOptions().SetClientID("ha-on").SetUsername("ha").SetPassword("ha-secret"), "ON")
+	col.WaitFor(t, "the reader's ON answered", 5*time.Second, func([]mqtttest.Msg) bool { return len(col.On("posed/test/detect")) > n })
+	for _, m := range col.On("posed/test/detect")[n:] {
+		if string(m.Payload) != "ON" {
+			t.Errorf("an anonymous client switched detection off")
+		}
 	}
 	send(mqtt.NewClientOptions().SetClientID("ha-cmd").SetUsername("ha").SetPassword("ha-secret"), "OFF")
 	col.WaitFor(t, "detect OFF from the reader's command", 5*time.Second, func([]mqtttest.Msg) bool {
