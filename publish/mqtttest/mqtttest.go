@@ -98,12 +98,15 @@ func (m *Mosquitto) Start() {
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatal(err)
 	}
-	for i := 0; i < 100; i++ {
-		if c, err := net.Dial("tcp", m.Addr()); err == nil {
+	listening := wait.Until(2*time.Second, func() bool {
+		c, err := net.Dial("tcp", m.Addr())
+		if err == nil {
 			c.Close()
-			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	})
+	if listening {
+		return
 	}
 	m.Stop()
 	m.t.Fatalf("mosquitto did not start listening:\n%s", m.out.String())
