@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,14 +224,20 @@ func TestEventsSurviveARestart(t *testing.T) {
 
 	// A damaged file: the run starts without the events, and says so.
 	os.WriteFile(filepath.Join(dir, spoolFile), []byte("{not json"), 0o640)
+	// The log is written by paho's goroutines too (a connection's), which
+	// may outlive the shutdown: it is read under the writer's lock.
 	var logs strings.Builder
-	r, err := New(cfg, "cam", slog.New(slog.NewTextHandler(&logs, nil)), nil, WithStateDir(dir))
+	var mu sync.Mutex
+	r, err := New(cfg, "cam", slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil)), nil, WithStateDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	shutdown(r, time.Second)
-	if r.EventsHeld() != 0 || !strings.Contains(logs.String(), "damaged from its start") {
-		t.Errorf("a damaged events file: %d held, log %q", r.EventsHeld(), logs.String())
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if r.EventsHeld() != 0 || !strings.Contains(out, "damaged from its start") {
+		t.Errorf("a damaged events file: %d held, log %q", r.EventsHeld(), out)
 	}
 }
 
