@@ -962,7 +962,8 @@ func TestLongDistractionEndToEnd(t *testing.T) {
 
 // -check-config warns of a password others can read, in the configuration
 // file or the password file, as ssh does of a key, and still says ok; a
-// file only its group may read draws no warning.
+// file only its group may read draws no warning. A research key in its old
+// place is warned of the same way.
 func TestCheckConfigWarnsOfReadableSecrets(t *testing.T) {
 	dir := t.TempDir()
 	pw := filepath.Join(dir, "mqtt-password")
@@ -981,6 +982,8 @@ func TestCheckConfigWarnsOfReadableSecrets(t *testing.T) {
 		{"mqtt: {broker: \"tcp://posed:s3cret@127.0.0.1:1\"}\nmetrics: {listen: \"\"}\n", 0o644, "mqtt.broker (its URL holds a password): "},
 		{"mqtt: {broker: \"tcp://posed:s3cret@127.0.0.1:1\"}\nmetrics: {listen: \"\"}\n", 0o640, ""},
 		{"mqtt: {broker: \"tcp://posed@127.0.0.1:1\"}\nmetrics: {listen: \"\"}\n", 0o644, ""},
+		// A research key in its old place runs, and is told where it went.
+		{"model: {temperature: 16}\nmetrics: {listen: \"\"}\n", 0o640, "model.temperature is research.temperature now"},
 	} {
 		cfgFile := filepath.Join(dir, "posed.yaml")
 		os.WriteFile(cfgFile, []byte(c.yaml), c.mode)
