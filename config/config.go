@@ -684,7 +684,7 @@ func (c Config) Warnings(path string) []string {
 // their owner and group may read, as ssh refuses a private key others can
 // read. posed runs with them all the same (the operator may have reasons);
 // -check-config prints the warnings and a start logs them.
-func (c Config) secretWarnings(path string) []string {
+func (c Config) secretWarnings(cfgPath string) []string {
 	var out []string
 	check := func(field, path string) {
 		if path == "" {
@@ -698,13 +698,13 @@ func (c Config) secretWarnings(path string) []string {
 			field, path, st.Mode().Perm(), path))
 	}
 	if c.MQTT.Password != "" {
-		check("mqtt.password", path)
+		check("mqtt.password", cfgPath)
 	}
 	// A password in the broker's URL (tcp://user:secret@host) is one all
 	// the same: paho logs in with it.
 	if u, err := url.Parse(c.MQTT.Broker); err == nil && u.User != nil {
 		if _, ok := u.User.Password(); ok {
-			check("mqtt.broker (its URL holds a password)", path)
+			check("mqtt.broker (its URL holds a password)", cfgPath)
 		}
 	}
 	check("mqtt.password_file", c.MQTT.PasswordFile)

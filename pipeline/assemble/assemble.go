@@ -49,17 +49,14 @@ func NetworkParams(d config.Detect) detect.NetworkParams {
 }
 
 // TrackConfig is the tracker's configuration: the track keys, detect.every
-// and detect.scan_every, source.fps and zones.detect (the rest as
-// track.DefaultConfig).
+// and detect.scan_every, source.fps and zones.detect (RejectFor, which no
+// key sets, as track.DefaultConfig).
 func TrackConfig(c config.Config) track.Config {
 	t := c.Track
-	tc := track.DefaultConfig()
-	tc.MaxFaces, tc.Every, tc.LostAfter, tc.MinIoU, tc.Smoothing = t.MaxFaces, c.Detect.Every, t.LostAfter, t.MinIoU, t.Smoothing
-	tc.MaxStd, tc.StartStd, tc.Unread, tc.RecheckStd, tc.RecheckTurn = t.MaxStd, t.StartStd, t.Unread, t.RecheckStd, t.RecheckTurn
-	tc.UnreadScore = t.UnreadScore
-	tc.TurnNoise, tc.White, tc.LandmarkEvery, tc.Anchored, tc.RefineEvery = t.TurnNoise, t.White, t.LandmarkEvery, t.Anchored, t.RefineEvery
-	tc.ScanEvery = c.Detect.ScanEvery
-	tc.Interval = 0
+	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
+		MaxStd: t.MaxStd, StartStd: t.StartStd, Unread: t.Unread, UnreadScore: t.UnreadScore, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
+		TurnNoise: t.TurnNoise, White: t.White, LandmarkEvery: t.LandmarkEvery, Anchored: t.Anchored, RefineEvery: t.RefineEvery,
+		ScanEvery: c.Detect.ScanEvery, RejectFor: track.DefaultConfig().RejectFor}
 	if fps := c.Source.FPS; fps > 0 {
 		tc.Interval = time.Duration(float64(time.Second) / fps)
 	}

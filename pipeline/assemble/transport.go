@@ -17,25 +17,14 @@ import (
 // embedded broker as tcp:// its listen address, the password read from
 // password_file where it is given there.
 func PublishSettings(m config.MQTT) (publish.Settings, error) {
-	s := publishSettings(m)
-	pw, err := m.ReadPassword()
-	if err != nil {
-		return s, err
-	}
-	s.Password = pw
-	return s, nil
-}
-
-// publishSettings is PublishSettings with the password as mqtt.password
-// says (the topics need no password).
-func publishSettings(m config.MQTT) publish.Settings {
 	b := m.Broker
 	if b == "embedded" {
 		b = "tcp://" + m.Listen
 	}
-	return publish.Settings{Broker: b, Prefix: m.Prefix, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
+	pw, err := m.ReadPassword()
+	return publish.Settings{Broker: b, Prefix: m.Prefix, ClientID: m.ClientID, Username: m.Username, Password: pw,
 		CA: m.CA, Cert: m.Cert, Key: m.Key, QoS: m.QoS, MaxRate: m.MaxRate, ConnectTimeout: m.ConnectTimeout,
-		Discovery: m.Discovery, DiscoveryTopic: m.DiscoveryTopic, HAInterval: m.HAInterval, HADeadband: m.HADeadband}
+		Discovery: m.Discovery, DiscoveryTopic: m.DiscoveryTopic, HAInterval: m.HAInterval, HADeadband: m.HADeadband}, err
 }
 
 // HAURL is the device's configuration_url in Home Assistant: mqtt.ha_url,
@@ -74,13 +63,13 @@ func EmbeddedAuth(m *config.MQTT, device string) (broker.Auth, error) {
 		// to anyone else (the publisher connects with it).
 		m.ClientID = publish.NewClientID(device)
 	}
-	s := publishSettings(*m)
+	s, err := PublishSettings(*m)
 	a := broker.Auth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(s, device), Commands: []string{publish.CommandTopics(s, device)},
 		Pictures: publish.PictureTopics(s, device), PosedClientID: m.ClientID}
-	pw, err := m.ReadPassword()
 	if err != nil {
 		return a, err
 	}
+	pw := s.Password
 	if m.Username == "" || pw == "" {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
