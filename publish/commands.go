@@ -32,30 +32,7 @@ type Command struct {
 
 // subscribeCommands subscribes to the command topics (on connect).
 func (p *Publisher) subscribeCommands(c mqtt.Client) {
-	t := c.Subscribe(p.base+message.TopicSet+"+", 1, func(_ mqtt.Client, m mqtt.Message) {
-		name := strings.TrimPrefix(m.Topic(), p.base+message.TopicSet)
-		if n, ok := oversizedSize(m.Payload()); ok || len(m.Payload()) > maxCommandPayload {
-			// Refused here, before it is copied or queued (and one over
-			// maxInbound was never held at all: see limitConn).
-			if !ok {
-				n = len(m.Payload())
-			}
-			p.CommandError(name, fmt.Errorf("payload of %d bytes refused: commands take at most %d", n, maxCommandPayload))
-			return
-		}
-		if m.Retained() {
-			// A command is an action, not a state: one left retained on
-			// the broker would be carried out again at every
-			// (re)subscription — a retained reload restarted posed
-			// forever. Refused, with how to clear it.
-			p.CommandError(name, fmt.Errorf("retained command ignored (commands are actions: publish them without the retain flag); clear it with: mosquitto_pub -r -n -t %s", m.Topic()))
-			return
-		}
-		if p.handover.arrived != nil {
-			p.handover.arrived()
-		}
-		p.queueCommand(Command{Name: name, Payload: append([]byte(nil), m.Payload()...), At: time.Now()})
-	})
+	t := c.Subscribe(p.base+message.TopicSet+"+", 1, p.onCommand)
 	go func() {
 		if !t.WaitTimeout(tokenWait) || t.Error() != nil {
 			p.log.Warn("mqtt: cannot subscribe to the command topics", "topic", p.base+message.TopicSet+"+", "err", t.Error())
@@ -63,6 +40,35 @@ func (p *Publisher) subscribeCommands(c mqtt.Client) {
 		}
 		p.markSubscribed()
 	}()
+}
+
+// onCommand receives a command from the broker. With a persistent session
+// (mqtt.client_id) it is also the route of the command topics from before
+// the first connection: the commands the broker kept for the session come
+// at once after it accepts the connection, before any subscription.
+func (p *Publisher) onCommand(_ mqtt.Client, m mqtt.Message) {
+	name := strings.TrimPrefix(m.Topic(), p.base+message.TopicSet)
+	if n, ok := oversizedSize(m.Payload()); ok || len(m.Payload()) > maxCommandPayload {
+		// Refused here, before it is copied or queued (and one over
+		// maxInbound was never held at all: see limitConn).
+		if !ok {
+			n = len(m.Payload())
+		}
+		p.CommandError(name, fmt.Errorf("payload of %d bytes refused: commands take at most %d", n, maxCommandPayload))
+		return
+	}
+	if m.Retained() {
+		// A command is an action, not a state: one left retained on
+		// the broker would be carried out again at every
+		// (re)subscription — a retained reload restarted posed
+		// forever. Refused, with how to clear it.
+		p.CommandError(name, fmt.Errorf("retained command ignored (commands are actions: publish them without the retain flag); clear it with: mosquitto_pub -r -n -t %s", m.Topic()))
+		return
+	}
+	if p.handover.arrived != nil {
+		p.handover.arrived()
+	}
+	p.queueCommand(Command{Name: name, Payload: append([]byte(nil), m.Payload()...), At: time.Now()})
 }
 
 // queueCommand hands a command to the command goroutine, or refuses it
@@ -85,14 +91,32 @@ func (p *Publisher) runCommands() {
 			for {
 				select {
 				case c := <-p.cmdQueue:
-					p.runCommand(c)
+					p.dispatch(c)
 				default:
 					return
 				}
 			}
 		case c := <-p.cmdQueue:
-			p.runCommand(c)
+			p.dispatch(c)
 		}
+	}
+}
+
+// dispatch carries out c; the release marker (release) ends the hold and
+// carries out what it kept first, in order: every command that arrives
+// after the marker waits behind them.
+func (p *Publisher) dispatch(c Command) {
+	if c.Name != releaseCommand {
+		p.runCommand(c)
+		return
+	}
+	h := &p.handover
+	h.mu.Lock()
+	kept := h.cmds
+	h.cmds, h.on = nil, false
+	h.mu.Unlock()
+	for _, k := range kept {
+		p.runCommand(k)
 	}
 }
 

@@ -30,6 +30,22 @@ import (
 // command routed to the old connection alone but delivered late, on a
 // loaded machine, was dropped as one the new connection had had: #55.)
 
+// With mqtt.client_id the two connections cannot overlap: a broker lets
+// one connection have an id, and the new one would push the old one off
+// (and the old one's reconnection the new one). The session is persistent
+// instead (clean session off): the old connection leaves first, with what
+// it kept; the broker keeps the commands sent to the session from then on
+// (QoS 1), and delivers them to the new connection as it takes the
+// session over; the new publisher carries out the old one's first, then
+// its own (takeOverSession). (Before, the old connection ended before the
+// new run connected, and a command sent in between, about a quarter of a
+// second as the run starts, was lost: #55.)
+
+// releaseCommand is the marker that ends a hold in the command goroutine
+// (dispatch): no command from the broker has this name, as a topic level
+// holds no '/'.
+const releaseCommand = "/release"
+
 // maxHeld bounds the commands a held publisher keeps.
 const maxHeld = 64
 
@@ -49,6 +65,10 @@ type handover struct {
 	// arrived, where set (tests), is called as each command arrives,
 	// before it is queued: a slow delivery, in order.
 	arrived func()
+	// beforeConnect, where set (tests), is called in a session's
+	// handover once the old connection has left and before the new one
+	// connects.
+	beforeConnect func()
 }
 
 // barrierCommand is the name of the barrier's command (TakeOver).
@@ -128,6 +148,12 @@ func (p *Publisher) Hold(ctx context.Context) {
 // many of them were prev's. prev says "offline" only if p publishes on
 // other topics (a new device id or prefix): on the same ones p is online.
 func (p *Publisher) TakeOver(ctx context.Context, prev *Publisher) int {
+	if p.gate != nil {
+		if p.cfg.ClientID == prev.cfg.ClientID {
+			return p.takeOverSession(ctx, prev)
+		}
+		close(p.gate) // another id: both connect, and the barrier decides
+	}
 	select {
 	case <-p.subscribed:
 	case <-ctx.Done():
@@ -167,14 +193,12 @@ func (p *Publisher) TakeOver(ctx context.Context, prev *Publisher) int {
 	kept, cut := prev.handover.cmds, prev.handover.cut
 	prev.handover.cmds = nil
 	prev.handover.mu.Unlock()
-	h := &p.handover
-	h.mu.Lock()
-	own, overlap := h.cmds, 0
+	overlap := 0
 	if same {
-		overlap = h.cut
+		p.handover.mu.Lock()
+		overlap = p.handover.cut
+		p.handover.mu.Unlock()
 	}
-	h.cmds, h.on = nil, false
-	h.mu.Unlock()
 	var theirs []Command
 	if ok && overlap <= cut {
 		theirs = kept[:cut-overlap]
@@ -190,14 +214,69 @@ func (p *Publisher) TakeOver(ctx context.Context, prev *Publisher) int {
 			}
 		}
 	}
+	p.release(theirs)
+	return len(theirs)
+}
+
+// takeOverSession is TakeOver where both publishers have the session of
+// one client id (mqtt.client_id): prev leaves first, keeping the session
+// at the broker, then p connects and takes it over, with the commands the
+// broker kept for it meanwhile; p carries out everything prev kept, then
+// those. It returns how many were prev's.
+func (p *Publisher) takeOverSession(ctx context.Context, prev *Publisher) int {
+	end, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if p.base == prev.base {
+		// The connection first: no command reaches prev after its command
+		// goroutine has stopped.
+		prev.client.Disconnect(250)
+		prev.stopCommands(end)
+		prev.stopLoops(end)
+	} else {
+		// The session's subscription is the old device's: dropped, or the
+		// broker would go on sending p the old topics' commands. prev says
+		// offline on them.
+		if t := prev.client.Unsubscribe(prev.base + message.TopicSet + "+"); !t.WaitTimeout(tokenWait) || t.Error() != nil {
+			p.log.Warn("mqtt: cannot drop the old device's command topics from the session", "topic", prev.base+message.TopicSet+"+", "err", t.Error())
+		}
+		prev.Shutdown(end)
+	}
+	prev.handover.mu.Lock()
+	kept := prev.handover.cmds
+	prev.handover.cmds = nil
+	prev.handover.mu.Unlock()
+	if p.handover.beforeConnect != nil {
+		p.handover.beforeConnect()
+	}
+	close(p.gate)
+	select {
+	case <-p.subscribed:
+	case <-ctx.Done():
+	}
+	p.release(kept)
+	return len(kept)
+}
+
+// release ends p's hold: the command goroutine carries out theirs (the
+// last run's), then what p kept, then what comes after, in that order.
+func (p *Publisher) release(theirs []Command) {
 	for _, c := range theirs {
 		p.log.Info("command received during the reload", "command", c.Name)
-		p.queueCommand(c)
 	}
-	for _, c := range own {
-		p.queueCommand(c)
+	h := &p.handover
+	h.mu.Lock()
+	h.cmds = append(theirs[:len(theirs):len(theirs)], h.cmds...)
+	h.mu.Unlock()
+	if p.cmdQueue == nil {
+		h.mu.Lock()
+		h.cmds, h.on = nil, false
+		h.mu.Unlock()
+		return
 	}
-	return len(theirs)
+	select {
+	case p.cmdQueue <- Command{Name: releaseCommand}:
+	case <-p.cmdDone:
+	}
 }
 
 // markSubscribed records the first subscription.

@@ -13,6 +13,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,8 +81,14 @@ type Publisher struct {
 	handover                     handover      // a reload's (handover.go)
 	subscribed                   chan struct{} // closed at the first subscription to the commands
 	subOnce                      sync.Once
-	lastHA                       message.HA
-	lastHATime                   time.Time // zero until the first HA message
+	// With a persistent session (mqtt.client_id): gate, a reload's
+	// publisher's, is closed when the last run's connection has left
+	// (takeOverSession); clear, a start's, ends the session an earlier
+	// process left (clearSession).
+	gate       chan struct{}
+	clear      *mqtt.ClientOptions
+	lastHA     message.HA
+	lastHATime time.Time // zero until the first HA message
 
 	// published and dropped count every message; posePublished and
 	// poseDropped the pose messages among them.
@@ -166,10 +173,16 @@ func New(cfg Settings, device string, log *slog.Logger, print io.Writer, opts ..
 		id = NewClientID(device)
 	}
 	p.broker = redact.URL(broker)
+	// A configured client id has a persistent session (handover.go): the
+	// broker keeps its commands while no connection has the id (a
+	// reload, a lost connection). A start clears what an earlier process
+	// left there (clearSession); a reload's publisher connects once the
+	// last run's has left (gate).
+	session := cfg.ClientID != ""
 	o := mqtt.NewClientOptions().
 		AddBroker(broker).
 		SetClientID(id).
-		SetCleanSession(true).
+		SetCleanSession(!session).
 		SetAutoReconnect(true).
 		SetConnectRetry(false). // the first connection is retried by connectLoop, with backoff
 		SetMaxReconnectInterval(30*time.Second).
@@ -201,6 +214,16 @@ func New(cfg Settings, device string, log *slog.Logger, print io.Writer, opts ..
 	p.announced = p.discovery()
 	p.stale = p.staleDiscovery(p.announced)
 	p.client = mqtt.NewClient(o)
+	if session {
+		if p.handover.on {
+			p.gate = make(chan struct{})
+		} else {
+			p.clear = clearOptions(broker, id, cfg, tc)
+		}
+		if p.commands != nil {
+			p.client.AddRoute(p.base+message.TopicSet+"+", p.onCommand)
+		}
+	}
 	// Everything the connection's handlers touch exists before it starts.
 	p.subscribed = make(chan struct{})
 	if p.commands != nil {
@@ -247,8 +270,11 @@ func TLSConfig(cfg Settings) (*tls.Config, error) {
 func NewClientID(device string) string {
 	var b [4]byte
 	rand.Read(b[:])
-	return "posed-" + device + "-" + hex.EncodeToString(b[:])
+	return ClientIDPrefix(device) + hex.EncodeToString(b[:])
 }
+
+// ClientIDPrefix is what every client id NewClientID draws starts with.
+func ClientIDPrefix(device string) string { return "posed-" + device + "-" }
 
 // loadKeyPair reads a client certificate and its key (regular files of at
 // most regular.MaxSize each) into a key pair.
@@ -264,24 +290,82 @@ func loadKeyPair(cert, key string) (tls.Certificate, error) {
 	return tls.X509KeyPair(c, k)
 }
 
+// clearOptions are those of a connection that only ends the session an
+// earlier process left under id: a clean session, no will, no handlers.
+func clearOptions(broker, id string, cfg Settings, tc *tls.Config) *mqtt.ClientOptions {
+	o := mqtt.NewClientOptions().AddBroker(broker).SetClientID(id).SetCleanSession(true).
+		SetAutoReconnect(false).SetConnectRetry(false).SetConnectTimeout(cfg.ConnectTimeout).
+		SetCustomOpenConnectionFn(openLimited).SetWriteTimeout(tokenWait)
+	if cfg.Username != "" {
+		o.SetUsername(cfg.Username)
+	}
+	if cfg.Password != "" {
+		o.SetPassword(cfg.Password)
+	}
+	if tc != nil {
+		o.SetTLSConfig(tc)
+	}
+	return o
+}
+
+// clearSession ends the persistent session an earlier process left at the
+// broker, once (p.clear, set where there is one to end): commands sent
+// while posed was not running are not carried out when it starts, as
+// without a client id. It connects with a clean session and leaves.
+func (p *Publisher) clearSession() error {
+	if p.clear == nil {
+		return nil
+	}
+	c := mqtt.NewClient(p.clear)
+	t := c.Connect()
+	select {
+	case <-t.Done():
+	case <-p.done:
+		return errors.New("publisher closed")
+	}
+	if t.Error() != nil {
+		return t.Error()
+	}
+	c.Disconnect(0)
+	p.clear = nil
+	return nil
+}
+
 // connectLoop makes the first connection, retrying with exponential
 // backoff until the broker accepts or the publisher closes; after that,
-// paho's automatic reconnection takes over.
+// paho's automatic reconnection takes over. A reload's publisher with a
+// persistent session waits for the last run's to leave (gate).
 func (p *Publisher) connectLoop() {
 	defer p.wg.Done()
-	wait := connectBackoff
-	for {
-		t := p.client.Connect()
+	if p.gate != nil {
 		select {
-		case <-t.Done():
+		case <-p.gate:
 		case <-p.done:
 			return
 		}
-		if t.Error() == nil {
+	}
+	wait := connectBackoff
+	for {
+		err := p.clearSession()
+		if err == nil {
+			t := p.client.Connect()
+			select {
+			case <-t.Done():
+			case <-p.done:
+				return
+			}
+			err = t.Error()
+		}
+		if err == nil {
 			return
 		}
+		select {
+		case <-p.done:
+			return
+		default:
+		}
 		p.firstTryEnded()
-		p.noteFailure(t.Error(), wait)
+		p.noteFailure(err, wait)
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
