@@ -275,3 +275,37 @@ func TestEmbeddedBrokerWillsAndIDs(t *testing.T) {
 		t.Errorf("posed connected %v after %d reconnections", p.connected.Load(), p.reconnects.Load())
 	}
 }
+
+// Where posed draws its client ids (no mqtt.client_id: each run its own,
+// so that a reload's two connections overlap on a broker kept through
+// it), the broker refuses every id of their look to anyone else, and
+// admits them from posed.
+func TestEmbeddedBrokerDrawnIDs(t *testing.T) {
+	addr := mqtttest.FreeAddr(t)
+	a := broker.Auth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"}, Anonymous: true,
+		Topics: OwnTopics(DefaultSettings(), "cam"), Commands: []string{"posed/cam/set/#"}, PosedIDPrefix: ClientIDPrefix("cam")}
+	b, err := broker.Start(addr, a, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, c := range []struct {
+		user, pw, id string
+		ok           bool
+	}{
+		{"", "", NewClientID("cam"), false},
+		{"ha", "ha-pw", NewClientID("cam"), false},
+		{"posed", "posed-pw", NewClientID("cam"), true},
+		{"posed", "posed-pw", NewClientID("cam"), true}, // a second run's, beside the first
+		{"", "", NewClientID("other"), true},            // another device's look is not posed's here
+		{"", "", ClientIDPrefix("cam") + "collector-1", true},
+	} {
+		cl, ok := withWill(t, addr, c.user, c.pw, c.id, "", "")
+		if ok != c.ok {
+			t.Errorf("user %q, id %q: admitted %v, want %v", c.user, c.id, ok, c.ok)
+		}
+		if ok {
+			defer cl.Disconnect(50)
+		}
+	}
+}

@@ -262,10 +262,32 @@ func TestFieldAudit(t *testing.T) {
 // at each reload.
 func TestFieldCommandsThroughReloads(t *testing.T) {
 	bin := buildPosed(t)
-	broker := mqtttest.Start(t)
 	seq, _ := yawSequence(t)
-	p := startPosed(t, bin, "reloads", seq, broker.Addr())
-	col := mqtttest.Collect(t, broker.Addr(), "posed/reloads/#")
+	for _, kind := range []string{"plain", "client_id", "embedded"} {
+		t.Run(kind, func(t *testing.T) { commandsThroughReloads(t, bin, seq, kind) })
+	}
+}
+
+func commandsThroughReloads(t *testing.T, bin, seq, kind string) {
+	var addr, yaml string
+	creds := func(o *mqtt.ClientOptions) *mqtt.ClientOptions { return o }
+	switch kind {
+	case "embedded":
+		addr = mqtttest.FreeAddr(t)
+		users := filepath.Join(t.TempDir(), "readers")
+		os.WriteFile(users, []byte("ha:ha-secret\n"), 0o600)
+		yaml = fmt.Sprintf("mqtt: {broker: embedded, listen: %q, embedded_users: %s}\n", addr, users)
+		creds = func(o *mqtt.ClientOptions) *mqtt.ClientOptions { return o.SetUsername("ha").SetPassword("ha-secret") }
+	case "client_id":
+		addr = mqtttest.Start(t).Addr()
+		yaml = fmt.Sprintf("mqtt: {broker: tcp://%s, client_id: posed-reloads-fixed}\n", addr)
+	default:
+		addr = mqtttest.Start(t).Addr()
+		yaml = fmt.Sprintf("mqtt: {broker: tcp://%s}\n", addr)
+	}
+	p := startPosedYAML(t, bin, "reloads", seq, yaml+"metrics: {listen: \"\"}\n")
+	col := mqtttest.CollectFrom(t, creds(mqtt.NewClientOptions().AddBroker("tcp://"+addr).SetClientID("collector").
+		SetConnectRetry(true).SetConnectRetryInterval(100*time.Millisecond)), "posed/reloads/#")
 	col.WaitFor(t, "online", 20*time.Second, func(ms []mqtttest.Msg) bool {
 		for _, m := range ms {
 			if m.Topic == "posed/reloads/available" && string(m.Payload) == "online" {
@@ -275,7 +297,11 @@ func TestFieldCommandsThroughReloads(t *testing.T) {
 		return false
 	})
 	time.Sleep(2 * time.Second)
-	c := mqtttest.Connect(t, broker.Addr(), "sender")
+	c := mqtt.NewClient(creds(mqtt.NewClientOptions().AddBroker("tcp://" + addr).SetClientID("sender")))
+	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer c.Disconnect(50)
 	const reloads, rate = 40, 20
 	stop := make(chan struct{})
 	sent := make(chan int, 1)
@@ -322,7 +348,7 @@ func TestFieldCommandsThroughReloads(t *testing.T) {
 			twice = append(twice, name)
 		}
 	}
-	t.Logf("%d commands through %d reloads: %d answered, lost %v, answered twice %v", n, reloads, len(got), lost, twice)
+	t.Logf("%s: %d commands through %d reloads: %d answered, lost %v, answered twice %v", kind, n, reloads, len(got), lost, twice)
 	if len(lost) > 0 || len(twice) > 0 {
 		t.Errorf("of %d commands, %d got no answer and %d two", n, len(lost), len(twice))
 	}

@@ -192,7 +192,7 @@ func runUntilReload(ctx context.Context, cfg config.Config, log *slog.Logger, st
 			// newest configuration wins): a storm of SIGHUPs is one
 			// restart, one log line and one RELOADING=1.
 			if next == nil {
-				carry.reloading = true
+				carry.reloading, carry.next = true, &c
 				log.Info("reloading the configuration")
 				notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 				cancel()

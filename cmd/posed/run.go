@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"reflect"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -38,11 +39,11 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Wri
 func runWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, reload func() error, carry *carried) error {
 	started := time.Now()
 	if cfg.MQTT.Broker == "embedded" {
-		b, err := startEmbedded(&cfg.MQTT, cfg.Device, log)
+		b, err := carry.embedded(&cfg.MQTT, cfg.Device, log)
 		if err != nil {
 			return err
 		}
-		defer b.Close()
+		defer carry.endEmbedded(b) // after the publisher's end (deferred below)
 	}
 	var printTo io.Writer
 	if cfg.MQTT.Print {
@@ -123,17 +124,70 @@ func logStart(cfg config.Config, dm *parts, log *slog.Logger) {
 
 // startEmbedded starts the embedded broker of mqtt.broker: embedded (m's
 // credentials are set for the publisher).
-func startEmbedded(m *config.MQTT, device string, log *slog.Logger) (*broker.Broker, error) {
+func startEmbedded(m *config.MQTT, device string, log *slog.Logger) (*broker.Broker, broker.Auth, error) {
 	a, err := assemble.EmbeddedAuth(m, device)
 	if err != nil {
-		return nil, err
+		return nil, a, err
 	}
 	b, err := broker.Start(m.Listen, a, log)
 	if err != nil {
-		return nil, err
+		return nil, a, err
 	}
 	log.Info("embedded MQTT broker listening", "addr", b.Addr(), "anonymous", a.Anonymous, "readers", len(a.Readers))
+	return b, a, nil
+}
+
+// embedded returns the embedded broker of a run on m, with m's
+// credentials set for the publisher: the last run's, kept through the
+// reload, where the new configuration asks for the same broker (keeps),
+// so that its clients (Home Assistant, posed's own held connection)
+// stay connected and a command sent during the reload is handed over as
+// with any other broker; else a new one, the last run's closed first.
+func (c *carried) embedded(m *config.MQTT, device string, log *slog.Logger) (*broker.Broker, error) {
+	if c != nil && c.broker != nil {
+		if kept, ok := c.keeps(*m, device); ok {
+			*m = kept
+			log.Info("embedded MQTT broker kept through the reload", "addr", c.broker.Addr())
+			return c.broker, nil
+		}
+		c.shutdownHeld() // the held publisher first: its connection is to the broker that goes
+	}
+	b, a, err := startEmbedded(m, device, log)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		c.broker, c.brokerAuth, c.brokerListen = b, a, m.Listen
+	}
 	return b, nil
+}
+
+// keeps says whether the running embedded broker serves a run on m: the
+// same address, and the same users, topics and posed client (posed's
+// credentials, where m leaves them to be drawn, are the running
+// broker's). It returns m with those filled in.
+func (c *carried) keeps(m config.MQTT, device string) (config.MQTT, bool) {
+	if c == nil || c.broker == nil || m.Broker != "embedded" || m.Listen != c.brokerListen {
+		return m, false
+	}
+	if m.Username == "" || (m.Password == "" && m.PasswordFile == "") {
+		m.Username, m.Password, m.PasswordFile = c.brokerAuth.PosedUser, c.brokerAuth.PosedPassword, ""
+	}
+	a, err := assemble.EmbeddedAuth(&m, device)
+	return m, err == nil && reflect.DeepEqual(a, c.brokerAuth)
+}
+
+// endEmbedded ends a run's embedded broker, after its publisher: kept for
+// the next run where a reload held the publisher for it (endPublisher),
+// else closed.
+func (c *carried) endEmbedded(b *broker.Broker) {
+	if c != nil && c.prev != nil {
+		return
+	}
+	b.Close()
+	if c != nil {
+		c.broker = nil
+	}
 }
 
 // serveHTTP serves posed's page, /metrics, /healthz and the live view on
@@ -164,6 +218,15 @@ type carried struct {
 	// over.
 	reloading bool
 	prev      *publish.Publisher
+	// next is the configuration a reload under way starts (the first one
+	// asked for: a newer one asked during the reload is checked again by
+	// embedded).
+	next *config.Config
+	// broker is the embedded broker kept through a reload, started on
+	// brokerListen with brokerAuth.
+	broker       *broker.Broker
+	brokerAuth   broker.Auth
+	brokerListen string
 }
 
 // holding says whether the next run's publisher starts held: it takes
@@ -176,7 +239,7 @@ func (c *carried) startPublisher(pub *publish.Publisher, log *slog.Logger) (wait
 	if c == nil {
 		return func() {}
 	}
-	c.reloading = false
+	c.reloading, c.next = false, nil
 	if c.prev == nil {
 		return func() {}
 	}
@@ -191,7 +254,7 @@ func (c *carried) startPublisher(pub *publish.Publisher, log *slog.Logger) (wait
 func (c *carried) endPublisher(cfg config.MQTT, pub *publish.Publisher) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if c != nil && c.reloading && handsOver(cfg) {
+	if c != nil && c.reloading && c.handsOver(cfg) {
 		pub.Hold(ctx) // the next run's publisher takes over (takeOver)
 		c.prev = pub
 		return
@@ -200,7 +263,7 @@ func (c *carried) endPublisher(cfg config.MQTT, pub *publish.Publisher) {
 }
 
 // shutdownHeld shuts down a publisher left held by a run after which none
-// started (posed stops).
+// started (posed stops), and the embedded broker kept for that run.
 func (c *carried) shutdownHeld() {
 	if c.prev != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -208,14 +271,26 @@ func (c *carried) shutdownHeld() {
 		c.prev.Shutdown(ctx)
 		c.prev = nil
 	}
+	if c.broker != nil {
+		c.broker.Close()
+		c.broker = nil
+	}
 }
 
-// handsOver says whether a run on cfg keeps its publisher through a reload:
-// not with the embedded broker (it stops with the run), nor with a
-// configured client id (the next run's connection would take the old
-// one's place, and the old one's reconnection the new one's).
-func handsOver(cfg config.MQTT) bool {
-	return cfg.Broker != "embedded" && cfg.ClientID == ""
+// handsOver says whether a run on cfg keeps its publisher through the
+// reload under way: with a broker that outlives the run, which the
+// embedded broker does only where the next run keeps it (keeps). With a
+// configured client id the two connections take turns on its persistent
+// session (publish.Publisher.TakeOver).
+func (c *carried) handsOver(cfg config.MQTT) bool {
+	if cfg.Broker != "embedded" {
+		return true
+	}
+	if c.next == nil {
+		return false
+	}
+	_, ok := c.keeps(c.next.MQTT, c.next.Device)
+	return ok
 }
 
 // takeOver has pub take over from prev (publish.TakeOver), waiting 5 s

@@ -58,14 +58,15 @@ func HAURL(cfg config.Config) string {
 // the publisher logs in with it); the readers of mqtt.embedded_users; and
 // anonymous readers if mqtt.embedded_anonymous.
 func EmbeddedAuth(m *config.MQTT, device string) (broker.Auth, error) {
-	if m.ClientID == "" {
-		// Drawn here, so that the broker knows posed's id and refuses it
-		// to anyone else (the publisher connects with it).
-		m.ClientID = publish.NewClientID(device)
-	}
 	s, err := PublishSettings(*m)
 	a := broker.Auth{Anonymous: m.EmbeddedAnonymous, Topics: publish.OwnTopics(s, device), Commands: []string{publish.CommandTopics(s, device)},
 		Pictures: publish.PictureTopics(s, device), PosedClientID: m.ClientID}
+	if m.ClientID == "" {
+		// The publisher draws its id (each run its own, so that a reload's
+		// two connections overlap on a broker kept through it); the broker
+		// refuses every id of that look to anyone else.
+		a.PosedIDPrefix = publish.ClientIDPrefix(device)
+	}
 	if err != nil {
 		return a, err
 	}

@@ -5,6 +5,7 @@ package broker
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,10 +21,10 @@ import (
 // Broker is the embedded MQTT broker (mochi-mqtt), for a board with no
 // broker of its own and for `make run`.
 type Broker struct {
-	srv     *mochi.Server
-	addr    string
-	posedID string
-	log     *slog.Logger
+	srv  *mochi.Server
+	addr string
+	a    Auth
+	log  *slog.Logger
 }
 
 // Auth says who may use the embedded broker. Posed itself connects
@@ -49,8 +50,24 @@ type Auth struct {
 	// Pictures are posed's topics that carry the camera's pictures
 	// (publish.PictureTopics): not anonymous clients' to read.
 	Pictures []string
-	// posed's client id (mqtt.client_id, or the one drawn for the run).
-	PosedClientID string
+	// posed's client id, mqtt.client_id; or, where posed draws its ids
+	// (each run its own, so that a reload's two connections can overlap),
+	// the prefix they all have (publish.ClientIDPrefix), which 8 hex
+	// digits follow.
+	PosedClientID, PosedIDPrefix string
+}
+
+// posedID says whether id is posed's: refused from anyone else.
+func (a *Auth) posedID(id string) bool {
+	if a.PosedClientID != "" && id == a.PosedClientID {
+		return true
+	}
+	rest, ok := strings.CutPrefix(id, a.PosedIDPrefix)
+	if a.PosedIDPrefix == "" || !ok || len(rest) != 8 {
+		return false
+	}
+	_, err := hex.DecodeString(rest)
+	return err == nil
 }
 
 // ReadUsers reads a readers file: one "user:password" per line, blank
@@ -84,7 +101,10 @@ func (a Auth) ledger() *auth.Ledger {
 		readOnly[auth.RString(t)] = auth.ReadOnly
 	}
 	for _, t := range a.Commands {
-		own[auth.RString(t)] = auth.ReadOnly
+		// posed writes its own command topics once a reload: the
+		// handover's barrier (publish.Publisher.TakeOver), which mochi
+		// would answer, refused, by dropping the connection.
+		own[auth.RString(t)] = auth.ReadWrite
 		reader[auth.RString(t)] = auth.ReadWrite
 		readOnly[auth.RString(t)] = auth.ReadOnly
 	}
@@ -144,7 +164,7 @@ func (g *guard) OnConnect(cl *mochi.Client, pk packets.Packet) error {
 		return code
 	}
 	user := string(cl.Properties.Username)
-	if user != g.a.PosedUser && g.a.PosedClientID != "" && cl.ID == g.a.PosedClientID {
+	if user != g.a.PosedUser && g.a.posedID(cl.ID) {
 		return refuse(packets.ErrClientIdentifierNotValid)
 	}
 	if pk.Connect.WillFlag {
@@ -203,7 +223,7 @@ func Start(addr string, a Auth, log *slog.Logger) (*Broker, error) {
 	if err := srv.Serve(); err != nil {
 		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
-	return &Broker{srv: srv, addr: addr, posedID: a.PosedClientID, log: log}, nil
+	return &Broker{srv: srv, addr: addr, a: a, log: log}, nil
 }
 
 // Addr is the broker's address.
@@ -224,13 +244,23 @@ const (
 	closeBound = 3 * time.Second
 )
 
+// posedGone says whether posed's clients have left: gone from the clients'
+// map (a clean session: its write lock is behind it), or closed with a
+// persistent session (mqtt.client_id), which stays in the map and takes
+// no write lock.
+func (b *Broker) posedGone() bool {
+	for id, cl := range b.srv.Clients.GetAll() {
+		if b.a.posedID(id) && !(cl.Closed() && !cl.Properties.Clean) {
+			return false
+		}
+	}
+	return true
+}
+
 // Close stops the broker, within ownLeave and closeBound.
 func (b *Broker) Close() error {
 	deadline := time.Now().Add(ownLeave)
-	for b.posedID != "" && time.Now().Before(deadline) {
-		if _, ok := b.srv.Clients.Get(b.posedID); !ok {
-			break // gone from the clients' map: its write lock is behind it (a clean session)
-		}
+	for !b.posedGone() && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	done := make(chan error, 1)
