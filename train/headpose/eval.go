@@ -18,6 +18,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/rotation"
 	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/train/dataset"
 )
@@ -185,6 +186,46 @@ type FaceResult struct {
 
 // Err returns the absolute error of angle a (0 yaw, 1 pitch, 2 roll).
 func (f *FaceResult) Err(a int) float64 { return math.Abs(f.Pred[a] - f.Truth[a]) }
+
+// RotationErr returns the angle of the rotation between the true and the
+// estimated head poses, in degrees, and whether the face has all three
+// angles: θ = arccos((tr(Tᵀ·P) − 1)/2) for the rotations T and P of the
+// angles (rotation.Head; the angular distance on SO(3) of Hartley et al.,
+// "Rotation Averaging", IJCV 2013), an error no convention of angles
+// moves. Past 60° of yaw the data sets' angles lose it: R = Rx(p)·Ry(y)·Rz(−r)
+// is Rx(p − r)·Ry(90°) at y = 90°, so that pitch and roll errors of 20°
+// each can be one of a few degrees (docs/measured.md).
+func (f *FaceResult) RotationErr() (float64, bool) {
+	if !f.Has[0] || !f.Has[1] || !f.Has[2] {
+		return 0, false
+	}
+	t := rotation.Head(f.Truth[0], f.Truth[1], f.Truth[2])
+	p := rotation.Head(f.Pred[0], f.Pred[1], f.Pred[2])
+	d := t.T().Mul(p)
+	c := (d[0][0] + d[1][1] + d[2][2] - 1) / 2
+	return math.Acos(math.Max(-1, math.Min(1, c))) * 180 / math.Pi, true
+}
+
+// rotationMAE is the mean RotationErr of the faces read (found, with
+// angles) that keep says, and how many there are.
+func (r *Report) rotationMAE(keep func(*FaceResult) bool) (float64, int) {
+	var s float64
+	n := 0
+	for i := range r.Faces {
+		f := &r.Faces[i]
+		if !f.Found || f.Unread || (keep != nil && !keep(f)) {
+			continue
+		}
+		if e, ok := f.RotationErr(); ok {
+			s += e
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return s / float64(n), n
+}
 
 // Report gathers the results of every test face of one evaluation case.
 type Report struct {
@@ -385,11 +426,17 @@ var yawBins = []float64{0, 15, 30, 45, 60, 75, 90}
 // the detected condition it says how many faces of each bin were found.
 func (r *Report) YawTable(w io.Writer) {
 	angles := r.Angles()
+	_, rot := r.rotationMAE(nil) // a column where faces have all three angles
 	fmt.Fprintf(w, "| true \\|yaw\\| | faces | found |")
 	for _, a := range angles {
 		fmt.Fprintf(w, " %s MAE |", a)
 	}
-	fmt.Fprintf(w, "\n|---|---|---|%s\n", strings.Repeat("---|", len(angles)))
+	cols := len(angles)
+	if rot > 0 {
+		fmt.Fprintf(w, " rotation error |")
+		cols++
+	}
+	fmt.Fprintf(w, "\n|---|---|---|%s\n", strings.Repeat("---|", cols))
 	row := func(label string, in func(*FaceResult) bool) {
 		faces, found, unread := 0, 0, 0
 		for i := range r.Faces {
@@ -414,6 +461,13 @@ func (r *Report) YawTable(w io.Writer) {
 		for _, a := range angles {
 			if s := r.stats(angleIndex(a), in); s.N > 0 {
 				fmt.Fprintf(w, " %.2f |", s.MAE)
+			} else {
+				fmt.Fprintf(w, " – |")
+			}
+		}
+		if rot > 0 {
+			if e, n := r.rotationMAE(in); n > 0 {
+				fmt.Fprintf(w, " %.2f |", e)
 			} else {
 				fmt.Fprintf(w, " – |")
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -322,5 +323,68 @@ func TestLag(t *testing.T) {
 	}}
 	if lag, n := r.Lag(); n != 3 || math.Abs(lag-1) > 1e-12 {
 		t.Errorf("lag %g° over %d frames, want 1° over 3", lag, n)
+	}
+}
+
+// quat is the unit quaternion (w, x, y, z) of a rotation by a degrees
+// about axis 0 (x), 1 (y) or 2 (z): the reference's own rotations, built
+// without the rotation package's matrices.
+func quat(axis int, a float64) [4]float64 {
+	h := a * math.Pi / 360
+	q := [4]float64{math.Cos(h)}
+	q[1+axis] = math.Sin(h)
+	return q
+}
+
+func qmul(a, b [4]float64) [4]float64 {
+	return [4]float64{
+		a[0]*b[0] - a[1]*b[1] - a[2]*b[2] - a[3]*b[3],
+		a[0]*b[1] + a[1]*b[0] + a[2]*b[3] - a[3]*b[2],
+		a[0]*b[2] - a[1]*b[3] + a[2]*b[0] + a[3]*b[1],
+		a[0]*b[3] + a[1]*b[2] - a[2]*b[1] + a[3]*b[0],
+	}
+}
+
+// The rotation error is the angle between two head poses on the sphere of
+// rotations, whatever the angles that name them: against quaternions
+// (θ = 2·arccos |⟨q_t, q_p⟩|, the head Rx(pitch)·Ry(yaw)·Rz(−roll) as a
+// product of three), on poses drawn at random, and at 90° of yaw, where a
+// pitch and a roll of 30° each are the same head as neither (R =
+// Rx(p − r)·Ry(90°)): 30° of error in each angle, 0 in the rotation.
+func TestRotationErr(t *testing.T) {
+	head := func(y, p, r float64) [4]float64 { return qmul(qmul(quat(0, p), quat(1, y)), quat(2, -r)) }
+	ref := func(a, b [3]float64) float64 {
+		qa, qb := head(a[0], a[1], a[2]), head(b[0], b[1], b[2])
+		d := math.Abs(qa[0]*qb[0] + qa[1]*qb[1] + qa[2]*qb[2] + qa[3]*qb[3])
+		return 2 * math.Acos(math.Min(1, d)) * 180 / math.Pi
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		var tr, pr [3]float64
+		for i := range 3 {
+			tr[i] = 180*rng.Float64() - 90
+			pr[i] = tr[i] + 40*rng.Float64() - 20
+		}
+		f := FaceResult{Truth: tr, Pred: pr, Has: [3]bool{true, true, true}, Found: true}
+		got, ok := f.RotationErr()
+		if want := ref(tr, pr); !ok || math.Abs(got-want) > 1e-6 {
+			t.Fatalf("truth %v, estimate %v: rotation error %.9f, the quaternions' %.9f", tr, pr, got, want)
+		}
+	}
+	f := FaceResult{Truth: [3]float64{90, 30, 30}, Pred: [3]float64{90, 0, 0}, Has: [3]bool{true, true, true}, Found: true}
+	if e, _ := f.RotationErr(); e > 1e-6 || f.Err(1) != 30 || f.Err(2) != 30 {
+		t.Errorf("at 90° of yaw: rotation error %g, pitch and roll errors %g, %g; want 0, 30, 30", e, f.Err(1), f.Err(2))
+	}
+	if _, ok := (&FaceResult{Has: [3]bool{true, true, false}}).RotationErr(); ok {
+		t.Error("a face without its roll has a rotation error")
+	}
+	// The table gives it a column, by |yaw| bin, over the faces read.
+	r := &Report{Faces: []FaceResult{f, {Truth: [3]float64{10, 0, 0}, Pred: [3]float64{0, 0, 0}, Has: [3]bool{true, true, true}, Found: true}}}
+	var tab bytes.Buffer
+	r.YawTable(&tab)
+	for _, want := range []string{"| rotation error |", "| 0–15° | 1 | 100 % | 10.00 | 0.00 | 0.00 | 10.00 |", "| 75–90° | 1 | 100 % | 0.00 | 30.00 | 30.00 | 0.00 |"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("the |yaw| table lacks %q:\n%s", want, tab.String())
+		}
 	}
 }
