@@ -94,16 +94,8 @@ func withArrived(f func()) Option { return func(p *Publisher) { p.handover.arriv
 // old connection alone, the two routed to both, the one sent after.
 func TestTakeOverHandsOverLateCommandsOnce(t *testing.T) {
 	broker := mqtttest.Start(t)
-	var mu sync.Mutex
-	var ran []string
-	record := func(who string) CommandHandler {
-		return func(name string, payload []byte) (message.Reply, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			ran = append(ran, who+":"+string(payload))
-			return message.Reply{}, nil
-		}
-	}
+	var log commandLog
+	record := log.handler
 	gate := make(chan struct{})
 	var late atomic.Int32
 	old, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(record("old")), withArrived(func() {
@@ -117,14 +109,7 @@ func TestTakeOverHandsOverLateCommandsOnce(t *testing.T) {
 	waitSubscribed(t, old)
 	old.Hold(context.Background())
 	c := mqtttest.Connect(t, broker.Addr(), "sender")
-	send := func(payloads ...string) {
-		t.Helper()
-		for _, pl := range payloads {
-			if tok := c.Publish("posed/cam/set/ping", 1, false, pl); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-				t.Fatalf("send %s: %v", pl, tok.Error())
-			}
-		}
-	}
+	send := func(payloads ...string) { t.Helper(); sendPings(t, c, payloads...) }
 	send("1", "2", "3") // the old connection's alone; its delivery waits at the gate
 	next, err := New(testMQTT(broker.Addr()), "cam", quiet(), nil, WithCommands(record("new")), WithHeld(true))
 	if err != nil {
@@ -142,10 +127,7 @@ func TestTakeOverHandsOverLateCommandsOnce(t *testing.T) {
 	}
 	send("6")
 	want := []string{"new:1", "new:2", "new:3", "new:4", "new:5", "new:6"}
-	carried := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(ran) }
-	wait.Until(10*time.Second, func() bool { return len(carried()) >= len(want) })
-	time.Sleep(100 * time.Millisecond) // a command carried out twice would come now
-	if got := carried(); !slices.Equal(got, want) {
+	if got := log.wait(len(want)); !slices.Equal(got, want) {
 		t.Errorf("commands carried out %v, want %v", got, want)
 	}
 	if late.Load() < 3 {
@@ -201,32 +183,17 @@ func TestSessionHandoverKeepsCommandsBetweenConnections(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			cfg, c := b.start(t)
 			cfg.ClientID = "posed-cam-fixed"
-			var mu sync.Mutex
-			var ran []string
-			record := func(who string) CommandHandler {
-				return func(name string, payload []byte) (message.Reply, error) {
-					mu.Lock()
-					defer mu.Unlock()
-					ran = append(ran, who+":"+string(payload))
-					return message.Reply{}, nil
-				}
-			}
+			var log commandLog
+			record := log.handler
 			old, err := New(cfg, "cam", quiet(), nil, WithCommands(record("old")))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer shutdown(old, time.Second)
 			waitSubscribed(t, old)
-			send := func(payloads ...string) {
-				t.Helper()
-				for _, pl := range payloads {
-					if tok := c.Publish("posed/cam/set/ping", 1, false, pl); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-						t.Fatalf("send %s: %v", pl, tok.Error())
-					}
-				}
-			}
+			send := func(payloads ...string) { t.Helper(); sendPings(t, c, payloads...) }
 			send("1") // carried out by the old run
-			wait.Until(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == 1 })
+			wait.Until(10*time.Second, func() bool { return len(log.carried()) == 1 })
 			old.Hold(context.Background())
 			send("2", "3") // held by the old connection
 			wait.Until(10*time.Second, func() bool {
@@ -252,10 +219,7 @@ func TestSessionHandoverKeepsCommandsBetweenConnections(t *testing.T) {
 			}
 			send("6")
 			want := []string{"old:1", "new:2", "new:3", "new:4", "new:5", "new:6"}
-			carried := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(ran) }
-			wait.Until(10*time.Second, func() bool { return len(carried()) >= len(want) })
-			time.Sleep(100 * time.Millisecond) // a command carried out twice would come now
-			got := carried()
+			got := log.wait(len(want))
 			if b.name == "embedded" && len(got) == len(want) {
 				// mochi-mqtt resends a resumed session's messages sorted by
 				// the second they came in, unstably: two sent within one
@@ -303,5 +267,47 @@ func TestStartClearsTheSessionLeftBehind(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the stale one would have come first
 	if n := calls.Load(); n != 1 {
 		t.Errorf("%d commands carried out after the start, want 1 (the one sent to the running posed)", n)
+	}
+}
+
+// commandLog records the commands carried out ("who:payload"), in order.
+type commandLog struct {
+	mu  sync.Mutex
+	ran []string
+}
+
+// handler is a command handler that records its commands as who's.
+func (l *commandLog) handler(who string) CommandHandler {
+	return func(_ string, payload []byte) (message.Reply, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.ran = append(l.ran, who+":"+string(payload))
+		return message.Reply{}, nil
+	}
+}
+
+// carried is what was carried out so far.
+func (l *commandLog) carried() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ran)
+}
+
+// wait returns what was carried out once there are n, or after 10 s, and
+// a moment more: a command carried out twice would come then.
+func (l *commandLog) wait(n int) []string {
+	wait.Until(10*time.Second, func() bool { return len(l.carried()) >= n })
+	time.Sleep(100 * time.Millisecond)
+	return l.carried()
+}
+
+// sendPings sends a set/ping command of each payload to device cam, in
+// order, each acknowledged by the broker.
+func sendPings(t *testing.T, c mqtt.Client, payloads ...string) {
+	t.Helper()
+	for _, pl := range payloads {
+		if tok := c.Publish("posed/cam/set/ping", 1, false, pl); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatalf("send %s: %v", pl, tok.Error())
+		}
 	}
 }
