@@ -294,7 +294,7 @@ type expertFlags struct {
 	k, members            int
 	seed                  uint64
 	outputs, density      string
-	repeat                string
+	repeat, sets          string
 	augment, augmentSets  string
 }
 
@@ -328,6 +328,7 @@ func (x *expertFlags) options(o headpose.Options) (headpose.Options, error) {
 		return xo, err
 	}
 	xo.Repeat = rep
+	xo.Sets = splitList(x.sets) // the model's own -model-sets are not the expert's
 	if x.k > 0 {
 		xo.EM.K = x.k
 	}
@@ -358,6 +359,7 @@ func (x *expertFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&x.seed, "profile-seed", 0, "the expert's EM seed (its members take this and the next ones; 0: -seed), to measure how its figures move with the seed")
 	fs.Float64Var(&x.weight, "profile-weight", 1, "the weight of the expert's answer against the model's (1: it replaces it)")
 	fs.StringVar(&x.outputs, "profile-outputs", "", "the outputs the expert answers (comma-separated; default all)")
+	fs.StringVar(&x.sets, "profile-sets", "", "the data sets the expert learns from, comma-separated (default: every set of -data, whatever -model-sets says)")
 	fs.StringVar(&x.repeat, "profile-repeat", "", "weigh some data sets' turned faces more in the expert: set=N,… repeats each of their rows N times (e.g. aflw2000=2 for the faces in the wild)")
 	fs.StringVar(&x.augment, "profile-augment", "", "views of the training images that only the expert trains on, as -augment (e.g. rotate:1:20: one view turned in the image plane by up to ±20°); the model's rows do not change")
 	fs.StringVar(&x.augmentSets, "profile-augment-sets", "", "the data sets -profile-augment applies to (comma-separated; empty: all)")

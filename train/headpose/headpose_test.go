@@ -470,3 +470,59 @@ func TestExpertAugmentIsTheExpertsAlone(t *testing.T) {
 		t.Errorf("expert views of aflw2000 from Pointing'04's images: %v, want an error naming the set", err)
 	}
 }
+
+// Sets keeps the model to some data sets: trained on every image, it is
+// the model trained on those sets' images alone (the same parameters, the
+// same data in its record); the settings say so, so that a cached model of
+// all the sets is not taken for it; a set the bank does not hold is
+// refused by name.
+func TestSetsKeepTheModelToSomeSets(t *testing.T) {
+	s, err := dataset.Read(filepath.Join(dataDir(t), "pointing04"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var two []dataset.Sample
+	for _, x := range s {
+		switch x.Subject {
+		case "1":
+			two = append(two, x)
+		case "2":
+			x.Set = "other"
+			two = append(two, x)
+		}
+	}
+	b, err := NewBank(two, BankOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all, p04 []int
+	for i := range b.Samples {
+		all = append(all, i)
+		if b.Samples[i].Set == "pointing04" {
+			p04 = append(p04, i)
+		}
+	}
+	if len(p04) == 0 || len(p04) == len(all) {
+		t.Fatalf("%d of %d images in pointing04: want some of them", len(p04), len(all))
+	}
+	o := Options{Variant: VariantPose, Angles: []string{pose.Yaw, pose.Pitch}, EM: train.Config{K: 2, MaxIter: 5, Seed: 1}}
+	want, _, err := Train(b, p04, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Sets = []string{"pointing04"}
+	got, _, err := Train(b, all, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Params.Pi, want.Params.Pi) || !slices.Equal(got.Training.Data, want.Training.Data) {
+		t.Errorf("trained on both sets with Sets pointing04: π %v, data %v; on pointing04 alone: π %v, data %v", got.Params.Pi, got.Training.Data, want.Params.Pi, want.Training.Data)
+	}
+	if got := o.Settings(b)["sets"]; got != "pointing04" {
+		t.Errorf("settings sets %q, want pointing04", got)
+	}
+	o.Sets = []string{"aflw2000"}
+	if err := o.Validate(b); err == nil || !strings.Contains(err.Error(), `"aflw2000", which the bank does not hold`) {
+		t.Errorf("Sets aflw2000: %v, want an error naming it", err)
+	}
+}

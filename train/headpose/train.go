@@ -58,7 +58,28 @@ type Options struct {
 	// Repeat weighs a data set's rows: each of its faces' rows appears
 	// that many times (EM then counts them that much; 0 or absent: once).
 	Repeat map[string]int
-	EM     train.Config
+	// Sets, if any, are the data sets the model learns from, and whose
+	// persons calibrate its σ and temperature (LearnHeldOut); the bank's
+	// others are tested on only. A set whose labels are looser than the
+	// rest's (Pointing'04's are the directions its persons were asked to
+	// face, which their heads follow loosely) can so be left to the
+	// profile expert, whose turned heads it has most of.
+	Sets []string
+	EM   train.Config
+}
+
+// trainable returns the images of idx the model learns from (Sets).
+func (o Options) trainable(b *Bank, idx []int) []int {
+	if len(o.Sets) == 0 {
+		return idx
+	}
+	var out []int
+	for _, i := range idx {
+		if slices.Contains(o.Sets, b.Samples[i].Set) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Name is the paper's name of the variant, e.g. hGLLiM_pose&bb-4.
@@ -121,6 +142,11 @@ func (o Options) Validate(b *Bank) error {
 	for _, s := range o.Flip {
 		if s != "all" && !b.holds(s) {
 			return fmt.Errorf("headpose: mirroring data set %q, which the bank does not hold", s)
+		}
+	}
+	for _, s := range o.Sets {
+		if !b.holds(s) {
+			return fmt.Errorf("headpose: learning from data set %q, which the bank does not hold", s)
 		}
 	}
 	for s, n := range o.Repeat {
@@ -265,6 +291,7 @@ func Train(b *Bank, idx []int, o Options) (*gllim.Model, *train.Result, error) {
 	if err := o.Validate(b); err != nil {
 		return nil, nil, err
 	}
+	idx = o.trainable(b, idx)
 	t, y := o.TrainingSet(b, idx)
 	if t == nil && o.Profile > 0 {
 		return nil, nil, fmt.Errorf("headpose: no training face has |yaw| ≥ %g° (the profile expert's range)", o.Profile)
@@ -337,6 +364,9 @@ func (o Options) Settings(b *Bank) map[string]string {
 		if len(bo.ExpertAugment) > 0 {
 			s["expert_augment"], s["expert_augment_sets"] = joinAugmentations(bo.ExpertAugment), strings.Join(bo.ExpertAugmentSets, ",")
 		}
+	}
+	if len(o.Sets) > 0 {
+		s["sets"] = strings.Join(o.Sets, ",")
 	}
 	if len(o.Repeat) > 0 {
 		var r []string
