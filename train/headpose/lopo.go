@@ -317,7 +317,7 @@ func modelKey(b *Bank, trainIdx []int, o Options) string {
 	for _, k := range keys {
 		fmt.Fprintf(h, "%s=%s\n", k, settings[k])
 	}
-	for _, i := range trainIdx {
+	for _, i := range o.trainable(b, trainIdx) { // what it learns from: folds that differ in other sets share it
 		s := b.Samples[i]
 		p, err := filepath.Abs(s.Path)
 		if err != nil {
