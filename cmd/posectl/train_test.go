@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"errors"
+	"flag"
 	"io"
 	"math"
 	"os"
@@ -282,5 +283,37 @@ func TestEncodingFlagNamesTheEncodings(t *testing.T) {
 				t.Errorf("%s -encoding int4: %v does not name %q", name, err, e)
 			}
 		}
+	}
+}
+
+// -model-sets and -model-repeat are the model's, -profile-sets and
+// -profile-repeat the expert's: neither inherits the other's, and a
+// malformed count is a usage error naming its flag.
+func TestSetFlagsAreTheirModels(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var m modelFlags
+	var x expertFlags
+	m.register(fs)
+	x.register(fs)
+	if err := fs.Parse([]string{"-model-sets", "aflw2000", "-model-repeat", "aflw2000=2", "-profile", "30", "-profile-sets", "pointing04,aflw2000"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := m.options(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xo, err := x.options(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.Sets, []string{"aflw2000"}) || o.Repeat["aflw2000"] != 2 {
+		t.Errorf("the model: sets %v, repeat %v", o.Sets, o.Repeat)
+	}
+	if !slices.Equal(xo.Sets, []string{"pointing04", "aflw2000"}) || len(xo.Repeat) != 0 {
+		t.Errorf("the expert: sets %v, repeat %v; want its own sets and no repeat", xo.Sets, xo.Repeat)
+	}
+	m.repeat = "aflw2000=x"
+	if _, err := m.options(nil); err == nil || !strings.Contains(err.Error(), "-model-repeat") {
+		t.Errorf("-model-repeat aflw2000=x: %v, want an error naming the flag", err)
 	}
 }
