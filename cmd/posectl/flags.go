@@ -60,7 +60,7 @@ func (d *dataFlags) load() ([]dataset.Sample, error) {
 type modelFlags struct {
 	variant, angles, cov   string
 	box, flip, sets        string
-	repeat                 string
+	repeat, maxPitch       string
 	moves, augment, augSet string
 	backdrops              string
 	yawBoxes               bool
@@ -85,6 +85,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.box, "box", "canonical", "face box: canonical (the detector's, from each data set's annotation by its convention), square (the annotated box's square) or annotated (stretched to the patch, the paper's protocol)")
 	fs.BoolVar(&m.yawBoxes, "yaw-boxes", false, "canonical boxes: place each face's box where the detector puts it on faces of that yaw (uses the yaw label)")
 	fs.StringVar(&m.sets, "model-sets", "", "the data sets the model learns from and calibrates its σ on, comma-separated (default: every set of -data; the others are tested on only)")
+	fs.StringVar(&m.maxPitch, "model-max-pitch", "", "keep the model to some data sets' faces within a |pitch| label: set=degrees,… (e.g. pointing04=30)")
 	fs.StringVar(&m.repeat, "model-repeat", "", "weigh some data sets' faces more in the model: set=N,… repeats each of their rows N times (the expert's: -profile-repeat)")
 	fs.StringVar(&m.flip, "flip", "", "add the mirrored faces of these data sets (comma-separated names, or all): yaw, roll and the x shift change sign")
 	fs.IntVar(&m.shifts, "shifts", -1, "moved boxes per image for augmentation (default 0 for pose, 4 for pose-bb)")
@@ -130,9 +131,21 @@ func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, e
 	if err != nil {
 		return headpose.Options{}, err
 	}
+	var maxPitch map[string]float64
+	for _, kv := range splitList(m.maxPitch) {
+		k, v, ok := strings.Cut(kv, "=")
+		d, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil || !(d >= 0 && d < 90) {
+			return headpose.Options{}, fmt.Errorf("%w: -model-max-pitch %q: want set=degrees (0 to below 90)", errUsage, kv)
+		}
+		if maxPitch == nil {
+			maxPitch = map[string]float64{}
+		}
+		maxPitch[k] = d
+	}
 	return headpose.Options{
 		Variant: v, Angles: strings.Split(m.angles, ","), Flip: splitList(m.flip), Scale: m.scale, UseShifted: m.useShifted, ZeroRoll: m.zeroRoll,
-		Members: m.members, Sets: splitList(m.sets), Repeat: rep,
+		Members: m.members, Sets: splitList(m.sets), Repeat: rep, MaxPitch: maxPitch,
 		EM: train.Config{
 			K: m.k, Lw: m.lw, Cov: cov, Shared: m.shared, Starts: m.starts, MaxIter: m.maxIter, Tol: m.tol,
 			Seed: m.seed, InitPCs: m.pcs, GammaFloor: m.gammaFloor, VarFloor: m.floor, Progress: progress,

@@ -329,6 +329,7 @@ func (x *expertFlags) options(o headpose.Options) (headpose.Options, error) {
 	}
 	xo.Repeat = rep
 	xo.Sets = splitList(x.sets) // the model's own -model-sets are not the expert's
+	xo.MaxPitch = nil           // nor its -model-max-pitch
 	if x.k > 0 {
 		xo.EM.K = x.k
 	}

@@ -295,7 +295,7 @@ func TestSetFlagsAreTheirModels(t *testing.T) {
 	var x expertFlags
 	m.register(fs)
 	x.register(fs)
-	if err := fs.Parse([]string{"-model-sets", "aflw2000", "-model-repeat", "aflw2000=2", "-profile", "30", "-profile-sets", "pointing04,aflw2000"}); err != nil {
+	if err := fs.Parse([]string{"-model-sets", "aflw2000", "-model-repeat", "aflw2000=2", "-model-max-pitch", "pointing04=30", "-profile", "30", "-profile-sets", "pointing04,aflw2000"}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := m.options(nil)
@@ -306,12 +306,17 @@ func TestSetFlagsAreTheirModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(o.Sets, []string{"aflw2000"}) || o.Repeat["aflw2000"] != 2 {
-		t.Errorf("the model: sets %v, repeat %v", o.Sets, o.Repeat)
+	if !slices.Equal(o.Sets, []string{"aflw2000"}) || o.Repeat["aflw2000"] != 2 || o.MaxPitch["pointing04"] != 30 {
+		t.Errorf("the model: sets %v, repeat %v, max pitch %v", o.Sets, o.Repeat, o.MaxPitch)
 	}
-	if !slices.Equal(xo.Sets, []string{"pointing04", "aflw2000"}) || len(xo.Repeat) != 0 {
-		t.Errorf("the expert: sets %v, repeat %v; want its own sets and no repeat", xo.Sets, xo.Repeat)
+	if !slices.Equal(xo.Sets, []string{"pointing04", "aflw2000"}) || len(xo.Repeat) != 0 || len(xo.MaxPitch) != 0 {
+		t.Errorf("the expert: sets %v, repeat %v, max pitch %v; want its own sets and no repeat or bound", xo.Sets, xo.Repeat, xo.MaxPitch)
 	}
+	m.maxPitch = "pointing04=95"
+	if _, err := m.options(nil); err == nil || !strings.Contains(err.Error(), "-model-max-pitch") {
+		t.Errorf("-model-max-pitch pointing04=95: %v, want an error naming the flag", err)
+	}
+	m.maxPitch = ""
 	m.repeat = "aflw2000=x"
 	if _, err := m.options(nil); err == nil || !strings.Contains(err.Error(), "-model-repeat") {
 		t.Errorf("-model-repeat aflw2000=x: %v, want an error naming the flag", err)

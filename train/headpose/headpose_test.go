@@ -521,6 +521,29 @@ func TestSetsKeepTheModelToSomeSets(t *testing.T) {
 	if got := o.Settings(b)["sets"]; got != "pointing04" {
 		t.Errorf("settings sets %q, want pointing04", got)
 	}
+	// MaxPitch keeps a set's faces within a |pitch| label, the others whole.
+	var within []int
+	for _, i := range all {
+		if b.Samples[i].Set != "pointing04" || math.Abs(b.Samples[i].Pitch) <= 30 {
+			within = append(within, i)
+		}
+	}
+	if len(within) == len(all) {
+		t.Fatal("no face of pointing04 past 30° of pitch")
+	}
+	o.Sets = nil
+	want, _, err = Train(b, within, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.MaxPitch = map[string]float64{"pointing04": 30}
+	if got, _, err = Train(b, all, o); err != nil || !slices.Equal(got.Params.Pi, want.Params.Pi) {
+		t.Errorf("MaxPitch pointing04=30: π %v (%v), want %v as trained on those faces alone", got.Params.Pi, err, want.Params.Pi)
+	}
+	if got := o.Settings(b)["max_pitch"]; got != "pointing04=30" {
+		t.Errorf("settings max_pitch %q, want pointing04=30", got)
+	}
+	o.MaxPitch = nil
 	o.Sets = []string{"aflw2000"}
 	if err := o.Validate(b); err == nil || !strings.Contains(err.Error(), `"aflw2000", which the bank does not hold`) {
 		t.Errorf("Sets aflw2000: %v, want an error naming it", err)
