@@ -266,11 +266,11 @@ func (p *Publisher) release(theirs []Command) {
 	h := &p.handover
 	h.mu.Lock()
 	h.cmds = append(theirs[:len(theirs):len(theirs)], h.cmds...)
+	if p.cmdQueue == nil { // no command goroutine: nothing to carry out
+		h.cmds, h.on = nil, false
+	}
 	h.mu.Unlock()
 	if p.cmdQueue == nil {
-		h.mu.Lock()
-		h.cmds, h.on = nil, false
-		h.mu.Unlock()
 		return
 	}
 	select {

@@ -179,17 +179,16 @@ func New(cfg Settings, device string, log *slog.Logger, print io.Writer, opts ..
 	// left there (clearSession); a reload's publisher connects once the
 	// last run's has left (gate).
 	session := cfg.ClientID != ""
-	o := mqtt.NewClientOptions().
-		AddBroker(broker).
-		SetClientID(id).
+	tc, err := TLSConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o := connOptions(broker, id, cfg, tc).
 		SetCleanSession(!session).
 		SetAutoReconnect(true).
 		SetConnectRetry(false). // the first connection is retried by connectLoop, with backoff
 		SetMaxReconnectInterval(30*time.Second).
 		SetConnectionNotificationHandler(p.onNotification).
-		SetConnectTimeout(cfg.ConnectTimeout).
-		SetCustomOpenConnectionFn(openLimited). // packets over maxInbound are not held
-		SetWriteTimeout(tokenWait).
 		SetKeepAlive(30*time.Second).
 		SetOrderMatters(true). // commands in the order sent (the handler never blocks); the handover's barrier needs it
 		SetWill(p.base+message.TopicAvailable, "offline", 1, true).
@@ -198,19 +197,6 @@ func New(cfg Settings, device string, log *slog.Logger, print io.Writer, opts ..
 			p.connected.Store(false)
 			p.log.Warn("mqtt: connection lost", "broker", p.broker, "err", err)
 		})
-	if cfg.Username != "" {
-		o.SetUsername(cfg.Username)
-	}
-	if cfg.Password != "" {
-		o.SetPassword(cfg.Password)
-	}
-	tc, err := TLSConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if tc != nil {
-		o.SetTLSConfig(tc)
-	}
 	p.announced = p.discovery()
 	p.stale = p.staleDiscovery(p.announced)
 	p.client = mqtt.NewClient(o)
@@ -218,7 +204,9 @@ func New(cfg Settings, device string, log *slog.Logger, print io.Writer, opts ..
 		if p.handover.on {
 			p.gate = make(chan struct{})
 		} else {
-			p.clear = clearOptions(broker, id, cfg, tc)
+			// A connection that only ends the session an earlier
+			// process left under id: clean, no will, no handlers.
+			p.clear = connOptions(broker, id, cfg, tc).SetCleanSession(true).SetAutoReconnect(false).SetConnectRetry(false)
 		}
 		if p.commands != nil {
 			p.client.AddRoute(p.base+message.TopicSet+"+", p.onCommand)
@@ -290,12 +278,12 @@ func loadKeyPair(cert, key string) (tls.Certificate, error) {
 	return tls.X509KeyPair(c, k)
 }
 
-// clearOptions are those of a connection that only ends the session an
-// earlier process left under id: a clean session, no will, no handlers.
-func clearOptions(broker, id string, cfg Settings, tc *tls.Config) *mqtt.ClientOptions {
-	o := mqtt.NewClientOptions().AddBroker(broker).SetClientID(id).SetCleanSession(true).
-		SetAutoReconnect(false).SetConnectRetry(false).SetConnectTimeout(cfg.ConnectTimeout).
-		SetCustomOpenConnectionFn(openLimited).SetWriteTimeout(tokenWait)
+// connOptions are what every connection of posed's to the broker has:
+// the broker, the client id, the credentials and TLS, its timeouts, and
+// the bound on inbound packets (packets over maxInbound are not held).
+func connOptions(broker, id string, cfg Settings, tc *tls.Config) *mqtt.ClientOptions {
+	o := mqtt.NewClientOptions().AddBroker(broker).SetClientID(id).
+		SetConnectTimeout(cfg.ConnectTimeout).SetWriteTimeout(tokenWait).SetCustomOpenConnectionFn(openLimited)
 	if cfg.Username != "" {
 		o.SetUsername(cfg.Username)
 	}
