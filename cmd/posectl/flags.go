@@ -131,17 +131,12 @@ func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, e
 	if err != nil {
 		return headpose.Options{}, err
 	}
-	var maxPitch map[string]float64
-	for _, kv := range splitList(m.maxPitch) {
-		k, v, ok := strings.Cut(kv, "=")
+	maxPitch, err := parseSetValues("-model-max-pitch", m.maxPitch, "set=degrees (0 to below 90)", func(v string) (float64, bool) {
 		d, err := strconv.ParseFloat(v, 64)
-		if !ok || err != nil || !(d >= 0 && d < 90) {
-			return headpose.Options{}, fmt.Errorf("%w: -model-max-pitch %q: want set=degrees (0 to below 90)", errUsage, kv)
-		}
-		if maxPitch == nil {
-			maxPitch = map[string]float64{}
-		}
-		maxPitch[k] = d
+		return d, err == nil && d >= 0 && d < 90
+	})
+	if err != nil {
+		return headpose.Options{}, err
 	}
 	return headpose.Options{
 		Variant: v, Angles: strings.Split(m.angles, ","), Flip: splitList(m.flip), Scale: m.scale, UseShifted: m.useShifted, ZeroRoll: m.zeroRoll,
@@ -370,17 +365,27 @@ func parseInts(s string) ([]int, error) {
 
 // parseSetCounts reads the flag named name: set=N,… with N ≥ 1 (nil if empty).
 func parseSetCounts(name, s string) (map[string]int, error) {
-	var out map[string]int
+	return parseSetValues(name, s, "set=N with N ≥ 1", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 1
+	})
+}
+
+// parseSetValues parses "set=value,…" with parse, which says whether a
+// value is one; a malformed pair is a usage error naming the flag and
+// what it wants. nil for "".
+func parseSetValues[V any](name, s, want string, parse func(string) (V, bool)) (map[string]V, error) {
+	var out map[string]V
 	for _, kv := range splitList(s) {
 		k, v, ok := strings.Cut(kv, "=")
-		n, err := strconv.Atoi(v)
-		if !ok || err != nil || n < 1 {
-			return nil, fmt.Errorf("%w: %s %q: want set=N with N ≥ 1", errUsage, name, kv)
+		x, good := parse(v)
+		if !ok || !good {
+			return nil, fmt.Errorf("%w: %s %q: want %s", errUsage, name, kv, want)
 		}
 		if out == nil {
-			out = map[string]int{}
+			out = map[string]V{}
 		}
-		out[k] = n
+		out[k] = x
 	}
 	return out, nil
 }

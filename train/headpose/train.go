@@ -68,6 +68,7 @@ type Options struct {
 	// MaxPitch, by data set, keeps the model to that set's faces whose
 	// |pitch| label is at most this (degrees): Pointing'04's ±60° and ±90°
 	// marks ask more of the head than it gives, the eyes doing the rest.
+	// The held-out calibration keeps to the same faces.
 	MaxPitch map[string]float64
 	EM       train.Config
 }

@@ -32,7 +32,7 @@ func LearnHeldOut(b *Bank, idx []int, o Options, eo EvalOptions, frac float64, s
 	if !(frac > 0 && frac < 1) {
 		return 0, nil, nil, fmt.Errorf("headpose: held-out fraction %g not in (0, 1)", frac)
 	}
-	idx = o.trainable(b, idx) // σ and temperature are measured on persons of the sets it learns from
+	idx = o.trainable(b, idx) // σ and temperature are measured on faces of the kind it learns from (Sets, MaxPitch)
 	if n := persons(b, idx); n < 2 {
 		return 0, nil, nil, fmt.Errorf("headpose: %d person(s): calibrating the uncertainty needs at least 2", n)
 	}
