@@ -26,6 +26,7 @@ import (
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/internal/wait"
 	"github.com/edgepose/posed/publish/mqtttest"
 )
@@ -272,22 +273,9 @@ func TestFieldCommandsThroughReloads(t *testing.T) {
 }
 
 func commandsThroughReloads(t *testing.T, bin, seq, kind string) {
-	var addr, yaml string
-	creds := func(o *mqtt.ClientOptions) *mqtt.ClientOptions { return o }
-	switch kind {
-	case "embedded":
-		addr = mqtttest.FreeAddr(t)
-		users := filepath.Join(t.TempDir(), "readers")
-		os.WriteFile(users, []byte("ha:ha-secret\n"), 0o600)
-		yaml = fmt.Sprintf("mqtt: {broker: embedded, listen: %q, embedded_users: %s}\n", addr, users)
-		creds = func(o *mqtt.ClientOptions) *mqtt.ClientOptions { return o.SetUsername("ha").SetPassword("ha-secret") }
-	case "client_id":
-		addr = mqtttest.Start(t).Addr()
-		yaml = fmt.Sprintf("mqtt: {broker: tcp://%s, client_id: posed-reloads-fixed}\n", addr)
-	default:
-		addr = mqtttest.Start(t).Addr()
-		yaml = fmt.Sprintf("mqtt: {broker: tcp://%s}\n", addr)
-	}
+	m := config.Default().MQTT
+	addr, creds := reloadBroker(t, kind, &m)
+	yaml := fmt.Sprintf("mqtt: {broker: %q, listen: %q, embedded_users: %q, client_id: %q}\n", m.Broker, m.Listen, m.EmbeddedUsers, m.ClientID)
 	metricsAddr := mqtttest.FreeAddr(t)
 	p := startPosedYAML(t, bin, "reloads", seq, yaml+fmt.Sprintf("metrics: {listen: %q}\n", metricsAddr))
 	col := mqtttest.CollectFrom(t, creds(mqtt.NewClientOptions().AddBroker("tcp://"+addr).SetClientID("collector").

@@ -31,25 +31,33 @@ func TestCommandDuringReloadIsCarriedOut(t *testing.T) {
 	}
 }
 
-func commandDuringReload(t *testing.T, kind string) {
-	seq, _ := yawSequence(t)
-	var cfg config.Config
-	var addr string
-	creds := func(o *mqtt.ClientOptions) *mqtt.ClientOptions { return o }
+// reloadBroker is the broker of a reload test, as kind says: "plain"
+// (mosquitto), "client_id" (mosquitto, posed with a client id of its
+// own) or "embedded" (posed's own, with a reader ha). It sets m for it
+// and returns the address and the credentials other clients log in with.
+func reloadBroker(t *testing.T, kind string, m *config.MQTT) (addr string, creds func(*mqtt.ClientOptions) *mqtt.ClientOptions) {
+	creds = func(o *mqtt.ClientOptions) *mqtt.ClientOptions { return o }
 	if kind == "embedded" {
 		addr = mqtttest.FreeAddr(t)
 		users := filepath.Join(t.TempDir(), "readers")
-		os.WriteFile(users, []byte("ha:ha-secret\n"), 0o600)
-		cfg = testConfig(t, seq, "embedded")
-		cfg.MQTT.Listen, cfg.MQTT.EmbeddedUsers = addr, users
-		creds = func(o *mqtt.ClientOptions) *mqtt.ClientOptions { return o.SetUsername("ha").SetPassword("ha-secret") }
-	} else {
-		addr = mqtttest.Start(t).Addr()
-		cfg = testConfig(t, seq, "tcp://"+addr)
-		if kind == "client_id" {
-			cfg.MQTT.ClientID = "posed-test-fixed"
+		if err := os.WriteFile(users, []byte("ha:ha-secret\n"), 0o600); err != nil {
+			t.Fatal(err)
 		}
+		m.Broker, m.Listen, m.EmbeddedUsers = "embedded", addr, users
+		return addr, func(o *mqtt.ClientOptions) *mqtt.ClientOptions { return o.SetUsername("ha").SetPassword("ha-secret") }
 	}
+	addr = mqtttest.Start(t).Addr()
+	m.Broker = "tcp://" + addr
+	if kind == "client_id" {
+		m.ClientID = "posed-fixed"
+	}
+	return addr, creds
+}
+
+func commandDuringReload(t *testing.T, kind string) {
+	seq, _ := yawSequence(t)
+	cfg := testConfig(t, seq, "")
+	addr, creds := reloadBroker(t, kind, &cfg.MQTT)
 	cfg.Source.Loop = true
 	load := func() (config.Config, error) { return cfg, nil }
 	ctx, cancel := context.WithCancel(context.Background())
