@@ -48,6 +48,7 @@ type evalFlags struct {
 	conditionSet         bool
 	frames               int
 	hold                 string
+	noise                float64
 	alone                bool
 	daemon               config.Config // -config's, or the defaults
 	paste                pasteFlags
@@ -73,6 +74,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.configPath, "config", "", "published: the daemon's configuration file whose frame path runs (detectors, verification, scan, tracker); default: posed's defaults. Its model keys are ignored: the model is -model's, with the expert beside it")
 	fs.StringVar(&e.faceFree, "face-free", "", "published: also count the faces published on each picture of this folder of face-free pictures (phantoms per picture)")
 	fs.IntVar(&e.frames, "frames", 1, "published: show each picture this many frames (a still scene) and count what the last frame publishes: 1 is a scene's first frame, found by the network's scan; 2 adds the cascades' detection with its verification")
+	fs.Float64Var(&e.noise, "noise", 0, "turning: σ in grey levels of sensor-like noise added to every frame, each its own (the frames one by one see the same frames); 0: none")
 	fs.StringVar(&e.hold, "hold", "1", "turning: the frames each pose is held (15 a second), a comma-separated list: 1 turns 225°/s, 4 56°/s")
 	fs.BoolVar(&e.alone, "alone", false, "turning: also measure the same frames one by one (each a scene's first frame), against which the video is compared")
 	fs.BoolVar(&e.heldOutOnly, "face-free-held-out", true, "with -face-free: only the third of the pictures kept out of every training (by name, as posectl cascade keeps them)")
@@ -329,6 +331,9 @@ func (e *evalFlags) cases() ([]headpose.EvalOptions, error) {
 	if !(e.startStd >= 0) {
 		return nil, fmt.Errorf("%w: -start-std %g: want 0 (off) or a σ in degrees", errUsage, e.startStd)
 	}
+	if !(e.noise >= 0 && e.noise <= 128) {
+		return nil, fmt.Errorf("%w: -noise %g: want a σ of 0 (none) to 128 grey levels", errUsage, e.noise)
+	}
 	var evals []headpose.EvalOptions
 	for _, c := range splitList(e.condition) {
 		cond, err := headpose.ParseCondition(c)
@@ -344,6 +349,9 @@ func (e *evalFlags) cases() ([]headpose.EvalOptions, error) {
 		for _, st := range settings {
 			for _, h := range holds {
 				o := headpose.EvalOptions{Condition: cond, Seed: e.testSeed, CentreSigma: e.testSigma, ScaleSigma: e.testScale, Settings: st, StartStd: e.startStd, Hold: h}
+				if cond == headpose.Turning {
+					o.Noise = e.noise
+				}
 				evals = append(evals, o)
 				if cond == headpose.Turning && e.alone {
 					o.Alone = true

@@ -91,6 +91,12 @@ type EvalOptions struct {
 	// frame a scene of its own, the tracker reset before it.
 	Hold  int
 	Alone bool
+	// Noise: turning: the σ, in grey levels, of the sensor-like noise
+	// added to every frame, each frame its own draw (seeded by Seed, the
+	// sequence and the frame, so that the frames one by one (Alone) see
+	// the same frames as the video): a camera's held head is never the
+	// same picture twice. 0: the pictures as they are.
+	Noise float64
 	// StartStd, if above 0, checks detections as posed's tracker does
 	// (track.Config.Refuses): a face whose yaw std from its detection
 	// exceeds it is not found.
@@ -140,6 +146,9 @@ func (o EvalOptions) Name() string {
 	}
 	if o.Condition == Turning {
 		name += fmt.Sprintf(", %d frames a pose", max(o.Hold, 1))
+		if o.Noise > 0 {
+			name += fmt.Sprintf(", noise σ %g", o.Noise)
+		}
 		if o.Alone {
 			name += ", frames one by one"
 		}
@@ -785,19 +794,27 @@ func turning(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, e
 	hold := max(o.Hold, 1)
 	res := make([][]FaceResult, len(seqs))
 	ferr := onFrames(len(seqs), est, o, func(fr Frames) func(int) {
+		var noisy *image.Gray
 		return func(j int) {
 			fr.Reset()
 			at := time.Unix(0, 0)
+			frame := 0
 			for n, i := range seqs[j] {
 				for range hold {
 					at = at.Add(time.Second / turningFPS)
 					if o.Alone {
 						fr.Reset()
 					}
+					img := b.Images[i]
+					if o.Noise > 0 {
+						noisy = addNoise(noisy, img, o.Noise, rand.New(rand.NewPCG(o.Seed, uint64(j)<<32|uint64(frame))))
+						img = noisy
+					}
+					frame++
 					out := b.result(est, i, b.FaceBox(i))
 					out.Turn = turns[j][n]
 					label := b.Samples[i].Box
-					for _, f := range fr.ProcessAt(b.Images[i], at) {
+					for _, f := range fr.ProcessAt(img, at) {
 						if !out.Found && feature.Finds(f.Box, label) {
 							out.Found, out.Refined, out.Test, out.View = true, f.Box, f.Box, f.View
 							out.Pred, out.Std, out.Unread = f.Angles, f.Std, !f.Has[0]
@@ -814,6 +831,22 @@ func turning(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, e
 		return nil, ferr
 	}
 	return &Report{Case: o.Name(), Faces: slices.Concat(res...)}, nil
+}
+
+// addNoise returns img with Gaussian noise of σ grey levels added to
+// every pixel, rounded and clipped to 0–255, in dst (grown as needed).
+func addNoise(dst, img *image.Gray, sigma float64, rng *rand.Rand) *image.Gray {
+	if dst == nil || dst.Rect != img.Rect {
+		dst = image.NewGray(img.Rect)
+	}
+	for y := img.Rect.Min.Y; y < img.Rect.Max.Y; y++ {
+		src := img.Pix[img.PixOffset(img.Rect.Min.X, y):][:img.Rect.Dx()]
+		out := dst.Pix[dst.PixOffset(img.Rect.Min.X, y):][:img.Rect.Dx()]
+		for x, v := range src {
+			out[x] = uint8(min(max(math.Round(float64(v)+sigma*rng.NormFloat64()), 0), 255))
+		}
+	}
+	return dst
 }
 
 // Lag is the mean signed yaw error along the head's turn over the found

@@ -3,6 +3,7 @@ package headpose
 import (
 	"bytes"
 	"encoding/csv"
+	"image"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -386,5 +387,63 @@ func TestRotationErr(t *testing.T) {
 		if !strings.Contains(tab.String(), want) {
 			t.Errorf("the |yaw| table lacks %q:\n%s", want, tab.String())
 		}
+	}
+}
+
+// The turning condition's sensor noise: on a mid-grey picture its draws
+// have the σ asked for and no bias; it clips at black and white instead
+// of wrapping; the same seed gives the same frame (the frames one by one
+// see the video's frames) and another seed another.
+func TestAddNoise(t *testing.T) {
+	grey := image.NewGray(image.Rect(3, 5, 203, 155))
+	for i := range grey.Pix {
+		grey.Pix[i] = 128
+	}
+	const sigma = 3.0
+	a := addNoise(nil, grey, sigma, rand.New(rand.NewPCG(5, 1)))
+	if a.Rect != grey.Rect {
+		t.Fatalf("noisy frame %v, picture %v", a.Rect, grey.Rect)
+	}
+	var s, s2 float64
+	for _, v := range a.Pix {
+		d := float64(v) - 128
+		s += d
+		s2 += d * d
+	}
+	n := float64(len(a.Pix))
+	mean, sd := s/n, math.Sqrt(s2/n-(s/n)*(s/n))
+	// 30 000 draws, rounded: σ within 3 % (rounding adds 1/12 of a level²).
+	if math.Abs(mean) > 0.1 || math.Abs(sd-math.Sqrt(sigma*sigma+1.0/12)) > 0.03*sigma {
+		t.Errorf("noise mean %.3f, σ %.3f: want 0 and %.2f", mean, sd, sigma)
+	}
+	b := addNoise(nil, grey, sigma, rand.New(rand.NewPCG(5, 1)))
+	if !slices.Equal(a.Pix, b.Pix) {
+		t.Error("the same seed gave another frame")
+	}
+	c := addNoise(b, grey, sigma, rand.New(rand.NewPCG(5, 2)))
+	if c != b {
+		t.Error("the frame's buffer was not reused")
+	}
+	if slices.Equal(a.Pix, c.Pix) {
+		t.Error("another frame's seed gave the same noise")
+	}
+	edge := image.NewGray(image.Rect(0, 0, 100, 100))
+	for i := range edge.Pix {
+		edge.Pix[i] = uint8(255 * (i % 2))
+	}
+	e := addNoise(nil, edge, 20, rand.New(rand.NewPCG(1, 1)))
+	low, high := 0, 0
+	for i, v := range e.Pix {
+		switch {
+		case i%2 == 0 && v > 100, i%2 == 1 && v < 155:
+			t.Fatalf("pixel %d: %d from %d: wrapped around", i, v, edge.Pix[i])
+		case v == 0:
+			low++
+		case v == 255:
+			high++
+		}
+	}
+	if low < 2000 || high < 2000 {
+		t.Errorf("%d black and %d white pixels of 5000 each: the noise is not clipped", low, high)
 	}
 }
