@@ -357,7 +357,7 @@ type Track struct {
 	// bias) stays in the published σ.
 	White float64 `yaml:"white"`
 	// LandmarkEvery: with a landmark expert, each face's landmarks are
-	// read every this many frames (and whenever its yaw has moved 10°),
+	// read every this many frames (and whenever its yaw has moved 5°),
 	// the correction they make to the model's angles carried between; 1:
 	// every frame (a network run per face and frame).
 	LandmarkEvery int `yaml:"landmark_every"`

@@ -507,7 +507,7 @@ func TestTrackLandmarkSchedule(t *testing.T) {
 	for i, c := range []struct {
 		yaw   float64
 		looks int // after this frame
-	}{{20, 1}, {21, 1}, {22, 1}, {22, 2}, {25, 2}, {40, 3}, {40, 3}} {
+	}{{20, 1}, {21, 1}, {22, 1}, {22, 2}, {25, 2}, {29, 3}, {29, 3}, {33, 3}, {33, 4}} {
 		yaw = c.yaw
 		faces := tr.Process(img)
 		if len(faces) != 1 {
