@@ -282,7 +282,7 @@ func (n *Network) sort(faces []yunet.Face) {
 			continue
 		}
 		if f.Score >= n.p.ScanScore {
-			n.out = append(n.out, asDetection(f))
+			n.out = append(n.out, AsDetection(f))
 		} else {
 			n.weak = append(n.weak, f)
 		}
@@ -303,7 +303,7 @@ func (n *Network) lookAtWeak(img *image.Gray, known []feature.Box) {
 	}
 	w := n.weak[:0]
 	for _, f := range n.weak {
-		d := asDetection(f)
+		d := AsDetection(f)
 		switch {
 		case n.reported(d.Box):
 		case slices.ContainsFunc(known, func(k feature.Box) bool { return feature.Finds(d.Box, k) }):
@@ -319,7 +319,7 @@ func (n *Network) lookAtWeak(img *image.Gray, known []feature.Box) {
 		if !ok || math.Sqrt(found.W*found.H) < minScanFace {
 			continue
 		}
-		if d := asDetection(found); !n.reported(d.Box) {
+		if d := AsDetection(found); !n.reported(d.Box) {
 			n.out = append(n.out, d)
 		}
 	}
@@ -389,7 +389,7 @@ func tileOf(r image.Rectangle, i, cols, rows int) image.Rectangle {
 // offset is 0.10).
 const turnedNose = 0.09
 
-// asDetection is a face of the network as a cascade's detection: a square
+// AsDetection is a face of the network as a cascade's detection: a square
 // box where the cascades put theirs, and the view its landmarks show (the
 // nose left of the eyes' middle: YawPositive). The map, fitted on the 4016
 // faces of AFLW2000 and Pointing'04 both found, goes by the nose's offset
@@ -397,7 +397,7 @@ const turnedNose = 0.09
 // 75–90°): the cascades' centre lies min(1.05 n, 0.12) sides toward the
 // nose and 0.05 + 0.2 n sides above the network's, their side is
 // max(1.10 − 1.3 n, 0.95) times its.
-func asDetection(f yunet.Face) Face {
+func AsDetection(f yunet.Face) Face {
 	s := math.Sqrt(f.W * f.H)
 	mid := (f.Landmarks[0] + f.Landmarks[2]) / 2
 	nose := (f.Landmarks[4] - mid) / s

@@ -751,3 +751,65 @@ func TestTrackKeepsItsBoxAgainstAPoorDetection(t *testing.T) {
 		}
 	}
 }
+
+// fromEstimator answers *yaw at any box, leaves the box where it is and
+// records the box each refinement starts from.
+type fromEstimator struct {
+	yaw   *float64
+	froms []feature.Box
+}
+
+func (e *fromEstimator) Estimate(_ *image.Gray, from feature.Box) pose.Result {
+	e.froms = append(e.froms, from)
+	return pose.Result{Box: from, Angles: [3]float64{*e.yaw, 0, 0}, Std: [3]float64{5, 5, 5}}
+}
+func (*fromEstimator) Refines() bool     { return true }
+func (*fromEstimator) HasAngle(int) bool { return true }
+
+// turnLandmarker finds the face 30 px right of the box it is asked about,
+// seen frontal (eyes level either side of the nose).
+type turnLandmarker struct{ looks int }
+
+func (l *turnLandmarker) Landmarks(_ *image.Gray, box feature.Box) (yunet.Face, bool) {
+	l.looks++
+	f := yunet.Face{X: box.X + 30, Y: box.Y, W: box.W, H: box.H, Score: 0.9}
+	cx, cy := f.X+f.W/2, f.Y+f.H/2
+	f.Landmarks = [10]float64{cx - 20, cy - 10, cx + 20, cy - 10, cx, cy + 5, cx - 15, cy + 25, cx + 15, cy + 25}
+	return f, true
+}
+
+// Anchored, a landmark look that the yaw's move called for renews the
+// track's anchor: the next frame is read from the look's face as a
+// detection's box, not from the box placed for the pose before the turn.
+// A scheduled look on a still face does not move the anchor.
+func TestTrackReanchorsOnATurn(t *testing.T) {
+	for _, anchored := range []bool{false, true} {
+		cfg := Config{MaxFaces: 4, Every: 100, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, Anchored: anchored, LandmarkEvery: 2}
+		det := &scriptDetector{faces: []detect.Face{square(200, 100, 100)}}
+		yaw := 20.0
+		est := &fromEstimator{yaw: &yaw}
+		lm := &turnLandmarker{}
+		tr := New(cfg, det, detect.Identity, est, WithLandmarks(lm, addFuser{}))
+		img := image.NewGray(image.Rect(0, 0, 640, 480))
+		for range 4 { // looks on frames 0 and 2, on schedule
+			tr.Process(img)
+		}
+		for i, b := range est.froms {
+			if b != det.faces[0].Box {
+				t.Fatalf("anchored %v: a still face's frame %d read from %+v, want the detection's %+v", anchored, i, b, det.faces[0].Box)
+			}
+		}
+		yaw = 30 // the head turned: frame 4 looks again
+		tr.Process(img)
+		tr.Process(img)
+		if lm.looks != 3 {
+			t.Fatalf("anchored %v: %d looks, want 3", anchored, lm.looks)
+		}
+		look, _ := lm.Landmarks(img, det.faces[0].Box)
+		want := detect.AsDetection(look).Box
+		got := est.froms[len(est.froms)-1]
+		if renewed := got == want; renewed != anchored {
+			t.Errorf("anchored %v: the frame after the turn read from %+v; the look's face as a detection is %+v", anchored, got, want)
+		}
+	}
+}

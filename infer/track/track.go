@@ -846,7 +846,9 @@ const landmarkMove = 5
 // over to each frame's, with its σ shrunk in the same ratio: the
 // landmarks correct the model's bias on this face, which holds while the
 // face holds its pose, and the model follows its moves every frame. The
-// landmarks are published on the frames of a look.
+// landmarks are published on the frames of a look. Anchored, a look the
+// yaw's move called for also renews the track's anchor: the next frame
+// starts from the look's face as a detection's box.
 func (t *Tracker) landmarks(tr *trackState, img *image.Gray, r *pose.Result) {
 	f := &tr.face
 	f.HasLandmarks = false
@@ -855,7 +857,8 @@ func (t *Tracker) landmarks(tr *trackState, img *image.Gray, r *pose.Result) {
 	}
 	lc := &tr.lm
 	lc.age++
-	if lc.valid && lc.age < t.cfg.LandmarkEvery && math.Abs(r.Angles[0]-lc.yaw) <= landmarkMove {
+	moved := lc.valid && math.Abs(r.Angles[0]-lc.yaw) > landmarkMove
+	if lc.valid && lc.age < t.cfg.LandmarkEvery && !moved {
 		for i := range r.Angles {
 			r.Angles[i] += lc.corr[i]
 			r.Std[i] *= lc.ratio[i]
@@ -872,6 +875,14 @@ func (t *Tracker) landmarks(tr *trackState, img *image.Gray, r *pose.Result) {
 		return
 	}
 	f.Landmarks, f.HasLandmarks = nf.Landmarks, true
+	if moved && t.cfg.Anchored {
+		// A head that turned is read from where a detection would put its
+		// box now: the network's face on this look, as the scan reports
+		// its faces. The last detection's box, moved as the refined box
+		// moved, was placed for the pose before the turn
+		// (docs/measured.md, "A head turning: the filter").
+		tr.anchor, tr.seeded = t.calib.Apply(detect.AsDetection(nf).Box), true
+	}
 	model, std := r.Angles, r.Std
 	if !t.fuse.Fuse(r, feature.Box{X: nf.X, Y: nf.Y, W: nf.W, H: nf.H}, &f.Landmarks) {
 		return
