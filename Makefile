@@ -310,12 +310,16 @@ cascade-folds: build negatives
 # The shipped recipe, each fold choosing its temperature as `make model`
 # does: Pointing'04 leaving one person out (AFLW2000 always in training),
 # then AFLW2000 in 5 folds (Pointing'04 always in training); one model per
-# fold measured under every condition, with 1 and 3 refinement steps.
+# fold measured under every condition, with 1 and 3 refinement steps; the
+# turning heads again with a camera's noise on every frame, from the same
+# fold models (kept in build/models).
 eval: build
 	bin/posectl eval -protocol lopo -set pointing04 $(MODEL_FLAGS) $(PROFILE_FLAGS) $(LANDMARK_FLAGS) -landmarks-compare -learn-temperature $(TEMPERATURES) -encoding $(ENCODING) \
-		-condition published,annotated,shifted,detected,turning -hold 1,2,4 -alone -iterations 1,3 -per-face build/eval-pointing04-lopo.csv -card models/default.md
+		-condition published,annotated,shifted,detected,turning -hold 1,2,4 -alone -iterations 1,3 -models build/models -per-face build/eval-pointing04-lopo.csv -card models/default.md
+	bin/posectl eval -protocol lopo -set pointing04 $(MODEL_FLAGS) $(PROFILE_FLAGS) $(LANDMARK_FLAGS) -learn-temperature $(TEMPERATURES) -encoding $(ENCODING) \
+		-condition turning -hold 1,2,4 -alone -noise 3 -iterations 3 -models build/models -card models/default.md
 	bin/posectl eval -protocol kfold -splits 5 -set aflw2000 $(MODEL_FLAGS) $(PROFILE_FLAGS) $(LANDMARK_FLAGS) -landmarks-compare -learn-temperature $(TEMPERATURES) -encoding $(ENCODING) \
-		-condition published,annotated,detected -iterations 1,3 -per-face build/eval-aflw2000-kfold.csv -card models/default.md
+		-condition published,annotated,detected -iterations 1,3 -models build/models -per-face build/eval-aflw2000-kfold.csv -card models/default.md
 	# The attention decisions (road, camera) on the same faces, by |yaw|.
 	bin/posectl decisions -per-face build/eval-pointing04-lopo.csv -case "annotated, 3 iterations, averaged, T learnt"
 	bin/posectl decisions -per-face build/eval-aflw2000-kfold.csv -case "annotated, 3 iterations, averaged, T learnt"
