@@ -260,6 +260,32 @@ func BenchmarkFrame(b *testing.B) {
 			return n
 		})
 	})
+	// turning-frame-ratio: the same on a head turning from −45 to 45° and
+	// back in 15° steps, a pose a frame (225°/s at 15 fps: Pointing'04's
+	// person 5), no detection after the first frame: every frame is a
+	// turn's, with its landmark look, full refinement and new anchor.
+	b.Run("turning-frame-ratio", func(b *testing.B) {
+		turn := datatest.Turn640(b)
+		ours, est := defaultTracker(b, 1<<30)
+		ours.Process(turn[0]) // the first frame detects
+		ref := New(Config{MaxFaces: 4, Every: 1, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, new(pigoDetector), ours.calib, est.NewWorker())
+		ratioLoop(b, func() int {
+			n := 0
+			for _, f := range turn {
+				n += len(ours.Process(f))
+			}
+			if ours.Timing().Detected {
+				b.Fatal("a tracked frame detected")
+			}
+			return n
+		}, func() int {
+			n := 0
+			for _, f := range turn {
+				n += len(ref.Process(f))
+			}
+			return n
+		})
+	})
 	b.Run("pose-step", func(b *testing.B) {
 		_, est := defaultTracker(b, 1)
 		w := est.NewWorker()

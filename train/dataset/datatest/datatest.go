@@ -59,6 +59,30 @@ func Frame640(tb testing.TB) *image.Gray {
 	return f
 }
 
+// Turn640 is Frame640's person turning the head: its photographs at pitch
+// 0 and yaw −45 to 45° in 15° steps and back (12 frames, the first at
+// −45°), each in the middle of a grey 640×480 frame.
+func Turn640(tb testing.TB) []*image.Gray {
+	tb.Helper()
+	names := []string{"143+0-45", "144+0-30", "145+0-15", "146+0+0", "147+0+15", "148+0+30", "149+0+45"}
+	var frames []*image.Gray
+	for i := range 2*len(names) - 2 {
+		j := i
+		if j >= len(names) {
+			j = 2*len(names) - 2 - i
+		}
+		n := names[j]
+		img, err := dataset.LoadGray(File(tb, "pointing04", "Person05", "person05"+n+".jpg"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		f := grey640()
+		draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
+		frames = append(frames, f)
+	}
+	return frames
+}
+
 // frontal is the photograph of Frame640.
 func frontal(tb testing.TB) *image.Gray {
 	tb.Helper()
