@@ -238,54 +238,12 @@ func BenchmarkFrame(b *testing.B) {
 	// landmark looks and full refinements (Config.LandmarkEvery,
 	// RefineEvery), so that the medians are of the average frame: the
 	// issue's bound is 0.1×.
-	b.Run("tracked-frame-ratio", func(b *testing.B) {
-		ours, est := defaultTracker(b, 1<<30)
-		ours.Process(img) // the first frame detects
-		ref := New(Config{MaxFaces: 4, Every: 1, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, new(pigoDetector), ours.calib, est.NewWorker())
-		k := lcm(max(ours.cfg.LandmarkEvery, 1), max(ours.cfg.RefineEvery, 1))
-		ratioLoop(b, func() int {
-			n := 0
-			for range k {
-				n += len(ours.Process(img))
-				if ours.Timing().Detected {
-					b.Fatal("a tracked frame detected")
-				}
-			}
-			return n
-		}, func() int {
-			n := 0
-			for range k {
-				n += len(ref.Process(img))
-			}
-			return n
-		})
-	})
+	b.Run("tracked-frame-ratio", func(b *testing.B) { trackedRatio(b, []*image.Gray{img}, true) })
 	// turning-frame-ratio: the same on a head turning from −45 to 45° and
 	// back in 15° steps, a pose a frame (225°/s at 15 fps: Pointing'04's
 	// person 5), no detection after the first frame: every frame is a
 	// turn's, with its landmark look, full refinement and new anchor.
-	b.Run("turning-frame-ratio", func(b *testing.B) {
-		turn := datatest.Turn640(b)
-		ours, est := defaultTracker(b, 1<<30)
-		ours.Process(turn[0]) // the first frame detects
-		ref := New(Config{MaxFaces: 4, Every: 1, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, new(pigoDetector), ours.calib, est.NewWorker())
-		ratioLoop(b, func() int {
-			n := 0
-			for _, f := range turn {
-				n += len(ours.Process(f))
-			}
-			if ours.Timing().Detected {
-				b.Fatal("a tracked frame detected")
-			}
-			return n
-		}, func() int {
-			n := 0
-			for _, f := range turn {
-				n += len(ref.Process(f))
-			}
-			return n
-		})
-	})
+	b.Run("turning-frame-ratio", func(b *testing.B) { trackedRatio(b, datatest.Turn640(b), false) })
 	b.Run("pose-step", func(b *testing.B) {
 		_, est := defaultTracker(b, 1)
 		w := est.NewWorker()
@@ -319,6 +277,36 @@ func BenchmarkFrame(b *testing.B) {
 		b.ReportAllocs()
 		loopMedian(b, func() { w.Estimate(img, box) })
 		b.ReportMetric(float64(len(m.Members)+1), "members")
+	})
+}
+
+// trackedRatio times the default tracker's frames of a face it tracks
+// (detected on frames[0] first, never again) against pigo's facefinder
+// frames (detection and the pose) on the same frames, alternately, a
+// block of frames against the same block (ratioLoop); cycle repeats the
+// frames to a block of a cycle of landmark looks and full refinements.
+func trackedRatio(b *testing.B, frames []*image.Gray, cycle bool) {
+	ours, est := defaultTracker(b, 1<<30)
+	if cycle {
+		frames = slices.Repeat(frames, lcm(max(ours.cfg.LandmarkEvery, 1), max(ours.cfg.RefineEvery, 1)))
+	}
+	ours.Process(frames[0]) // the first frame detects
+	ref := New(Config{MaxFaces: 4, Every: 1, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60}, new(pigoDetector), ours.calib, est.NewWorker())
+	ratioLoop(b, func() int {
+		n := 0
+		for _, f := range frames {
+			n += len(ours.Process(f))
+			if ours.Timing().Detected {
+				b.Fatal("a tracked frame detected")
+			}
+		}
+		return n
+	}, func() int {
+		n := 0
+		for _, f := range frames {
+			n += len(ref.Process(f))
+		}
+		return n
 	})
 }
 
