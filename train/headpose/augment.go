@@ -223,9 +223,7 @@ func (g *augmenter) extract(dst []float32, img, red *image.Gray, box feature.Box
 		// Seeded by the box and amount, so a view's noise is the same
 		// whichever goroutine draws it.
 		g.pcg.Seed(math.Float64bits(box.X)^math.Float64bits(box.Y)<<1, math.Float64bits(v))
-		for i, x := range p {
-			p[i] = clampGrey(float64(x) + v*g.rng.NormFloat64())
-		}
+		addGaussian(p, p, v, g.rng)
 	case LowRes:
 		g.lowRes(p, int(math.Round(v)))
 	case Gamma:
@@ -243,6 +241,14 @@ func (g *augmenter) extract(dst []float32, img, red *image.Gray, box feature.Box
 }
 
 func clampGrey(v float64) uint8 { return uint8(math.Max(0, math.Min(255, math.Round(v)))) }
+
+// addGaussian writes src with Gaussian noise of σ grey levels drawn from
+// rng into dst (the same length; it may be src): sensor noise.
+func addGaussian(dst, src []uint8, sigma float64, rng *rand.Rand) {
+	for i, x := range src {
+		dst[i] = clampGrey(float64(x) + sigma*rng.NormFloat64())
+	}
+}
 
 // blur convolves the n×n patch with a separable Gaussian of σ pixels
 // (kernel to ±3σ, border replicated).

@@ -833,18 +833,15 @@ func turning(est *pose.Estimator, b *Bank, idx []int, o EvalOptions) (*Report, e
 	return &Report{Case: o.Name(), Faces: slices.Concat(res...)}, nil
 }
 
-// addNoise returns img with Gaussian noise of σ grey levels added to
-// every pixel, rounded and clipped to 0–255, in dst (grown as needed).
+// addNoise returns img with the augmentation's sensor noise of σ grey
+// levels (addGaussian) on every pixel, in dst (made when it does not fit).
 func addNoise(dst, img *image.Gray, sigma float64, rng *rand.Rand) *image.Gray {
 	if dst == nil || dst.Rect != img.Rect {
 		dst = image.NewGray(img.Rect)
 	}
 	for y := img.Rect.Min.Y; y < img.Rect.Max.Y; y++ {
-		src := img.Pix[img.PixOffset(img.Rect.Min.X, y):][:img.Rect.Dx()]
-		out := dst.Pix[dst.PixOffset(img.Rect.Min.X, y):][:img.Rect.Dx()]
-		for x, v := range src {
-			out[x] = uint8(min(max(math.Round(float64(v)+sigma*rng.NormFloat64()), 0), 255))
-		}
+		w := img.Rect.Dx()
+		addGaussian(dst.Pix[dst.PixOffset(img.Rect.Min.X, y):][:w], img.Pix[img.PixOffset(img.Rect.Min.X, y):][:w], sigma, rng)
 	}
 	return dst
 }
