@@ -73,6 +73,16 @@ type Options struct {
 	EM       train.Config
 }
 
+// setValues writes a per-set setting as the flags take it: set=value,…
+// by set name.
+func setValues[V any](m map[string]V, format func(V) string) string {
+	var r []string
+	for _, set := range slices.Sorted(maps.Keys(m)) {
+		r = append(r, set+"="+format(m[set]))
+	}
+	return strings.Join(r, ",")
+}
+
 // trainable returns the images of idx the model learns from (Sets,
 // MaxPitch).
 func (o Options) trainable(b *Bank, idx []int) []int {
@@ -385,18 +395,10 @@ func (o Options) Settings(b *Bank) map[string]string {
 		s["sets"] = strings.Join(o.Sets, ",")
 	}
 	if len(o.MaxPitch) > 0 {
-		var r []string
-		for _, set := range slices.Sorted(maps.Keys(o.MaxPitch)) {
-			r = append(r, set+"="+f(o.MaxPitch[set]))
-		}
-		s["max_pitch"] = strings.Join(r, ",")
+		s["max_pitch"] = setValues(o.MaxPitch, f)
 	}
 	if len(o.Repeat) > 0 {
-		var r []string
-		for _, set := range slices.Sorted(maps.Keys(o.Repeat)) {
-			r = append(r, set+"="+strconv.Itoa(o.Repeat[set]))
-		}
-		s["repeat"] = strings.Join(r, ",")
+		s["repeat"] = setValues(o.Repeat, strconv.Itoa)
 	}
 	if bo.Moves == DetectorMoves {
 		s["move_scale"] = f(bo.MoveScale)
