@@ -348,10 +348,7 @@ func (e *evalFlags) cases() ([]headpose.EvalOptions, error) {
 		}
 		for _, st := range settings {
 			for _, h := range holds {
-				o := headpose.EvalOptions{Condition: cond, Seed: e.testSeed, CentreSigma: e.testSigma, ScaleSigma: e.testScale, Settings: st, StartStd: e.startStd, Hold: h}
-				if cond == headpose.Turning {
-					o.Noise = e.noise
-				}
+				o := headpose.EvalOptions{Condition: cond, Seed: e.testSeed, CentreSigma: e.testSigma, ScaleSigma: e.testScale, Settings: st, StartStd: e.startStd, Hold: h, Noise: e.noise}
 				evals = append(evals, o)
 				if cond == headpose.Turning && e.alone {
 					o.Alone = true
