@@ -54,7 +54,13 @@ func File(tb testing.TB, elem ...string) string {
 // middle of a grey 640×480 frame: the frame the benchmarks time.
 func Frame640(tb testing.TB) *image.Gray {
 	tb.Helper()
-	img, f := frontal(tb), grey640()
+	return inFrame640(frontal(tb))
+}
+
+// inFrame640 is a Pointing'04 photograph (384×288) in the middle of a
+// grey 640×480 frame.
+func inFrame640(img *image.Gray) *image.Gray {
+	f := grey640()
 	draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
 	return f
 }
@@ -64,21 +70,17 @@ func Frame640(tb testing.TB) *image.Gray {
 // −45°), each in the middle of a grey 640×480 frame.
 func Turn640(tb testing.TB) []*image.Gray {
 	tb.Helper()
-	names := []string{"143+0-45", "144+0-30", "145+0-15", "146+0+0", "147+0+15", "148+0+30", "149+0+45"}
 	var frames []*image.Gray
-	for i := range 2*len(names) - 2 {
-		j := i
-		if j >= len(names) {
-			j = 2*len(names) - 2 - i
-		}
-		n := names[j]
+	for _, n := range []string{"143+0-45", "144+0-30", "145+0-15", "146+0+0", "147+0+15", "148+0+30", "149+0+45"} {
 		img, err := dataset.LoadGray(File(tb, "pointing04", "Person05", "person05"+n+".jpg"))
 		if err != nil {
 			tb.Fatal(err)
 		}
-		f := grey640()
-		draw.Draw(f, image.Rect(128, 96, 512, 384), img, img.Rect.Min, draw.Src)
-		frames = append(frames, f)
+		frames = append(frames, inFrame640(img))
+	}
+	// And back, each end once.
+	for i := len(frames) - 2; i > 0; i-- {
+		frames = append(frames, frames[i])
 	}
 	return frames
 }
