@@ -206,8 +206,9 @@ type trackState struct {
 	full    pose.Result
 	fullAge int
 	// Config.Anchored: where the next refinement starts (anchor, if
-	// anchored), and whether this frame's start is a detection's, which
-	// the anchor then takes as it is.
+	// anchored), and whether this frame's start is a detection's (or a
+	// turn's landmark look's, set on the frame before), which the anchor
+	// then takes as it is.
 	anchor           feature.Box
 	anchored, seeded bool
 }
