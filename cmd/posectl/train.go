@@ -446,15 +446,21 @@ func modelCard(path string, m *gllim.Model, samples []dataset.Sample, took time.
 	b.WriteString("σ scale multiplies the model's predictive standard deviation so that it matches the errors on persons held out of a second training (`-calibrate-std`); – : not calibrated.\n\n")
 	b.WriteString("## Data and terms\n\n")
 	count := map[string]int{}
+	faced := map[string]bool{}
 	var sets []string
 	for _, s := range samples {
 		if count[s.Set] == 0 {
 			sets = append(sets, s.Set)
 		}
 		count[s.Set]++
+		faced[s.Set] = faced[s.Set] || s.Faced
 	}
 	for _, s := range sets {
-		fmt.Fprintf(&b, "- %s: %d images. %s\n", s, count[s], dataset.Terms(s))
+		reading := ""
+		if faced[s] {
+			reading = " Pan and tilt read as the direction faced (R = Ry(pan)·Rx(tilt)), in the convention below."
+		}
+		fmt.Fprintf(&b, "- %s: %d images.%s %s\n", s, count[s], reading, dataset.Terms(s))
 	}
 	b.WriteString("\nThe model inherits the most restrictive of these terms.\n\n## Settings\n\n")
 	for _, k := range sortedKeys(t.Settings) {

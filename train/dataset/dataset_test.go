@@ -229,3 +229,88 @@ func TestMadeFromColumn(t *testing.T) {
 		t.Error("a photograph's origin is not its set")
 	}
 }
+
+// Faced turns each Pointing'04 face towards its mark: the converted
+// angles' head has its nose along the mark's direction (pan about the
+// vertical, tilt of elevation) and its ear-to-ear axis level, as a head
+// turned about the neck and then nodded has. The reference is the
+// geometry, not the composition Faced makes: the nose of Head(yaw, pitch,
+// roll) is its third column (rotation.Head(0, t, 0) looks up along −y for
+// t > 0, rotation.Head(p, 0, 0) along +x for p > 0), its ear axis the first.
+func TestFaced(t *testing.T) {
+	s, err := Read(filepath.Join(dataDir(t), "pointing04"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := append([]Sample(nil), s...)
+	other := Sample{Set: "aflw2000", Yaw: 60, Pitch: -30, Roll: 5, HasYaw: true, HasPitch: true, HasRoll: true}
+	s = append(s, other)
+	Faced(s)
+	if s[len(s)-1] != other {
+		t.Errorf("an AFLW2000 face was converted: %+v", s[len(s)-1])
+	}
+	rad := math.Pi / 180
+	worst, kept := 0.0, 0
+	for i, x := range s[:len(raw)] {
+		pan, tilt := raw[i].Yaw, raw[i].Pitch
+		if !x.Faced || !x.HasRoll {
+			t.Fatalf("%s: not read as faced: %+v", x.Path, x)
+		}
+		r := rotationHead(x.Yaw, x.Pitch, x.Roll)
+		nose := [3]float64{r[0][2], r[1][2], r[2][2]}
+		want := [3]float64{math.Sin(pan*rad) * math.Cos(tilt*rad), -math.Sin(tilt * rad), math.Cos(pan*rad) * math.Cos(tilt*rad)}
+		for k := range 3 {
+			worst = math.Max(worst, math.Abs(nose[k]-want[k]))
+		}
+		// The ear axis stays level (at tilt ±90 pan is 0 and it is too).
+		worst = math.Max(worst, math.Abs(r[1][0]))
+		if pan == 0 || tilt == 0 {
+			// One of them 0: the angles are the file name's.
+			if math.Abs(x.Yaw-pan) > 1e-6 || math.Abs(x.Pitch-tilt) > 1e-6 || x.Roll != 0 {
+				t.Errorf("%s: pan %g, tilt %g read as yaw %g, pitch %g, roll %g", x.Path, pan, tilt, x.Yaw, x.Pitch, x.Roll)
+			}
+			kept++
+		}
+	}
+	if worst > 1e-6 {
+		t.Errorf("a converted head is %g off its mark's direction or its ear axis off level", worst)
+	}
+	if kept != 2*15*(13+6+2) { // 15 persons, 2 series: tilt 0 (13 pans), pan 0 (tilts ±15, ±30, ±60), and tilt ±90
+		t.Errorf("%d faces kept their angles", kept)
+	}
+	// A turned and tilted head: pan 60°, tilt −30° (docs in Faced).
+	one := []Sample{{Set: "pointing04", Yaw: 60, Pitch: -30, HasYaw: true, HasPitch: true}}
+	Faced(one)
+	if y, p, r := one[0].Yaw, one[0].Pitch, one[0].Roll; math.Abs(y-48.59) > 0.01 || math.Abs(p+49.11) > 0.01 || math.Abs(r+40.89) > 0.01 {
+		t.Errorf("pan 60, tilt −30 read as %.2f, %.2f, %.2f; want 48.59, −49.11, −40.89", y, p, r)
+	}
+	once := one[0]
+	Faced(one)
+	if one[0] != once {
+		t.Errorf("Faced twice converted twice: %+v, then %+v", once, one[0])
+	}
+}
+
+// rotationHead is R = Rx(pitch)·Ry(yaw)·Rz(−roll), written out here from
+// the axes' rotations so that the test does not take the composition
+// from the package it checks.
+func rotationHead(yaw, pitch, roll float64) [3][3]float64 {
+	rad := math.Pi / 180
+	cy, sy := math.Cos(yaw*rad), math.Sin(yaw*rad)
+	cp, sp := math.Cos(pitch*rad), math.Sin(pitch*rad)
+	cr, sr := math.Cos(-roll*rad), math.Sin(-roll*rad)
+	x := [3][3]float64{{1, 0, 0}, {0, cp, -sp}, {0, sp, cp}}
+	y := [3][3]float64{{cy, 0, sy}, {0, 1, 0}, {-sy, 0, cy}}
+	z := [3][3]float64{{cr, -sr, 0}, {sr, cr, 0}, {0, 0, 1}}
+	mul := func(a, b [3][3]float64) (o [3][3]float64) {
+		for i := range 3 {
+			for j := range 3 {
+				for k := range 3 {
+					o[i][j] += a[i][k] * b[k][j]
+				}
+			}
+		}
+		return o
+	}
+	return mul(mul(x, y), z)
+}

@@ -273,6 +273,16 @@ func TestModelKeyIgnoresHowDataIsNamed(t *testing.T) {
 	if modelKey(b, []int{0, 1, 2, 4}, o) == key {
 		t.Error("another picture gives the same key")
 	}
+	// The same pictures labelled otherwise (-pointing04 faced) are another
+	// model's: a kept model of the other labels is not read back.
+	b.Samples = slices.Clone(orig)
+	dataset.Faced(b.Samples)
+	if b.Samples[1].Yaw == orig[1].Yaw && b.Samples[1].Pitch == orig[1].Pitch && b.Samples[2].Yaw == orig[2].Yaw && b.Samples[2].Pitch == orig[2].Pitch {
+		t.Fatalf("the test's pictures %+v keep their labels read as faced", b.Samples[:4])
+	}
+	if modelKey(b, idx, o) == key {
+		t.Error("the same pictures with other labels give the same key")
+	}
 }
 
 // A turning sequence is each person's series at pitch 0 from the least

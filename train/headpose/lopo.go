@@ -308,7 +308,8 @@ func cachedEnsemble(b *Bank, trainIdx []int, o Options, models string) (*gllim.M
 
 // modelKey names the model o trains on trainIdx: the recipe, the
 // settings and each training picture (its absolute path, so that -data
-// given relative or absolute finds the same models) with its box.
+// given relative or absolute finds the same models) with its box and
+// its labels.
 func modelKey(b *Bank, trainIdx []int, o Options) string {
 	h := sha256.New()
 	settings := o.Settings(b)
@@ -323,7 +324,7 @@ func modelKey(b *Bank, trainIdx []int, o Options) string {
 		if err != nil {
 			p = s.Path
 		}
-		fmt.Fprintf(h, "%s %v\n", p, b.FaceBox(i))
+		fmt.Fprintf(h, "%s %v %v %v %v %v %v %v\n", p, b.FaceBox(i), s.Yaw, s.Pitch, s.Roll, s.HasYaw, s.HasPitch, s.HasRoll)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
