@@ -273,11 +273,19 @@ func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int,
 			faces = fmt.Sprintf("the training faces with |yaw| ≥ %g, turned one way", profile)
 		}
 		w, mean := cost.Worst, cost.Mean
-		note := fmt.Sprintf("worst difference from float32 on %s: yaw %.3f°, pitch %.3f°, roll %.3f°; mean %.3f°, %.3f°, %.3f°",
-			faces, w[0], w[1], w[2], mean[0], mean[1], mean[2])
+		// The angles the model predicts (one without roll has no roll
+		// difference to tell: NaN before).
+		var worst, avg []string
+		for i, name := range pose.AngleNames {
+			if m.OutputIndex(name) >= 0 {
+				worst = append(worst, fmt.Sprintf("%s %.3f°", name, w[i]))
+				avg = append(avg, fmt.Sprintf("%.3f°", mean[i]))
+			}
+		}
+		note := fmt.Sprintf("worst difference from float32 on %s: %s; mean %s", faces, strings.Join(worst, ", "), strings.Join(avg, ", "))
 		fmt.Fprintf(os.Stderr, "%s, %s encoding: %s\n", path, enc, note)
 		for i := range w {
-			if w[i] > bound.worst || mean[i] > bound.mean {
+			if m.OutputIndex(pose.AngleNames[i]) >= 0 && (w[i] > bound.worst || mean[i] > bound.mean) {
 				return fmt.Errorf("%s encoding moves %s by %.3f° on a training face (%.3f° on average), more than %g° (%g°): write -encoding float32",
 					enc, pose.AngleNames[i], w[i], mean[i], bound.worst, bound.mean)
 			}
