@@ -31,12 +31,13 @@ type dataFlags struct {
 func (d *dataFlags) register(fs *flag.FlagSet, def string) {
 	fs.StringVar(&d.dirs, "data", def, "comma-separated data set folders (labels.csv, or the original Pointing'04 / AFLW2000 layouts)")
 	fs.BoolVar(&d.inRange, "in-range", true, "keep only faces whose angles are all within ±99° (AFLW2000's usual subset)")
-	fs.StringVar(&d.p04, "pointing04", "labels", "how Pointing'04's pan and tilt are read: faced (the direction the person faced, R = Ry(pan)·Rx(tilt), converted to yaw, pitch and roll) or labels (pan is yaw, tilt is pitch, roll unlabelled)")
+	fs.StringVar(&d.p04, "pointing04", "labels", "how Pointing'04's pan and tilt are read: labels (pan is yaw, tilt is pitch, roll unlabelled), faced (the direction the person faced, R = Ry(pan)·Rx(tilt), converted to yaw, pitch and roll) or faced-yaw (the faced head's yaw, tilt as pitch, roll unlabelled)")
 }
 
 func (d *dataFlags) load() ([]dataset.Sample, error) {
-	if d.p04 != "faced" && d.p04 != "labels" {
-		return nil, fmt.Errorf("%w: -pointing04 %q: want faced or labels", errUsage, d.p04)
+	reading, ok := dataset.Readings[d.p04]
+	if !ok {
+		return nil, fmt.Errorf("%w: -pointing04 %q: want labels, faced or faced-yaw", errUsage, d.p04)
 	}
 	var out []dataset.Sample
 	for _, dir := range strings.Split(d.dirs, ",") {
@@ -47,9 +48,7 @@ func (d *dataFlags) load() ([]dataset.Sample, error) {
 		if err != nil {
 			return nil, err
 		}
-		if d.p04 == "faced" {
-			dataset.Faced(s)
-		}
+		dataset.PointingReading(s, reading)
 		for _, x := range s {
 			if x.InRange || !d.inRange {
 				out = append(out, x)

@@ -454,19 +454,24 @@ func modelCard(path string, m *gllim.Model, samples []dataset.Sample, took time.
 	b.WriteString("σ scale multiplies the model's predictive standard deviation so that it matches the errors on persons held out of a second training (`-calibrate-std`); – : not calibrated.\n\n")
 	b.WriteString("## Data and terms\n\n")
 	count := map[string]int{}
-	faced := map[string]bool{}
+	readings := map[string]dataset.Reading{}
 	var sets []string
 	for _, s := range samples {
 		if count[s.Set] == 0 {
 			sets = append(sets, s.Set)
 		}
 		count[s.Set]++
-		faced[s.Set] = faced[s.Set] || s.Faced
+		if s.Reading != dataset.Labels {
+			readings[s.Set] = s.Reading
+		}
 	}
 	for _, s := range sets {
 		reading := ""
-		if faced[s] {
+		switch readings[s] {
+		case dataset.Faced:
 			reading = " Pan and tilt read as the direction faced (R = Ry(pan)·Rx(tilt)), in the convention below."
+		case dataset.FacedYaw:
+			reading = " Yaw read as the faced head's (R = Ry(pan)·Rx(tilt)), tilt as pitch."
 		}
 		fmt.Fprintf(&b, "- %s: %d images.%s %s\n", s, count[s], reading, dataset.Terms(s))
 	}

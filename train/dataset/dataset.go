@@ -47,9 +47,10 @@ type Sample struct {
 	// photograph. Such a picture is trained on, never tested on, and held
 	// out with its person whenever that person's set is cross-validated.
 	MadeFrom string
-	// Faced says that the angles were read from Pointing'04's pan and tilt
-	// as the direction the person faced (Faced): roll is then labelled.
-	Faced bool
+	// Reading says how a Pointing'04 sample's pan and tilt became its
+	// angles: Labels (pan is yaw, tilt pitch), or Faced or FacedYaw
+	// (PointingReading).
+	Reading Reading
 }
 
 // Origin is the data set whose persons the sample shows: MadeFrom for a made
@@ -249,9 +250,26 @@ func ReadPointing04(dir string) ([]Sample, error) {
 	return out, nil
 }
 
-// Faced reads the Pointing'04 samples' labels as the directions their
-// persons faced and converts them to the labels' convention; other
-// samples, and samples read so already, are left as they are.
+// Reading is how Pointing'04's pan and tilt are read as angles.
+type Reading string
+
+const (
+	// Labels reads pan as yaw and tilt as pitch, with no roll: the data
+	// README's reading (and a sample's until PointingReading reads it).
+	Labels Reading = ""
+	// Faced reads them as the direction the person faced, with the roll
+	// and pitch of that head.
+	Faced Reading = "faced"
+	// FacedYaw takes the yaw of the faced head and keeps the tilt as
+	// pitch, with no roll.
+	FacedYaw Reading = "faced-yaw"
+)
+
+// Readings names the readings as posectl's -pointing04 takes them.
+var Readings = map[string]Reading{"labels": Labels, "faced": Faced, "faced-yaw": FacedYaw}
+
+// PointingReading reads the Pointing'04 samples' pan and tilt as r says;
+// other samples, and samples read already, are left as they are.
 //
 // Pointing'04's persons look at marks placed at a pan (about the vertical)
 // and a tilt (the elevation above the horizontal). A head faces such a
@@ -259,21 +277,28 @@ func ReadPointing04(dir string) ([]Sample, error) {
 // ear-to-ear axis by tilt: R = Ry(pan)·Rx(tilt), its nose along the
 // direction of the mark. The labels' convention composes the other way,
 // R = Rx(pitch)·Ry(yaw)·Rz(−roll), so pan and tilt are yaw and pitch only
-// where one of them is 0. Elsewhere the head has a roll, and less yaw:
-// pan 60°, tilt −30° is yaw 48.6°, pitch −49.1°, roll −40.9°. A model
-// learnt from AFLW2000 alone reads Pointing'04's heads nearer these
-// rotations than the file names' (docs/measured.md, "Pointing'04's
-// angles").
-func Faced(samples []Sample) {
+// where one of them is 0. Elsewhere the faced head has a roll, and less
+// yaw: pan 60°, tilt −30° is yaw 48.6°, pitch −49.1°, roll −40.9°, and at
+// pan 90° any tilt gives the convention's lost angle (pitch and roll
+// ±90°). A model learnt from AFLW2000 alone reads Pointing'04's heads
+// nearer these rotations than the file names', with about half their roll
+// (docs/measured.md, "Pointing'04's angles"). FacedYaw keeps the faced
+// head's yaw, the sine of its nose's sideways part (sin pan·cos tilt),
+// which no roll moves, and the tilt as pitch.
+func PointingReading(samples []Sample, r Reading) {
+	if r == Labels {
+		return
+	}
 	for i := range samples {
 		s := &samples[i]
-		if s.Set != "pointing04" || s.Faced || !s.HasYaw || !s.HasPitch {
+		if s.Set != "pointing04" || s.Reading != Labels || !s.HasYaw || !s.HasPitch {
 			continue
 		}
-		r := rotation.Head(s.Yaw, 0, 0).Mul(rotation.Head(0, s.Pitch, 0))
-		y, p, ro := r.Angles()
-		s.Yaw, s.Pitch, s.Roll = tidy(y), tidy(p), tidy(ro)
-		s.HasRoll, s.Faced = true, true
+		y, p, ro := rotation.Head(s.Yaw, 0, 0).Mul(rotation.Head(0, s.Pitch, 0)).Angles()
+		s.Yaw, s.Reading = tidy(y), r
+		if r == Faced {
+			s.Pitch, s.Roll, s.HasRoll = tidy(p), tidy(ro), true
+		}
 	}
 }
 

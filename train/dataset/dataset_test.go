@@ -230,14 +230,14 @@ func TestMadeFromColumn(t *testing.T) {
 	}
 }
 
-// Faced turns each Pointing'04 face towards its mark: the converted
+// PointingReading with Faced turns each Pointing'04 face towards its mark: the converted
 // angles' head has its nose along the mark's direction (pan about the
 // vertical, tilt of elevation) and its ear-to-ear axis level, as a head
 // turned about the neck and then nodded has. The reference is the
 // geometry, not the composition Faced makes: the nose of Head(yaw, pitch,
 // roll) is its third column (rotation.Head(0, t, 0) looks up along −y for
 // t > 0, rotation.Head(p, 0, 0) along +x for p > 0), its ear axis the first.
-func TestFaced(t *testing.T) {
+func TestPointingReading(t *testing.T) {
 	s, err := Read(filepath.Join(dataDir(t), "pointing04"))
 	if err != nil {
 		t.Fatal(err)
@@ -245,16 +245,22 @@ func TestFaced(t *testing.T) {
 	raw := append([]Sample(nil), s...)
 	other := Sample{Set: "aflw2000", Yaw: 60, Pitch: -30, Roll: 5, HasYaw: true, HasPitch: true, HasRoll: true}
 	s = append(s, other)
-	Faced(s)
-	if s[len(s)-1] != other {
+	yawOnly := append([]Sample(nil), s...)
+	PointingReading(s, Faced)
+	PointingReading(yawOnly, FacedYaw)
+	if s[len(s)-1] != other || yawOnly[len(s)-1] != other {
 		t.Errorf("an AFLW2000 face was converted: %+v", s[len(s)-1])
 	}
 	rad := math.Pi / 180
 	worst, kept := 0.0, 0
 	for i, x := range s[:len(raw)] {
 		pan, tilt := raw[i].Yaw, raw[i].Pitch
-		if !x.Faced || !x.HasRoll {
+		if x.Reading != Faced || !x.HasRoll {
 			t.Fatalf("%s: not read as faced: %+v", x.Path, x)
+		}
+		// Its yaw alone, the tilt kept as pitch, no roll.
+		if y := yawOnly[i]; y.Reading != FacedYaw || y.HasRoll || y.Yaw != x.Yaw || y.Pitch != tilt {
+			t.Fatalf("%s: faced-yaw read %+v, want the faced yaw %g and the tilt %g, no roll", x.Path, y, x.Yaw, tilt)
 		}
 		r := rotationHead(x.Yaw, x.Pitch, x.Roll)
 		nose := [3]float64{r[0][2], r[1][2], r[2][2]}
@@ -280,14 +286,15 @@ func TestFaced(t *testing.T) {
 	}
 	// A turned and tilted head: pan 60°, tilt −30° (docs in Faced).
 	one := []Sample{{Set: "pointing04", Yaw: 60, Pitch: -30, HasYaw: true, HasPitch: true}}
-	Faced(one)
+	PointingReading(one, Faced)
 	if y, p, r := one[0].Yaw, one[0].Pitch, one[0].Roll; math.Abs(y-48.59) > 0.01 || math.Abs(p+49.11) > 0.01 || math.Abs(r+40.89) > 0.01 {
 		t.Errorf("pan 60, tilt −30 read as %.2f, %.2f, %.2f; want 48.59, −49.11, −40.89", y, p, r)
 	}
 	once := one[0]
-	Faced(one)
+	PointingReading(one, Faced)
+	PointingReading(one, FacedYaw)
 	if one[0] != once {
-		t.Errorf("Faced twice converted twice: %+v, then %+v", once, one[0])
+		t.Errorf("read twice, converted twice: %+v, then %+v", once, one[0])
 	}
 }
 

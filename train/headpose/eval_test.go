@@ -276,7 +276,7 @@ func TestModelKeyIgnoresHowDataIsNamed(t *testing.T) {
 	// The same pictures labelled otherwise (-pointing04 faced) are another
 	// model's: a kept model of the other labels is not read back.
 	b.Samples = slices.Clone(orig)
-	dataset.Faced(b.Samples)
+	dataset.PointingReading(b.Samples, dataset.Faced)
 	if b.Samples[1].Yaw == orig[1].Yaw && b.Samples[1].Pitch == orig[1].Pitch && b.Samples[2].Yaw == orig[2].Yaw && b.Samples[2].Pitch == orig[2].Pitch {
 		t.Fatalf("the test's pictures %+v keep their labels read as faced", b.Samples[:4])
 	}
