@@ -52,7 +52,10 @@ func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 	cfg := publish.DefaultSettings()
 	cfg.Broker, cfg.MaxRate, cfg.HAInterval = "tcp://"+broker.Addr(), 0, time.Hour
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pub, err := publish.New(cfg, "cam", log, nil)
+	// No keepalive pings during the counts (a loaded emulator's 150 frames
+	// took minutes, and paho's pings every 30 s made a frame read 41
+	// allocations against the floor's 40); the floor's client neither.
+	pub, err := publish.New(cfg, "cam", log, nil, publish.WithKeepAlive(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +93,7 @@ func TestFramePathAllocatesOnlyPahos(t *testing.T) {
 	l.free = make([]*device.Frame, 0, 400) // release appends here
 	posed := testing.AllocsPerRun(150, frame)
 
-	c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("floor").SetOrderMatters(false))
+	c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr()).SetClientID("floor").SetOrderMatters(false).SetKeepAlive(time.Hour))
 	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatalf("floor client: %v", tok.Error())
 	}

@@ -65,7 +65,8 @@ type Publisher struct {
 	dirtyTopics map[string]bool
 	dirty       chan struct{}
 	lastPose    time.Time
-	clock       clock.Clock // times ha_interval and max_rate (WithClock)
+	clock       clock.Clock   // times ha_interval and max_rate (WithClock)
+	keepAlive   time.Duration // WithKeepAlive
 
 	// Home Assistant: what posed tells of itself, the discovery topics it
 	// announces and those of earlier runs to clear, and the last message
@@ -160,7 +161,7 @@ func New(cfg Settings, device string, log *slog.Logger, print io.Writer, opts ..
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
 		dirty: make(chan struct{}, 1), dirtyTopics: map[string]bool{}, tried: make(chan struct{}),
 		bufs:    make(chan []byte, 2*queueLen+4),
-		version: "dev", clock: clock.Wall{},
+		version: "dev", clock: clock.Wall{}, keepAlive: 30 * time.Second,
 	}
 	p.topicPose, p.topicPrimary = p.base+message.TopicPose, p.base+message.TopicPrimary
 	for _, o := range opts {
@@ -189,7 +190,7 @@ func New(cfg Settings, device string, log *slog.Logger, print io.Writer, opts ..
 		SetConnectRetry(false). // the first connection is retried by connectLoop, with backoff
 		SetMaxReconnectInterval(30*time.Second).
 		SetConnectionNotificationHandler(p.onNotification).
-		SetKeepAlive(30*time.Second).
+		SetKeepAlive(p.keepAlive).
 		SetOrderMatters(true). // commands in the order sent (the handler never blocks); the handover's barrier needs it
 		SetWill(p.base+message.TopicAvailable, "offline", 1, true).
 		SetOnConnectHandler(p.onConnect).

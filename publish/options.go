@@ -56,6 +56,13 @@ func WithConfigURL(u string) Option { return func(p *Publisher) { p.configURL = 
 // max_rate (default the wall clock): a test steps it instead of sleeping.
 func WithClock(c clock.Clock) Option { return func(p *Publisher) { p.clock = c } }
 
+// WithKeepAlive sets how long the connection may go without a packet from
+// the broker before paho pings it (default 30 s; a connection that does
+// not answer the ping is lost and reconnected). A test that counts a
+// frame's allocations sets it beyond the test's length: the pings are
+// allocations of the wall clock's, not of the frames'.
+func WithKeepAlive(d time.Duration) Option { return func(p *Publisher) { p.keepAlive = d } }
+
 // WithStateDir sets where the publisher remembers the discovery entries
 // it announced, to remove them when discovery is switched off or the
 // device is renamed.
