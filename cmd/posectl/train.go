@@ -275,17 +275,19 @@ func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int,
 		w, mean := cost.Worst, cost.Mean
 		// The angles the model predicts (one without roll has no roll
 		// difference to tell: NaN before).
+		var angles []int
 		var worst, avg []string
 		for i, name := range pose.AngleNames {
 			if m.OutputIndex(name) >= 0 {
+				angles = append(angles, i)
 				worst = append(worst, fmt.Sprintf("%s %.3f°", name, w[i]))
 				avg = append(avg, fmt.Sprintf("%.3f°", mean[i]))
 			}
 		}
 		note := fmt.Sprintf("worst difference from float32 on %s: %s; mean %s", faces, strings.Join(worst, ", "), strings.Join(avg, ", "))
 		fmt.Fprintf(os.Stderr, "%s, %s encoding: %s\n", path, enc, note)
-		for i := range w {
-			if m.OutputIndex(pose.AngleNames[i]) >= 0 && (w[i] > bound.worst || mean[i] > bound.mean) {
+		for _, i := range angles {
+			if w[i] > bound.worst || mean[i] > bound.mean {
 				return fmt.Errorf("%s encoding moves %s by %.3f° on a training face (%.3f° on average), more than %g° (%g°): write -encoding float32",
 					enc, pose.AngleNames[i], w[i], mean[i], bound.worst, bound.mean)
 			}
@@ -454,26 +456,19 @@ func modelCard(path string, m *gllim.Model, samples []dataset.Sample, took time.
 	b.WriteString("σ scale multiplies the model's predictive standard deviation so that it matches the errors on persons held out of a second training (`-calibrate-std`); – : not calibrated.\n\n")
 	b.WriteString("## Data and terms\n\n")
 	count := map[string]int{}
-	readings := map[string]dataset.Reading{}
+	reading := map[string]string{} // how a set's angles were read, where it says
 	var sets []string
 	for _, s := range samples {
 		if count[s.Set] == 0 {
 			sets = append(sets, s.Set)
 		}
 		count[s.Set]++
-		if s.Reading != dataset.Labels {
-			readings[s.Set] = s.Reading
+		if a := s.Reading.About(); a != "" {
+			reading[s.Set] = " " + a
 		}
 	}
 	for _, s := range sets {
-		reading := ""
-		switch readings[s] {
-		case dataset.Faced:
-			reading = " Pan and tilt read as the direction faced (R = Ry(pan)·Rx(tilt)), in the convention below."
-		case dataset.FacedYaw:
-			reading = " Yaw read as the faced head's (R = Ry(pan)·Rx(tilt)), tilt as pitch."
-		}
-		fmt.Fprintf(&b, "- %s: %d images.%s %s\n", s, count[s], reading, dataset.Terms(s))
+		fmt.Fprintf(&b, "- %s: %d images.%s %s\n", s, count[s], reading[s], dataset.Terms(s))
 	}
 	b.WriteString("\nThe model inherits the most restrictive of these terms.\n\n## Settings\n\n")
 	for _, k := range sortedKeys(t.Settings) {

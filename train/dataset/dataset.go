@@ -265,6 +265,18 @@ const (
 	FacedYaw Reading = "faced-yaw"
 )
 
+// About says how r read Pointing'04's angles, for a model card ("" for
+// Labels, the data README's reading).
+func (r Reading) About() string {
+	switch r {
+	case Faced:
+		return "Pan and tilt read as the direction faced (R = Ry(pan)·Rx(tilt)), in the convention below."
+	case FacedYaw:
+		return "Yaw read as the faced head's (R = Ry(pan)·Rx(tilt)), tilt as pitch."
+	}
+	return ""
+}
+
 // Readings names the readings as posectl's -pointing04 takes them.
 var Readings = map[string]Reading{"labels": Labels, "faced": Faced, "faced-yaw": FacedYaw}
 

@@ -230,8 +230,8 @@ func TestMadeFromColumn(t *testing.T) {
 	}
 }
 
-// PointingReading with Faced turns each Pointing'04 face towards its mark: the converted
-// angles' head has its nose along the mark's direction (pan about the
+// PointingReading with Faced turns each Pointing'04 face towards its
+// mark: the converted angles' head has its nose along the mark's direction (pan about the
 // vertical, tilt of elevation) and its ear-to-ear axis level, as a head
 // turned about the neck and then nodded has. The reference is the
 // geometry, not the composition Faced makes: the nose of Head(yaw, pitch,
@@ -249,7 +249,7 @@ func TestPointingReading(t *testing.T) {
 	PointingReading(s, Faced)
 	PointingReading(yawOnly, FacedYaw)
 	if s[len(s)-1] != other || yawOnly[len(s)-1] != other {
-		t.Errorf("an AFLW2000 face was converted: %+v", s[len(s)-1])
+		t.Errorf("an AFLW2000 face was converted: %+v, %+v", s[len(s)-1], yawOnly[len(s)-1])
 	}
 	rad := math.Pi / 180
 	worst, kept := 0.0, 0
@@ -284,7 +284,7 @@ func TestPointingReading(t *testing.T) {
 	if kept != 2*15*(13+6+2) { // 15 persons, 2 series: tilt 0 (13 pans), pan 0 (tilts ±15, ±30, ±60), and tilt ±90
 		t.Errorf("%d faces kept their angles", kept)
 	}
-	// A turned and tilted head: pan 60°, tilt −30° (docs in Faced).
+	// A turned and tilted head: pan 60°, tilt −30° (PointingReading's doc).
 	one := []Sample{{Set: "pointing04", Yaw: 60, Pitch: -30, HasYaw: true, HasPitch: true}}
 	PointingReading(one, Faced)
 	if y, p, r := one[0].Yaw, one[0].Pitch, one[0].Roll; math.Abs(y-48.59) > 0.01 || math.Abs(p+49.11) > 0.01 || math.Abs(r+40.89) > 0.01 {
