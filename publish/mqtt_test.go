@@ -630,3 +630,26 @@ func TestLosslessFirstFramesWaitForTheConnection(t *testing.T) {
 		}
 	}
 }
+
+// The connection's keepalive is 30 s unless WithKeepAlive says otherwise:
+// paho pings a silent broker after it, so a test that counts allocations
+// over minutes must be able to move it.
+func TestKeepAlive(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := DefaultSettings()
+	cfg.Broker = "tcp://127.0.0.1:1" // never connected: the options are what is read
+	for _, c := range []struct {
+		opts []Option
+		want time.Duration
+	}{{nil, 30 * time.Second}, {[]Option{WithKeepAlive(time.Hour)}, time.Hour}} {
+		p, err := New(cfg, "cam", log, nil, c.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := p.client.OptionsReader()
+		if got := r.KeepAlive(); got != c.want {
+			t.Errorf("keepalive %v, want %v", got, c.want)
+		}
+		p.Shutdown(t.Context())
+	}
+}
