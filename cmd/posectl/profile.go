@@ -36,6 +36,7 @@ func runProfile(args []string, stdout io.Writer) error {
 	fs.Float64Var(&p.MaxTurn, "max-turn", p.MaxTurn, "the most a face is turned")
 	fs.Float64Var(&p.MaxPitch, "max-pitch", p.MaxPitch, "faces with a larger |pitch| are not turned")
 	fs.Uint64Var(&p.Seed, "seed", p.Seed, "seed of the turns")
+	nod := fs.String("nod", "", "nod faces instead of turning them: MIN,MAX degrees up or down (profile.NodPlan: 5,15, faces within ±60° of yaw and ±30° of pitch; -max-pitch still applies)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
@@ -44,6 +45,19 @@ func runProfile(args []string, stdout io.Writer) error {
 	}
 	if p.MinYaw < 0 || p.MaxYaw > 99 || p.MinYaw >= p.MaxYaw || p.MinTurn < 0 || p.MinTurn >= p.MaxTurn {
 		return fmt.Errorf("%w: want 0 ≤ -min-yaw < -max-yaw ≤ 99 and 0 ≤ -min-turn < -max-turn", errUsage)
+	}
+	if *nod != "" {
+		r, err := parseFloats(*nod)
+		if err != nil || len(r) != 2 || r[0] < 0 || r[0] >= r[1] || r[1] > 45 {
+			return fmt.Errorf("%w: -nod %q: want MIN,MAX with 0 ≤ MIN < MAX ≤ 45", errUsage, *nod)
+		}
+		maxPitch := profile.NodPlan.MaxPitch
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "max-pitch" {
+				maxPitch = p.MaxPitch
+			}
+		})
+		p = profile.Plan{MinNod: r[0], MaxNod: r[1], NodYaw: profile.NodPlan.NodYaw, MaxPitch: maxPitch, Seed: p.Seed}
 	}
 	mesh, err := profile.LoadSFM(*sfm)
 	if err != nil {
@@ -61,7 +75,7 @@ func runProfile(args []string, stdout io.Writer) error {
 	turns := p.Turns(ss)
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 	for i, s := range ss {
-		if turns[i] == 0 {
+		if turns[i] == (profile.Move{}) {
 			continue
 		}
 		if *most > 0 && len(lines) == *most {
@@ -72,6 +86,9 @@ func runProfile(args []string, stdout io.Writer) error {
 			return err
 		}
 		name := fmt.Sprintf("%s-y%+03.0f.jpg", strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path)), v.Sample.Yaw)
+		if turns[i].Pitch != 0 {
+			name = fmt.Sprintf("%s-p%+03.0f.jpg", strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path)), v.Sample.Pitch)
+		}
 		if err := writeJPEG(filepath.Join(*out, "images", name), v.Image); err != nil {
 			return err
 		}

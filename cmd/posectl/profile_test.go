@@ -66,8 +66,27 @@ func TestProfileWritesADataSet(t *testing.T) {
 	if img, err := png.Decode(f); err != nil || img.Bounds().Dx() != 4*2*225 {
 		t.Errorf("contact sheet: %v, %v wide (want four pairs of 225)", err, img.Bounds())
 	}
+	// A nod plan moves pitch only, by the amounts asked.
+	nodded := filepath.Join(t.TempDir(), "aflw2000-nodded")
+	if err := runProfile([]string{"-o", nodded, "-n", "4", "-nod", "5,15"}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	nods, err := dataset.Read(nodded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range nods {
+		s := bySubject[v.Subject]
+		if d := math.Abs(v.Pitch - s.Pitch); d < 5-0.01 || d > 15+0.01 || v.Yaw != s.Yaw || v.Roll != s.Roll || math.Abs(s.Yaw) > 60 || math.Abs(s.Pitch) > 30 || v.MadeFrom != "aflw2000" {
+			t.Errorf("nodded view %s: yaw %.2f pitch %.2f roll %.2f from %.2f %.2f %.2f", v.Path, v.Yaw, v.Pitch, v.Roll, s.Yaw, s.Pitch, s.Roll)
+		}
+	}
+	if len(nods) != 4 {
+		t.Errorf("%d nodded views read back, want 4", len(nods))
+	}
 	// Bad plans are refused before anything is written.
-	for _, args := range [][]string{{}, {"-o", out, "-min-yaw", "80", "-max-yaw", "70"}, {"-o", out, "-max-yaw", "120"}} {
+	for _, args := range [][]string{{}, {"-o", out, "-min-yaw", "80", "-max-yaw", "70"}, {"-o", out, "-max-yaw", "120"},
+		{"-o", out, "-nod", "15,5"}, {"-o", out, "-nod", "10"}, {"-o", out, "-nod", "5,60"}} {
 		if err := runProfile(args, &buf); err == nil {
 			t.Errorf("profile %v: no error", args)
 		}

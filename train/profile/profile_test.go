@@ -206,7 +206,7 @@ func TestTurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		same, lm0 := m.Turn(f, img, lms[i], s.Yaw, s.Pitch, s.Roll, 0)
+		same, lm0 := m.Turn(f, img, lms[i], s.Yaw, s.Pitch, s.Roll, Move{})
 		var diff float64
 		b := img.Rect
 		for y := b.Min.Y; y < b.Max.Y; y++ {
@@ -225,18 +225,28 @@ func TestTurn(t *testing.T) {
 		if s.Yaw < 0 {
 			d = -d
 		}
-		_, lm := m.Turn(f, img, lms[i], s.Yaw, s.Pitch, s.Roll, d)
-		g, err := m.Fit(lm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The landmarks turned as the labels say: the fit's rotation moves
-		// by Head(yaw+d)·Head(yaw)ᵀ (the face model's own frame, a few
-		// degrees of pitch off AFLW2000's, cancels in the difference).
-		want := flip(rotation.Head(s.Yaw+d, s.Pitch, s.Roll).Mul(rotation.Head(s.Yaw, s.Pitch, s.Roll).T()))
-		got := g.R.Mul(f.R.T())
-		if a := angleBetween(got, want); a > 1 {
-			t.Errorf("%s turned by %+.0f°: the landmarks turned %.2f° away from the labels' turn", s.Subject, d, a)
+		// A turn, and a nod up or down.
+		for _, mv := range []Move{{Yaw: d}, {Pitch: 12}, {Pitch: -12}} {
+			_, lm := m.Turn(f, img, lms[i], s.Yaw, s.Pitch, s.Roll, mv)
+			g, err := m.Fit(lm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The landmarks moved as the labels say: the fit's rotation
+			// moves by Head(yaw+dy, pitch+dp)·Head(yaw, pitch)ᵀ (the face
+			// model's own frame, a few degrees of pitch off AFLW2000's,
+			// cancels in the difference). A nod is Rx(dp) in the image's
+			// frame, written here without Head: x to the picture's left
+			// and y down, the fit's frame turned half a turn about z.
+			want := flip(rotation.Head(s.Yaw+mv.Yaw, s.Pitch+mv.Pitch, s.Roll).Mul(rotation.Head(s.Yaw, s.Pitch, s.Roll).T()))
+			if mv.Pitch != 0 {
+				c, sn := math.Cos(mv.Pitch*math.Pi/180), math.Sin(mv.Pitch*math.Pi/180)
+				want = flip(rotation.Matrix{{1, 0, 0}, {0, c, -sn}, {0, sn, c}})
+			}
+			got := g.R.Mul(f.R.T())
+			if a := angleBetween(got, want); a > 1 {
+				t.Errorf("%s moved by %+v: the landmarks turned %.2f° away from the labels' move", s.Subject, mv, a)
+			}
 		}
 	}
 }
@@ -255,10 +265,14 @@ func TestPlanTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := DefaultPlan
-	turns := p.Turns(ss)
+	moves := p.Turns(ss)
 	n := 0
-	for i, d := range turns {
+	for i, mv := range moves {
 		s := ss[i]
+		if mv.Pitch != 0 {
+			t.Fatalf("%s: a yaw plan nodded it by %.1f", s.Subject, mv.Pitch)
+		}
+		d := mv.Yaw
 		if d == 0 {
 			if math.Abs(s.Yaw)+p.MaxTurn > p.MinYaw && math.Abs(s.Yaw)+p.MinTurn < p.MaxYaw && math.Abs(s.Pitch) <= p.MaxPitch && s.InRange {
 				t.Errorf("%s (yaw %.1f, pitch %.1f) could be turned and is not", s.Subject, s.Yaw, s.Pitch)
@@ -275,9 +289,34 @@ func TestPlanTurns(t *testing.T) {
 		t.Errorf("%d of %d faces turned, want at least 400", n, len(ss))
 	}
 	again := p.Turns(ss)
-	for i := range turns {
-		if turns[i] != again[i] {
+	for i := range moves {
+		if moves[i] != again[i] {
 			t.Fatal("the same plan and seed turned a face differently")
 		}
+	}
+
+	// A nod plan: every face within its yaw and pitch nodded, by the plan's
+	// amounts, both ways.
+	q := NodPlan
+	n, up := 0, 0
+	for i, mv := range q.Turns(ss) {
+		s := ss[i]
+		ok := s.HasYaw && s.InRange && math.Abs(s.Yaw) <= q.NodYaw && math.Abs(s.Pitch) <= q.MaxPitch
+		if mv == (Move{}) {
+			if ok {
+				t.Errorf("%s (yaw %.1f, pitch %.1f) could be nodded and is not", s.Subject, s.Yaw, s.Pitch)
+			}
+			continue
+		}
+		n++
+		if a := math.Abs(mv.Pitch); !ok || mv.Yaw != 0 || a < q.MinNod || a > q.MaxNod {
+			t.Errorf("%s at yaw %.1f, pitch %.1f moved by %+v: outside the nod plan", s.Subject, s.Yaw, s.Pitch, mv)
+		}
+		if mv.Pitch > 0 {
+			up++
+		}
+	}
+	if n < 900 || up < n/3 || up > 2*n/3 {
+		t.Errorf("%d faces nodded, %d of them up: want at least 900, about half up", n, up)
 	}
 }

@@ -15,10 +15,16 @@ var rings = [...]float64{1.3, 2.0}
 
 const ringPoints = 24
 
-// Turn returns a new picture of the fitted face turned by delta degrees of
-// yaw about the head's vertical axis through Centre (pitch and roll kept:
-// the labels' rotation becomes Head(yaw+delta, pitch, roll)), and the 68
-// landmarks turned with it. yaw, pitch and roll are the picture's labels.
+// Move is how far a view turns its face: degrees added to the labels' yaw
+// and pitch.
+type Move struct{ Yaw, Pitch float64 }
+
+// Turn returns a new picture of the fitted face moved by d about Centre
+// (roll kept: the labels' rotation becomes Head(yaw+d.Yaw, pitch+d.Pitch,
+// roll); a yaw alone turns the head about its own vertical axis, a pitch
+// alone nods it about the camera's horizontal axis, Rx(d.Pitch)·R in the
+// labels' composition), and the 68 landmarks moved with it. yaw, pitch and
+// roll are the picture's labels.
 //
 // The mesh is drawn with a depth buffer; each of its triangles takes its
 // texture from where it was in the picture, or from its mirror twin's place
@@ -26,8 +32,8 @@ const ringPoints = 24
 // picture follows a piecewise affine warp over a Delaunay triangulation of
 // anchors: the mesh's outline (which turns), two fixed rings about the face
 // and the picture's border.
-func (m *Mesh) Turn(f *Face, src *image.Gray, lm [68][3]float64, yaw, pitch, roll, delta float64) (*image.Gray, [68][3]float64) {
-	dr := flip(rotation.Head(yaw+delta, pitch, roll).Mul(rotation.Head(yaw, pitch, roll).T()))
+func (m *Mesh) Turn(f *Face, src *image.Gray, lm [68][3]float64, yaw, pitch, roll float64, d Move) (*image.Gray, [68][3]float64) {
+	dr := flip(rotation.Head(yaw+d.Yaw, pitch+d.Pitch, roll).Mul(rotation.Head(yaw, pitch, roll).T()))
 	c := f.Centre
 	turn := func(p [3]float64) [3]float64 {
 		// The image frame has y down: rotate in the right-handed frame.
