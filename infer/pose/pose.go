@@ -36,7 +36,12 @@ type Settings struct {
 	// Mirror also predicts from the mirrored face (its features permuted,
 	// no second crop) and averages the two answers, with yaw, roll and dx
 	// negated for the mirror: test-time augmentation at the cost of a
-	// second forward pass.
+	// second forward pass. The model's answer is mirrored, before the
+	// profile expert is asked: the expert reads the face turned the way
+	// the model's yaw says, for the face and for its mirror alike, so it
+	// blends with the averaged answer as it would with either. Estimate
+	// mirrors; Step does not (it reads the change since an Estimate from
+	// that Estimate's first prediction before the mirror, Result.First).
 	Mirror bool
 	// Temperature, if set, overrides the model's temperature of the
 	// mixture weights (gllim.Model.Temperature).
@@ -348,8 +353,8 @@ type Result struct {
 	// Landmarks: Fuse took the landmark expert's answer into the angles.
 	Landmarks bool
 	// First, FirstStd and FirstBox are the first prediction's angles,
-	// their σ (uncalibrated) and the box it moved to: what Step answers
-	// from the same start (a tracker
+	// their σ (uncalibrated) and the box it moved to, before any mirror
+	// (Settings.Mirror): what Step answers from the same start (a tracker
 	// compares the next frame's Step with them, track.Config.RefineEvery).
 	First, FirstStd [3]float64
 	FirstBox        feature.Box
@@ -367,6 +372,7 @@ type Worker struct {
 	pr     *gllim.Predictor
 	pred   gllim.Prediction
 	mpred  gllim.Prediction // the mirrored face's prediction
+	plain  gllim.Prediction // the model's answer before the mirror (Settings.Mirror)
 	y, ym  []float32        // features, and mirrored features
 	perm   []int
 	negate []bool           // outputs that change sign under mirroring
@@ -388,7 +394,7 @@ type Worker struct {
 func (e *Estimator) NewWorker() *Worker {
 	w := &Worker{e: e, pr: e.fwd.NewPredictor(), pred: e.fwd.NewPrediction(), y: make([]float32, feature.Dim)}
 	if e.settings.Mirror || e.expert != nil {
-		w.mpred = e.fwd.NewPrediction()
+		w.mpred, w.plain = e.fwd.NewPrediction(), e.fwd.NewPrediction()
 		w.ym = make([]float32, feature.Dim)
 		w.perm = feature.MirrorPermutation()
 		w.negate = make([]bool, len(e.model.Outputs))
@@ -440,18 +446,25 @@ func (w *Worker) Fuse(r *Result, box feature.Box, l *feature.Landmarks) bool {
 	return r.Landmarks
 }
 
-// predict fills w.pred from w.y, averaged with the mirrored face's
-// prediction when Settings.Mirror is on. The variances are averaged too
-// (the two answers are far from independent, so this does not shrink them).
-// The profile expert answers as askExpert says.
-func (w *Worker) predict(noDensity bool) {
-	w.pr.Predict(&w.pred, w.y)
+// ask has the profile expert answer into w.pred as askExpert says, if
+// there is one.
+func (w *Worker) ask(noDensity bool) {
 	if w.e.expert != nil {
 		w.askExpert(noDensity)
 	}
-	if !w.e.settings.Mirror {
-		return
-	}
+}
+
+// copyPrediction copies src's mean, covariance and density into dst.
+func copyPrediction(dst, src *gllim.Prediction) {
+	copy(dst.Mean, src.Mean)
+	copy(dst.Cov, src.Cov)
+	dst.LogDensity = src.LogDensity
+}
+
+// average averages w.pred with the mirrored face's prediction
+// (Settings.Mirror). The variances are averaged too (the two answers are
+// far from independent, so this does not shrink them).
+func (w *Worker) average() {
 	w.mirror()
 	w.pr.Predict(&w.mpred, w.ym)
 	n := len(w.pred.Mean)
@@ -563,7 +576,7 @@ func Move(b feature.Box, dx, dy, ds float64) feature.Box {
 
 // Estimate runs Algorithm 1 from box on img. It allocates nothing.
 func (w *Worker) Estimate(img *image.Gray, box feature.Box) Result {
-	return w.estimate(img, box, w.e.settings.MaxIter, false)
+	return w.estimate(img, box, w.e.settings.MaxIter, false, w.e.settings.Mirror)
 }
 
 // expertClear is the gap (nats) past the density margin by which the
@@ -575,18 +588,20 @@ const expertClear = 100
 
 // Step is Estimate's first prediction alone: the angles read at box and
 // the box moved once (Result.First and FirstBox of an Estimate from
-// box), at a third of its cost with three iterations. With last, the
+// box, without the mirror), at a third of its cost with three iterations
+// (a sixth with the mirror). With last, the
 // last full refinement of the same face, it skips the profile expert's
 // density test where that refinement's expert lost it by expertClear
 // nats or more (Result.ExpertGap): it then answers as the model alone
 // would, as that refinement's first prediction did. It allocates nothing.
 func (w *Worker) Step(img *image.Gray, box feature.Box, last *Result) Result {
-	return w.estimate(img, box, 1, last != nil && last.ExpertGap >= expertClear)
+	return w.estimate(img, box, 1, last != nil && last.ExpertGap >= expertClear, false)
 }
 
 // estimate is Estimate with at most n predictions, without the profile
-// expert's density test where noDensity.
-func (w *Worker) estimate(img *image.Gray, box feature.Box, n int, noDensity bool) Result {
+// expert's density test where noDensity, averaged with the mirrored face
+// where mirror and the model answers alone.
+func (w *Worker) estimate(img *image.Gray, box feature.Box, n int, noDensity, mirror bool) Result {
 	e := w.e
 	b := box
 	r := Result{FirstBox: box}
@@ -598,12 +613,30 @@ func (w *Worker) estimate(img *image.Gray, box feature.Box, n int, noDensity boo
 	}
 	for it := 1; it <= n; it++ {
 		w.ex.Extract(w.y, img, b)
-		w.predict(noDensity)
+		w.pr.Predict(&w.pred, w.y)
 		r.Iterations = it
-		w.keep()
 		if it == 1 {
+			// What Step reads: the answer without the mirror.
+			if mirror {
+				copyPrediction(&w.plain, &w.pred)
+			}
+			w.ask(noDensity)
+			w.keep()
 			r.First, r.FirstStd = w.kept, w.keptStd
+			if e.Refines() {
+				r.FirstBox, _ = w.moved(b, gain)
+			}
+			if mirror {
+				copyPrediction(&w.pred, &w.plain)
+			}
 		}
+		if mirror {
+			w.average()
+			w.ask(noDensity)
+		} else if it > 1 {
+			w.ask(noDensity)
+		}
+		w.keep()
 		for i, k := range e.angle {
 			if k >= 0 {
 				w.sum[i] += w.pred.Mean[k]
@@ -613,21 +646,9 @@ func (w *Worker) estimate(img *image.Gray, box feature.Box, n int, noDensity boo
 		if !e.Refines() {
 			break
 		}
-		dx, dy := w.pred.Mean[e.shift[0]], w.pred.Mean[e.shift[1]]
-		ds := 0.0
-		if e.shift[2] >= 0 {
-			ds = w.pred.Mean[e.shift[2]]
-		}
-		// A wild prediction (features unlike any face) must not throw the
-		// box off the frame: clamp the move to one box size per step.
-		dx, dy, ds = clamp(gain*dx, 1), clamp(gain*dy, 1), clamp(gain*ds, 0.7)
 		// Move the box even after the last prediction: like Algorithm 1,
 		// return the last pose with the box updated by the last shift.
-		r.Shift = math.Sqrt(dx*dx + dy*dy + ds*ds)
-		b = Move(b, dx, dy, ds)
-		if it == 1 {
-			r.FirstBox = b
-		}
+		b, r.Shift = w.moved(b, gain)
 		if r.Shift <= e.settings.Eps {
 			break
 		}
@@ -647,6 +668,20 @@ func (w *Worker) estimate(img *image.Gray, box feature.Box, n int, noDensity boo
 		r.Std[i] *= e.model.Outputs[k].Uncertainty()
 	}
 	return r
+}
+
+// moved returns box b moved by w.pred's shift, scaled by gain, and the
+// move's size. A wild prediction (features unlike any face) must not throw
+// the box off the frame: the move is clamped to one box size per step.
+func (w *Worker) moved(b feature.Box, gain float64) (feature.Box, float64) {
+	e := w.e
+	dx, dy := w.pred.Mean[e.shift[0]], w.pred.Mean[e.shift[1]]
+	ds := 0.0
+	if e.shift[2] >= 0 {
+		ds = w.pred.Mean[e.shift[2]]
+	}
+	dx, dy, ds = clamp(gain*dx, 1), clamp(gain*dy, 1), clamp(gain*ds, 0.7)
+	return Move(b, dx, dy, ds), math.Sqrt(dx*dx + dy*dy + ds*ds)
 }
 
 // keep records the angles of the last prediction as the ones to report.

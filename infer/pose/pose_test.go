@@ -440,3 +440,53 @@ func TestStepIsEstimatesFirst(t *testing.T) {
 		t.Errorf("Step allocates %.0f times", a)
 	}
 }
+
+// With Settings.Mirror, Estimate averages the model's answers for the face
+// and its mirror (yaw, roll and dx negated back); its First and FirstBox
+// stay the unmirrored first prediction's, which is what Step reads. (With
+// a profile expert: TestMirrorWithExpert.)
+func TestMirror(t *testing.T) {
+	img, box, y, ym, d := mirrorFixture()
+	names := []string{Yaw, Pitch, DX, DY}
+	m := constant(names, []float64{10, 5, 0.05, -0.03}, d, 0.02)
+	f, err := gllim.NewForward(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(v []float32) gllim.Prediction {
+		p := f.NewPrediction()
+		f.NewPredictor().Predict(&p, v)
+		return p
+	}
+	direct, mirrored := ask(y), ask(ym)
+	if direct.Mean[0] == mirrored.Mean[0] {
+		t.Fatal("the test's model does not tell the face from its mirror")
+	}
+	s := Settings{MaxIter: 1, Mirror: true}
+	e, err := New(m, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.NewWorker()
+	r := w.Estimate(img, box)
+	want := [2]float64{(direct.Mean[0] - mirrored.Mean[0]) / 2, (direct.Mean[1] + mirrored.Mean[1]) / 2}
+	if math.Abs(r.Angles[0]-want[0]) > 1e-9 || math.Abs(r.Angles[1]-want[1]) > 1e-9 {
+		t.Errorf("mirrored yaw, pitch %.6f, %.6f, want %.6f, %.6f", r.Angles[0], r.Angles[1], want[0], want[1])
+	}
+	if b := Move(box, (direct.Mean[2]-mirrored.Mean[2])/2, (direct.Mean[3]+mirrored.Mean[3])/2, 0); math.Abs(r.Box.X-b.X) > 1e-9 || math.Abs(r.Box.Y-b.Y) > 1e-9 {
+		t.Errorf("mirrored box %v, want %v", r.Box, b)
+	}
+	if r.First[0] != direct.Mean[0] || r.First[1] != direct.Mean[1] {
+		t.Errorf("First %v, want the unmirrored %v", r.First, direct.Mean[:2])
+	}
+	if b := Move(box, direct.Mean[2], direct.Mean[3], 0); r.FirstBox != b {
+		t.Errorf("FirstBox %v, want the unmirrored move %v", r.FirstBox, b)
+	}
+	if st := w.Step(img, box, nil); st.Angles != r.First || st.Box != r.FirstBox {
+		t.Errorf("Step %v %v, want Estimate's first %v %v", st.Angles, st.Box, r.First, r.FirstBox)
+	}
+	if a := testing.AllocsPerRun(20, func() { w.Estimate(img, box) }); a != 0 {
+		t.Errorf("a mirrored Estimate allocates %.0f times", a)
+	}
+
+}
