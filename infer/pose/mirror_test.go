@@ -1,4 +1,4 @@
-package pose_test
+package pose
 
 import (
 	"math"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
-	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train/dataset"
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
@@ -27,12 +26,12 @@ func TestMirrorWithExpert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	xp, err := pose.ExpertOf(x)
+	xp, err := ExpertOf(x)
 	if err != nil {
 		t.Fatal(err)
 	}
 	xp.ByDensity = false // the gate alone: the reference below has no density test
-	e, err := pose.New(m, pose.Settings{MaxIter: 1, Mirror: true})
+	e, err := New(m, Settings{MaxIter: 1, Mirror: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +45,6 @@ func TestMirrorWithExpert(t *testing.T) {
 	xf, err := gllim.NewForward(x)
 	if err != nil {
 		t.Fatal(err)
-	}
-	ask := func(f *gllim.Forward, y []float32) gllim.Prediction {
-		p := f.NewPrediction()
-		f.NewPredictor().Predict(&p, y)
-		return p
 	}
 	index := map[string]int{}
 	for i, o := range m.Outputs {
@@ -73,7 +67,7 @@ func TestMirrorWithExpert(t *testing.T) {
 		weight[o] = a
 	}
 	sign := func(name string) float64 {
-		if name == pose.Yaw || name == pose.Roll || name == pose.DX {
+		if name == Yaw || name == Roll || name == DX {
 			return -1
 		}
 		return 1
@@ -105,12 +99,12 @@ func TestMirrorWithExpert(t *testing.T) {
 		for i, j := range perm {
 			ym[i] = y[j]
 		}
-		py, pm := ask(mf, y), ask(mf, ym)
+		py, pm := predictOn(mf, y), predictOn(mf, ym)
 		avg := make([]float64, len(m.Outputs))
 		for i, o := range m.Outputs {
 			avg[i] = (py.Mean[i] + sign(o.Name)*pm.Mean[i]) / 2
 		}
-		yaw := avg[index[pose.Yaw]]
+		yaw := avg[index[Yaw]]
 		if !(math.Abs(yaw) >= xp.Gate) {
 			t.Fatalf("%s: the model's averaged yaw %.1f is not past the expert's gate %.0f", name, yaw, xp.Gate)
 		}
@@ -118,9 +112,9 @@ func TestMirrorWithExpert(t *testing.T) {
 		if yaw < 0 {
 			in, side = ym, -1
 		}
-		xa := ask(xf, in)
+		xa := predictOn(xf, in)
 		r := e.NewWorker().Estimate(img, box)
-		for k, angle := range pose.AngleNames {
+		for k, angle := range AngleNames {
 			i := index[angle]
 			xm := xa.Mean[i]
 			if side < 0 {

@@ -84,6 +84,13 @@ func constant(names []string, c []float64, d int, slope float64) *gllim.Model {
 	return m
 }
 
+// predictOn is f's prediction for features y, from a predictor of its own.
+func predictOn(f *gllim.Forward, y []float32) gllim.Prediction {
+	p := f.NewPrediction()
+	f.NewPredictor().Predict(&p, y)
+	return p
+}
+
 // mirrorFixture is a textured image, a face box on it, the box's features
 // y and mirrored features ym, and a feature d that mirroring changes (an
 // expert whose yaw depends on it tells the face from its mirror).
@@ -120,12 +127,7 @@ func TestProfileExpert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := func(f []float32) gllim.Prediction {
-		p := xf.NewPrediction()
-		xf.NewPredictor().Predict(&p, f)
-		return p
-	}
-	direct, mirrored := ask(y), ask(ym)
+	direct, mirrored := predictOn(xf, y), predictOn(xf, ym)
 	if direct.Mean[0] == mirrored.Mean[0] {
 		t.Fatal("the test's expert does not tell the face from its mirror")
 	}
@@ -453,12 +455,7 @@ func TestMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := func(v []float32) gllim.Prediction {
-		p := f.NewPrediction()
-		f.NewPredictor().Predict(&p, v)
-		return p
-	}
-	direct, mirrored := ask(y), ask(ym)
+	direct, mirrored := predictOn(f, y), predictOn(f, ym)
 	if direct.Mean[0] == mirrored.Mean[0] {
 		t.Fatal("the test's model does not tell the face from its mirror")
 	}
