@@ -520,7 +520,7 @@ func stdScale(o gllim.Output) string {
 // the model by posectl train, beside each fold's by posectl eval.
 type landmarkFlags struct {
 	on, compare   bool
-	k, lw         int
+	k, lw, m      int
 	outputs, sets string
 	rho, gate     float64
 }
@@ -530,6 +530,7 @@ func (l *landmarkFlags) register(fs *flag.FlagSet, compare bool) {
 	fs.BoolVar(&l.on, "landmarks", false, "also train a landmark expert: the angles from the face network's five landmarks, fused with the model's by their σ (written as MODEL-landmarks.gllim)")
 	fs.IntVar(&l.k, "landmark-k", d.EM.K, "the landmark expert's components")
 	fs.IntVar(&l.lw, "landmark-lw", d.EM.Lw, "the landmark expert's latent dimensions")
+	fs.IntVar(&l.m, "landmark-members", 1, "the landmark expert's ensemble members (EM seeds 1, 2, …; each adds its K components to the file and a prediction per look)")
 	fs.StringVar(&l.outputs, "landmark-outputs", "", "the angles the landmark expert's answer is fused into, comma-separated (default: yaw, pitch and roll)")
 	fs.StringVar(&l.sets, "landmark-sets", "", "the data sets the landmark expert learns from, comma-separated (default: every set of -data)")
 	fs.Float64Var(&l.gate, "landmark-gate", 0, "fuse the landmark expert where the model's |yaw| is below this many degrees (0: at any yaw)")
@@ -551,7 +552,10 @@ func (l *landmarkFlags) options() (*headpose.LandmarkOptions, error) {
 	if l.k < 1 || l.lw < 0 {
 		return nil, fmt.Errorf("%w: -landmark-k %d -landmark-lw %d: want K ≥ 1 and Lw ≥ 0", errUsage, l.k, l.lw)
 	}
-	o.EM.K, o.EM.Lw, o.Rho, o.Gate = l.k, l.lw, l.rho, l.gate
+	o.EM.K, o.EM.Lw, o.Rho, o.Gate, o.Members = l.k, l.lw, l.rho, l.gate, l.m
+	if l.m < 1 || l.m > 16 {
+		return nil, fmt.Errorf("%w: -landmark-members %d: want 1 to 16", errUsage, l.m)
+	}
 	if !(l.gate >= 0 && l.gate <= 90) {
 		return nil, fmt.Errorf("%w: -landmark-gate %g: want 0 (off) to 90 degrees", errUsage, l.gate)
 	}

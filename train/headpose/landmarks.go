@@ -43,6 +43,9 @@ type LandmarkOptions struct {
 	// Rho is the correlation of the model's and the expert's errors (each
 	// in units of its σ) recorded for the fused σ (pose.LandmarkRho).
 	Rho float64
+	// Members > 1 fits that many mixtures from seeds EM.Seed, EM.Seed+1, …
+	// and averages them (an ensemble, as Options.Members).
+	Members int
 }
 
 // DefaultLandmarkOptions are the landmark expert's recipe
@@ -128,11 +131,14 @@ func fitLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error) {
 	if t == nil {
 		return nil, fmt.Errorf("headpose: the face network read no training face's landmarks")
 	}
-	rs, err := train.FitEnsemble(t, y, o.EM, 1)
+	rs, err := train.FitEnsemble(t, y, o.EM, max(o.Members, 1))
 	if err != nil {
 		return nil, fmt.Errorf("headpose: landmark expert: %w", err)
 	}
 	m := rs[0].Model(pose.AngleNames[:], []string{"deg", "deg", "deg"})
+	for _, r := range rs[1:] {
+		m.Members = append(m.Members, r.Params)
+	}
 	m.Features = feature.LandmarkRecipe()
 	return m, nil
 }
@@ -188,6 +194,7 @@ func TrainLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 	m.Training.Settings = map[string]string{
 		"k": strconv.Itoa(o.EM.K), "lw": strconv.Itoa(o.EM.Lw), "seed": strconv.FormatUint(o.EM.Seed, 10),
+		"members": strconv.Itoa(max(o.Members, 1)),
 		"max_iter": strconv.Itoa(o.EM.MaxIter), "tol": f(o.EM.Tol),
 		"crop":          fmt.Sprintf("%d box sides at %d px", detect.LandmarkContext, detect.LandmarkSide),
 		"calibrate_std": fmt.Sprintf("%g of persons, %d faces: yaw ×%s, pitch ×%s, roll ×%s", held, len(testIdx), f(scales[pose.Yaw]), f(scales[pose.Pitch]), f(scales[pose.Roll])),
