@@ -194,7 +194,7 @@ func TrainLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 	m.Training.Settings = map[string]string{
 		"k": strconv.Itoa(o.EM.K), "lw": strconv.Itoa(o.EM.Lw), "seed": strconv.FormatUint(o.EM.Seed, 10),
-		"members": strconv.Itoa(max(o.Members, 1)),
+		"members":  strconv.Itoa(max(o.Members, 1)),
 		"max_iter": strconv.Itoa(o.EM.MaxIter), "tol": f(o.EM.Tol),
 		"crop":          fmt.Sprintf("%d box sides at %d px", detect.LandmarkContext, detect.LandmarkSide),
 		"calibrate_std": fmt.Sprintf("%g of persons, %d faces: yaw ×%s, pitch ×%s, roll ×%s", held, len(testIdx), f(scales[pose.Yaw]), f(scales[pose.Pitch]), f(scales[pose.Roll])),

@@ -64,7 +64,7 @@ func TestLandmarkExpertReadsUnseenPersons(t *testing.T) {
 		if n < len(testIdx)*9/10 {
 			t.Fatalf("the network read %d of %d held-out faces", n, len(testIdx))
 		}
-		return sum / float64(n), math.Sqrt(se/sv)
+		return sum / float64(n), math.Sqrt(se / sv)
 	}
 	mae, ratio := read(m)
 	t.Logf("landmarks alone on faces of unseen persons: yaw MAE %.2f°, RMS error / RMS σ %.2f", mae, ratio)
