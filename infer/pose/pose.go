@@ -394,7 +394,10 @@ type Worker struct {
 func (e *Estimator) NewWorker() *Worker {
 	w := &Worker{e: e, pr: e.fwd.NewPredictor(), pred: e.fwd.NewPrediction(), y: make([]float32, feature.Dim)}
 	if e.settings.Mirror || e.expert != nil {
-		w.mpred, w.plain = e.fwd.NewPrediction(), e.fwd.NewPrediction()
+		w.mpred = e.fwd.NewPrediction()
+		if e.settings.Mirror {
+			w.plain = e.fwd.NewPrediction()
+		}
 		w.ym = make([]float32, feature.Dim)
 		w.perm = feature.MirrorPermutation()
 		w.negate = make([]bool, len(e.model.Outputs))
@@ -599,8 +602,8 @@ func (w *Worker) Step(img *image.Gray, box feature.Box, last *Result) Result {
 }
 
 // estimate is Estimate with at most n predictions, without the profile
-// expert's density test where noDensity, averaged with the mirrored face
-// where mirror and the model answers alone.
+// expert's density test where noDensity, the model's answers averaged with
+// the mirrored face's before the expert blends where mirror.
 func (w *Worker) estimate(img *image.Gray, box feature.Box, n int, noDensity, mirror bool) Result {
 	e := w.e
 	b := box
