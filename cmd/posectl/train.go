@@ -552,10 +552,10 @@ func (l *landmarkFlags) options() (*headpose.LandmarkOptions, error) {
 	if l.k < 1 || l.lw < 0 {
 		return nil, fmt.Errorf("%w: -landmark-k %d -landmark-lw %d: want K ≥ 1 and Lw ≥ 0", errUsage, l.k, l.lw)
 	}
-	o.EM.K, o.EM.Lw, o.Rho, o.Gate, o.Members = l.k, l.lw, l.rho, l.gate, l.m
 	if l.m < 1 || l.m > 16 {
 		return nil, fmt.Errorf("%w: -landmark-members %d: want 1 to 16", errUsage, l.m)
 	}
+	o.EM.K, o.EM.Lw, o.Rho, o.Gate, o.Members = l.k, l.lw, l.rho, l.gate, l.m
 	if !(l.gate >= 0 && l.gate <= 90) {
 		return nil, fmt.Errorf("%w: -landmark-gate %g: want 0 (off) to 90 degrees", errUsage, l.gate)
 	}

@@ -636,10 +636,11 @@ func (w *Worker) estimate(img *image.Gray, box feature.Box, n int, noDensity, mi
 		if mirror {
 			w.average()
 			w.ask(noDensity)
+			w.keep()
 		} else if it > 1 {
 			w.ask(noDensity)
+			w.keep()
 		}
-		w.keep()
 		for i, k := range e.angle {
 			if k >= 0 {
 				w.sum[i] += w.pred.Mean[k]
