@@ -293,6 +293,11 @@ type Detect struct {
 	// pixels wide, at up to this many of the faces it found too weakly
 	// to report (0: off).
 	ScanLooks int `yaml:"scan_looks"`
+	// Confirm: a new face the pose model reads starts a track only where
+	// the face network finds it again, with at least this confidence, on
+	// a close look at the model's box (a crop of 1.5 of its sides at 128
+	// pixels, the face about 85 wide). 0: off.
+	Confirm float64 `yaml:"confirm"`
 
 	// Moved reads turned_stages here, where it was before the research
 	// block (Config.takeMoved).
@@ -584,7 +589,7 @@ func Default() Config {
 		},
 		Model: modelDefaults(), Research: researchDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: 0.5, Turned: false, TurnedScore: 2, Every: 10,
-			Verify: true, VerifyScore: 0.5, ScanEvery: 15, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1},
+			Verify: true, VerifyScore: 0.5, ScanEvery: 15, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1, Confirm: 0.4},
 		Track:   Track{MaxFaces: 16, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, UnreadScore: 0.85, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},

@@ -41,6 +41,10 @@ type NetworkParams struct {
 	// pixels (a 32–48 pixel face on the shrunk scan) seldom and weakly,
 	// and faces of 64 surely. 0: off (and weak faces are not reported).
 	ScanLooks int
+	// ConfirmScore: a new face the pose model reads is kept only where
+	// the network finds it again, with at least this confidence, on a
+	// close look at the model's box (Confirm). 0: off.
+	ConfirmScore float64
 }
 
 // lookFrom is the smallest confidence of a scan's weak face that a look
@@ -52,7 +56,7 @@ const lookFrom = 0.2
 // DefaultNetworkParams are the measured defaults (docs/measured.md, "Faces
 // in the wild").
 func DefaultNetworkParams() NetworkParams {
-	return NetworkParams{VerifyScore: 0.5, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1}
+	return NetworkParams{VerifyScore: 0.5, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1, ConfirmScore: 0.4}
 }
 
 // A verification's crop is verifyContext detection sides wide, shrunk by a
@@ -82,6 +86,9 @@ func (p NetworkParams) Problems() []Problem {
 		out = append(out, Problem{"scan_tiles", fmt.Sprintf("%d is not 0 (off), 2, 4, 6 or 9", p.ScanTiles)})
 	} else if p.ScanTiles > 0 && p.ScanShrink == 1 {
 		out = append(out, Problem{"scan_tiles", "the scan already runs at the frame's resolution (scan_shrink 1): tiles would add nothing"})
+	}
+	if !(p.ConfirmScore >= 0 && p.ConfirmScore < 1) {
+		out = append(out, Problem{"confirm", fmt.Sprintf("%g is not 0 (off) or in (0, 1)", p.ConfirmScore)})
 	}
 	if p.ScanLooks < 0 || p.ScanLooks > maxScanLooks {
 		out = append(out, Problem{"scan_looks", fmt.Sprintf("%d is not 0 (off) to %d", p.ScanLooks, maxScanLooks)})
@@ -187,15 +194,37 @@ const (
 // confident if several, in the frame's pixels: its box, confidence and
 // five landmarks. It allocates nothing once its buffers have grown.
 func (n *Network) Landmarks(img *image.Gray, box feature.Box) (yunet.Face, bool) {
-	return n.look(img, box, landmarkScore)
+	return n.look(img, box, LandmarkContext, landmarkScore)
 }
 
-// look runs the network on a landmark look's crop around box and returns
-// the most confident face of at least minScore there that box finds, in
-// the frame's pixels.
-func (n *Network) look(img *image.Gray, box feature.Box, minScore float64) (yunet.Face, bool) {
+// confirmContext is the side of a confirming look's crop in box sides
+// (Confirm): on LandmarkSide pixels the face is some 85 pixels wide, as
+// near as the network's largest faces of a 128-pixel picture, where a
+// landmark look's 2 sides show it at 64 (docs/measured.md, "A phantom up
+// close").
+const confirmContext = 1.5
+
+// Confirm reports whether the network finds, with ConfirmScore, a face
+// that box finds on a close look (confirmContext box sides around it,
+// resampled to LandmarkSide pixels); always with ConfirmScore 0. box is
+// a new face's as the pose model refined it: a real face is found there
+// as surely as far off, and the things a scan takes for faces at a tenth
+// of their size (a spray can, a glass sphere, a car's wheel) are not
+// (docs/measured.md). It allocates nothing once its buffers have grown.
+func (n *Network) Confirm(img *image.Gray, box feature.Box) bool {
+	if n.p.ConfirmScore == 0 {
+		return true
+	}
+	_, ok := n.look(img, box, confirmContext, n.p.ConfirmScore)
+	return ok
+}
+
+// look runs the network on a crop of context box sides around box,
+// resampled to LandmarkSide pixels, and returns the most confident face
+// of at least minScore there that box finds, in the frame's pixels.
+func (n *Network) look(img *image.Gray, box feature.Box, context, minScore float64) (yunet.Face, bool) {
 	cx, cy := box.Centre()
-	side := LandmarkContext * math.Sqrt(box.W*box.H)
+	side := context * math.Sqrt(box.W*box.H)
 	if !(side >= 1) || img.Rect.Empty() {
 		return yunet.Face{}, false
 	}
@@ -315,7 +344,7 @@ func (n *Network) lookAtWeak(img *image.Gray, known []feature.Box) {
 	slices.SortFunc(w, func(a, b yunet.Face) int { return cmp.Compare(b.Score, a.Score) })
 	for i := range min(n.p.ScanLooks, len(w)) {
 		f := w[(n.scans-1+i)%len(w)]
-		found, ok := n.look(img, feature.Box{X: f.X, Y: f.Y, W: f.W, H: f.H}, n.p.ScanScore)
+		found, ok := n.look(img, feature.Box{X: f.X, Y: f.Y, W: f.W, H: f.H}, LandmarkContext, n.p.ScanScore)
 		if !ok || math.Sqrt(found.W*found.H) < minScanFace {
 			continue
 		}

@@ -145,11 +145,12 @@ func BenchmarkFrame(b *testing.B) {
 	//   - scan: its scan of the whole frame (at half size);
 	//   - verified-frame-ratio: a cascade frame with a new face (the
 	//     tracker reset before each, no scan): facefinder, the
-	//     verification of the face on a crop and its pose, against the
-	//     same frame with pigo's facefinder alone, alternately, as above;
+	//     verification of the face on a crop, its pose and the close look
+	//     at the model's box (detect.confirm), against the same frame with
+	//     pigo's facefinder alone, alternately, as above;
 	//   - scan-frame-ratio: a scene's first frame, the scan's (the
-	//     tracker reset before each): the scan and the pose, against the
-	//     same pigo frame;
+	//     tracker reset before each): the scan, the pose and the close
+	//     look, against the same pigo frame;
 	//   - scan-tiles-frame-ratio: two scanned frames with
 	//     detect.scan_tiles 4 (the shrunk frame, a tile);
 	//   - replay-ratio: 150 frames of a scene with one face, with the
@@ -172,7 +173,7 @@ func BenchmarkFrame(b *testing.B) {
 	})
 	b.Run("verified-frame-ratio", func(b *testing.B) {
 		ours, est := defaultTracker(b, 1)
-		ours.det, ours.verify = det, net
+		ours.det, ours.verify, ours.confirm = det, net, net
 		ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
 		ratioLoop(b, func() int { ours.Reset(); return len(ours.Process(img)) }, func() int { ref.Reset(); return len(ref.Process(img)) })
 	})
@@ -208,7 +209,7 @@ func BenchmarkFrame(b *testing.B) {
 	b.Run("replay-ratio", func(b *testing.B) {
 		cfg := Config{MaxFaces: 4, Every: 10, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, MaxStd: 60, StartStd: 30, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: 30}
 		ours, est := trackerWith(b, cfg, 60)
-		ours.det, ours.verify, ours.scan = det, net, net
+		ours.det, ours.verify, ours.scan, ours.confirm = det, net, net, net
 		ref := New(cfg, all, ours.calib, est.NewWorker())
 		scene := func(tr *Tracker) func() int {
 			return func() int {
@@ -410,7 +411,7 @@ func scannedOn(b *testing.B, img, refImg *image.Gray, scan *detect.Network, fram
 		b.Fatal(err)
 	}
 	ours, est := defaultTracker(b, 1)
-	ours.det, ours.verify, ours.scan = det, scan, scan
+	ours.det, ours.verify, ours.scan, ours.confirm = det, scan, scan, scan
 	ours.cfg.ScanEvery = 1
 	ref := New(ours.cfg, new(pigoDetector), ours.calib, est.NewWorker())
 	run := func(tr *Tracker, img *image.Gray, scans bool) func() int {

@@ -813,3 +813,56 @@ func TestTrackReanchorsOnATurn(t *testing.T) {
 		}
 	}
 }
+
+// scriptConfirmer answers by the box's x and records the boxes asked about.
+type scriptConfirmer struct {
+	face  func(feature.Box) bool
+	asked []feature.Box
+}
+
+func (c *scriptConfirmer) Confirm(_ *image.Gray, b feature.Box) bool {
+	c.asked = append(c.asked, b)
+	return c.face(b)
+}
+
+// A new face is confirmed once, at the box the model refined (not the
+// detection's), before it is reported: one the confirmer refuses is never
+// reported, counts as unconfirmed, and the cascades' detections of its box
+// are then refused without asking for Config.RejectFor frames, as the
+// verifier's refusals are; a confirmed face is not asked about again.
+func TestTrackConfirmer(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, RejectFor: 5}
+	det := &scriptDetector{faces: []detect.Face{square(100, 100, 80), square(400, 100, 80)}}
+	v := &scriptVerifier{face: func(feature.Box) bool { return true }}
+	c := &scriptConfirmer{face: func(b feature.Box) bool { return b.X > 300 }}
+	// The model refines every box 7 px to the right (shiftEstimator).
+	tr := New(cfg, det, detect.Identity, &shiftEstimator{std: 5}, WithVerifier(v), WithConfirmer(c))
+	img := image.NewGray(image.Rect(0, 0, 640, 480))
+	for frame := 1; frame <= 8; frame++ {
+		faces := tr.Process(img)
+		if len(faces) != 1 || faces[0].Box.X < 300 {
+			t.Fatalf("frame %d: faces %+v, want the confirmed one only", frame, faces)
+		}
+		want := 0
+		if frame == 1 || frame == 7 {
+			want = 1
+		}
+		if got := tr.Timing().Unconfirmed; got != want {
+			t.Errorf("frame %d: %d unconfirmed, want %d", frame, got, want)
+		}
+	}
+	// Asked on frame 1 about both faces, at the refined boxes, then about
+	// the refused one again once its refusal (frames 1–6) ran out.
+	want := []feature.Box{{X: 107, Y: 100, W: 80, H: 80}, {X: 407, Y: 100, W: 80, H: 80}, {X: 107, Y: 100, W: 80, H: 80}}
+	if !slices.Equal(c.asked, want) {
+		t.Errorf("the confirmer was asked about %v, want %v", c.asked, want)
+	}
+	if v.calls != 3 {
+		t.Errorf("the verifier was asked %d times, want 3 (both faces, then the refused one on frame 7)", v.calls)
+	}
+	// Without a confirmer both faces are reported.
+	tr = New(cfg, det, detect.Identity, &shiftEstimator{std: 5}, WithVerifier(v))
+	if faces := tr.Process(img); len(faces) != 2 {
+		t.Errorf("without a confirmer: %d faces, want 2", len(faces))
+	}
+}

@@ -177,6 +177,9 @@ type Timing struct {
 	// Refused: detections of this frame that started no track, the
 	// model's yaw std from their box being above Config.StartStd.
 	Refused int
+	// Unconfirmed: detections of this frame that started no track, the
+	// confirmer (WithConfirmer) finding no face at the model's box.
+	Unconfirmed int
 }
 
 type trackState struct {
@@ -196,6 +199,10 @@ type trackState struct {
 	// The angles' filters and the time of their last estimate.
 	filt [3]angleFilter
 	at   time.Time
+	// unconfirmed: a new face the confirmer did not find at the model's
+	// box (WithConfirmer); origin its detection's box, as detected.
+	unconfirmed bool
+	origin      feature.Box
 	// modelStd: the model's own yaw σ on this frame, before the landmarks
 	// and the filter: whether it sees a face (Config.StartStd).
 	modelStd float64
@@ -300,6 +307,12 @@ type Fuser interface {
 	Fuse(r *pose.Result, box feature.Box, l *feature.Landmarks) bool
 }
 
+// Confirmer says whether a new face is a face: the network's close look
+// at the box the pose model refined (detect.Network.Confirm).
+type Confirmer interface {
+	Confirm(img *image.Gray, box feature.Box) bool
+}
+
 // Option adds a part to a tracker.
 type Option func(*Tracker)
 
@@ -313,6 +326,13 @@ func WithLandmarks(l Landmarker, f Fuser) Option {
 	return func(t *Tracker) { t.lmk, t.fuse = l, f }
 }
 
+// WithConfirmer has c check every new face the model reads, at the box
+// it refined on its first frame, before it is reported: a face c does not
+// find there starts no track (Timing.Unconfirmed), and the cascades'
+// detections of its box are refused for Config.RejectFor frames as the
+// verifier's are.
+func WithConfirmer(c Confirmer) Option { return func(t *Tracker) { t.confirm = c } }
+
 // WithScanner has s detect every Config.ScanEvery-th frame, from the
 // first, in place of the detector.
 func WithScanner(s Scanner) Option { return func(t *Tracker) { t.scan = s } }
@@ -320,16 +340,17 @@ func WithScanner(s Scanner) Option { return func(t *Tracker) { t.scan = s } }
 // Tracker processes frames one after another; it is not safe for
 // concurrent use.
 type Tracker struct {
-	cfg    Config
-	det    Detector
-	calib  detect.Calibration
-	est    Estimator
-	step   Stepper // est, where it can Step (Config.RefineEvery)
-	verify Verifier
-	scan   Scanner
-	known  []feature.Box // the tracked faces' boxes, as detections', for the scanner
-	lmk    Landmarker
-	fuse   Fuser
+	cfg     Config
+	det     Detector
+	calib   detect.Calibration
+	est     Estimator
+	step    Stepper // est, where it can Step (Config.RefineEvery)
+	verify  Verifier
+	confirm Confirmer
+	scan    Scanner
+	known   []feature.Box // the tracked faces' boxes, as detections', for the scanner
+	lmk     Landmarker
+	fuse    Fuser
 	// Boxes the verifier refused, and the frame until which a detection
 	// of one of them is refused without asking (Config.RejectFor).
 	refused []refusal
@@ -516,6 +537,15 @@ func (t *Tracker) gone(tr *trackState, bounds image.Rectangle) bool {
 	unseen := tr.face.Age == 1 && tr.face.Has[0] && t.cfg.Refuses(tr.modelStd)
 	if unseen {
 		t.last.Refused++
+	}
+	if tr.face.Age == 1 && tr.unconfirmed {
+		// No face up close: the cascades' detections of its box are
+		// refused without asking for a while, as the verifier's are.
+		t.last.Unconfirmed++
+		if t.cfg.RejectFor > 0 && len(t.refused) < maxRefusals {
+			t.refused = append(t.refused, refusal{tr.origin, t.frame + uint64(t.cfg.RejectFor)})
+		}
+		return true
 	}
 	b := tr.raw
 	return tr.missed > t.cfg.LostAfter || !b.Valid() || b.W < 8 ||
@@ -742,6 +772,12 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	}
 	tr.raw = r.Box
 	tr.modelStd = r.Std[0]
+	if f.Age == 0 && t.confirm != nil && (tr.unread || readable) {
+		// A new face: the network must find it up close at the model's
+		// box, or at its detection's if the model cannot read it
+		// (Confirmer).
+		tr.unconfirmed, tr.origin = !t.confirm.Confirm(img, r.Box), t.calib.Undo(tr.from)
+	}
 	t.landmarks(tr, img, r)
 	tr.jumped = !tr.unread && t.cfg.RecheckTurn > 0 && !tr.fresh && f.Age > 0 && t.est.HasAngle(0) &&
 		math.Abs(r.Angles[0]-f.Angles[0]) > t.cfg.RecheckTurn
@@ -853,7 +889,7 @@ const landmarkMove = 5
 func (t *Tracker) landmarks(tr *trackState, img *image.Gray, r *pose.Result) {
 	f := &tr.face
 	f.HasLandmarks = false
-	if t.lmk == nil || tr.unread {
+	if t.lmk == nil || tr.unread || tr.unconfirmed {
 		return
 	}
 	lc := &tr.lm

@@ -45,7 +45,7 @@ func DetectParams(d config.Detect, r config.Research) detect.Params {
 
 // NetworkParams are the face network's settings of the detect block.
 func NetworkParams(d config.Detect) detect.NetworkParams {
-	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles, ScanLooks: d.ScanLooks}
+	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles, ScanLooks: d.ScanLooks, ConfirmScore: d.Confirm}
 }
 
 // TrackConfig is the tracker's configuration: the track keys, detect.every
@@ -162,7 +162,7 @@ func Tracker(cfg config.Config, est *pose.Estimator, calib detect.Calibration) (
 	}
 	var opts []track.Option
 	wk := est.NewWorker()
-	if d := cfg.Detect; d.Verify || d.ScanEvery > 0 || est.HasLandmarks() {
+	if d := cfg.Detect; d.Verify || d.ScanEvery > 0 || d.Confirm > 0 || est.HasLandmarks() {
 		n, err := detect.NewNetwork(Net(), NetworkParams(d))
 		if err != nil {
 			return nil, fmt.Errorf("detect: %w", err)
@@ -172,6 +172,9 @@ func Tracker(cfg config.Config, est *pose.Estimator, calib detect.Calibration) (
 		}
 		if d.ScanEvery > 0 {
 			opts = append(opts, track.WithScanner(n))
+		}
+		if d.Confirm > 0 {
+			opts = append(opts, track.WithConfirmer(n))
 		}
 		if est.HasLandmarks() {
 			opts = append(opts, track.WithLandmarks(n, wk))
