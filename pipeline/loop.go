@@ -504,6 +504,7 @@ func (l *Loop) process(f *device.Frame) {
 	met.FramesProcessed.Add(1)
 	met.Faces.Add(uint64(len(faces)))
 	met.Refused.Add(uint64(tm.Refused))
+	met.Unconfirmed.Add(uint64(tm.Unconfirmed))
 	met.LastFrame.Store(time.Now().UnixNano())
 	l.lastSeq, l.lastW, l.lastH = f.Seq, f.Gray.Rect.Dx(), f.Gray.Rect.Dy()
 	// The faces, made once at full precision and completed by the

@@ -17,8 +17,10 @@ import (
 // on /metrics, with a health check on /healthz.
 type Metrics struct {
 	FramesIn, FramesProcessed, FramesDropped, FramesBad, Faces atomic.Uint64
-	// Refused: detections that started no face (track.start_std).
-	Refused      atomic.Uint64
+	// Refused: detections that started no face (track.start_std);
+	// Unconfirmed: new faces the network's close look did not find
+	// (detect.confirm).
+	Refused, Unconfirmed atomic.Uint64
 	CameraOnline atomic.Bool
 	CameraErr    atomic.Value         // string: why the camera is offline
 	LastFrame    atomic.Int64         // unix nanoseconds of the last frame taken: processed, or skipped while paused
@@ -145,6 +147,7 @@ func (m *Metrics) WriteText(w io.Writer, version string) {
 	c("posed_frames_bad_total", "Frames of the wrong size or undecodable.", m.FramesBad.Load())
 	c("posed_faces_total", "Faces reported, summed over frames.", m.Faces.Load())
 	c("posed_detections_refused_total", "Detections that started no face: the model's yaw uncertainty from the box was above track.start_std.", m.Refused.Load())
+	c("posed_detections_unconfirmed_total", "New faces that started no track: the face network's close look at the model's box found no face (detect.confirm).", m.Unconfirmed.Load())
 	g("posed_camera_online", "1 while the frame source delivers.", b2f(m.CameraOnline.Load()))
 	if m.MQTT != nil {
 		p, d, conn := m.MQTT()
