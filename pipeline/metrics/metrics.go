@@ -21,12 +21,12 @@ type Metrics struct {
 	// Unconfirmed: new faces the network's close look did not find
 	// (detect.confirm).
 	Refused, Unconfirmed atomic.Uint64
-	CameraOnline atomic.Bool
-	CameraErr    atomic.Value         // string: why the camera is offline
-	LastFrame    atomic.Int64         // unix nanoseconds of the last frame taken: processed, or skipped while paused
-	Paused       atomic.Bool          // the privacy switch is off: frames are taken and skipped
-	Stages       [numStages]Histogram // by Stage
-	Started      time.Time
+	CameraOnline         atomic.Bool
+	CameraErr            atomic.Value         // string: why the camera is offline
+	LastFrame            atomic.Int64         // unix nanoseconds of the last frame taken: processed, or skipped while paused
+	Paused               atomic.Bool          // the privacy switch is off: frames are taken and skipped
+	Stages               [numStages]Histogram // by Stage
+	Started              time.Time
 	// The figures other parts keep, read when /metrics is.
 	Sources
 }
