@@ -74,7 +74,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.configPath, "config", "", "published: the daemon's configuration file whose frame path runs (detectors, verification, scan, tracker); default: posed's defaults. Its model keys are ignored: the model is -model's, with the expert beside it")
 	fs.StringVar(&e.faceFree, "face-free", "", "published: also count the faces published on each picture of this folder of face-free pictures (phantoms per picture)")
 	fs.IntVar(&e.frames, "frames", 1, "published: show each picture this many frames (a still scene) and count what the last frame publishes: 1 is a scene's first frame, found by the network's scan; 2 adds the cascades' detection with its verification")
-	fs.Float64Var(&e.noise, "noise", 0, "turning: σ in grey levels of sensor-like noise added to every frame, each its own (the frames one by one see the same frames); 0: none")
+	fs.Float64Var(&e.noise, "noise", 0, "turning and -face-free: σ in grey levels of sensor-like noise added to every frame, each its own (turning's frames one by one see the same frames); 0: none")
 	fs.StringVar(&e.hold, "hold", "1", "turning: the frames each pose is held (15 a second), a comma-separated list: 1 turns 225°/s, 4 56°/s")
 	fs.BoolVar(&e.alone, "alone", false, "turning: also measure the same frames one by one (each a scene's first frame), against which the video is compared")
 	fs.BoolVar(&e.heldOutOnly, "face-free-held-out", true, "with -face-free: only the third of the pictures kept out of every training (by name, as posectl cascade keeps them)")
@@ -260,6 +260,9 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	if e.modelPath == "" {
 		return fmt.Errorf("%w: -face-free measures -model", errUsage)
 	}
+	if !(e.noise >= 0 && e.noise <= 128) {
+		return fmt.Errorf("%w: -noise %g: want a σ of 0 (none) to 128 grey levels", errUsage, e.noise)
+	}
 	est, m, err := estimator(cfg.Model, cfg.Research, e.modelPath, cfg.Model.Expert)
 	if err != nil {
 		return err
@@ -276,7 +279,7 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	// Over every frame of the still scenes, not the last alone: the
 	// frames that publish a face, and the tracks that do (a phantom the
 	// scan finds again and again is many tracks: #55).
-	shown, tracks := 0, 0
+	shown, tracks, worst := 0, 0, 0
 	ids := map[uint64]bool{}
 	var each strings.Builder
 	for _, p := range pics {
@@ -284,7 +287,8 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 			continue
 		}
 		clear(ids)
-		got := headpose.Still(tr, p.Img.Gray(), e.frames, func(faces []track.Face) {
+		before := shown
+		got := headpose.NoisyStill(tr, p.Img.Gray(), e.frames, e.noise, e.testSeed, func(faces []track.Face) {
 			if len(faces) > 0 {
 				shown++
 			}
@@ -293,6 +297,7 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 			}
 		})
 		tracks += len(ids)
+		worst = max(worst, shown-before)
 		n++
 		faces += len(got)
 		if len(got) > 0 {
@@ -314,8 +319,12 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	fmt.Fprintf(stdout, "face-free pictures of %s (%s, %d): %.4f faces published per picture (%d faces on %d pictures)\n",
 		e.faceFree, which, n, float64(faces)/float64(max(n, 1)), faces, scenes)
 	if e.frames > 1 {
-		fmt.Fprintf(stdout, "over the %d frames of each still scene: %.4f of the frames show a face (%d of %d), in %d tracks\n",
-			e.frames, float64(shown)/float64(max(n*e.frames, 1)), shown, n*e.frames, tracks)
+		noise := ""
+		if e.noise > 0 {
+			noise = fmt.Sprintf(", sensor noise σ %g", e.noise)
+		}
+		fmt.Fprintf(stdout, "over the %d frames of each still scene%s: %.4f of the frames show a face (%d of %d), in %d tracks; the worst scene %d frames\n",
+			e.frames, noise, float64(shown)/float64(max(n*e.frames, 1)), shown, n*e.frames, tracks, worst)
 	}
 	fmt.Fprint(stdout, each.String())
 	return nil

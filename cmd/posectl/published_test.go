@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -278,5 +279,45 @@ func TestPasteIsWhatPosedPublishes(t *testing.T) {
 	}
 	if found < n/4 {
 		t.Errorf("%d of %d pasted faces found: the comparison needs faces", found, n)
+	}
+}
+
+// posectl eval -face-free over the frames of a still scene, with a
+// camera's noise on each: on a scene where the scan finds a spray can the
+// model reads as a face (neg-3550), posed's defaults show no face on any
+// of 31 noisy frames, and without the close look (detect.confirm 0) it is
+// shown on every one; a σ out of range is a usage error.
+func TestEvalStillPhantomWithNoise(t *testing.T) {
+	root := datatest.Root(t)
+	sceneDir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(root, "scenes", "images", "neg-3550.jpg"))
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	os.WriteFile(filepath.Join(sceneDir, "neg-3550.jpg"), b, 0o644)
+	off := filepath.Join(t.TempDir(), "off.yaml")
+	os.WriteFile(off, []byte("detect: {confirm: 0}\n"), 0o644)
+	data := filepath.Join(root, "aflw2000")
+	for _, c := range []struct {
+		args  []string
+		worst string
+	}{
+		{nil, "the worst scene 0 frames"},
+		{[]string{"-config", off}, "the worst scene 31 frames"},
+	} {
+		var stdout strings.Builder
+		args := append([]string{"-model", filepath.Join("..", "..", "models", "default.gllim"), "-data", data, "-condition", "none", "-face-free", sceneDir,
+			"-face-free-held-out=false", "-frames", "31", "-noise", "3"}, c.args...)
+		if err := runEval(args, &stdout); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(stdout.String(), "sensor noise σ 3") || !strings.Contains(stdout.String(), c.worst) {
+			t.Errorf("%v: eval says\n%s\nwant %q", c.args, stdout.String(), c.worst)
+		}
+	}
+	var stdout strings.Builder
+	err = runEval([]string{"-model", filepath.Join("..", "..", "models", "default.gllim"), "-data", data, "-condition", "none", "-face-free", sceneDir, "-noise", "-1"}, &stdout)
+	if !errors.Is(err, errUsage) {
+		t.Errorf("-noise -1: %v, want a usage error", err)
 	}
 }

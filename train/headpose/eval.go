@@ -664,6 +664,26 @@ func Still(fr Frames, img *image.Gray, frames int, each func([]track.Face)) []tr
 	return faces
 }
 
+// NoisyStill is Still with sensor-like noise of σ sigma grey levels
+// added to every frame, each frame's its own (drawn from seed): a still
+// scene as a camera delivers it. sigma 0 is Still.
+func NoisyStill(fr Frames, img *image.Gray, frames int, sigma float64, seed uint64, each func([]track.Face)) []track.Face {
+	if sigma <= 0 {
+		return Still(fr, img, frames, each)
+	}
+	fr.Reset()
+	var faces []track.Face
+	var noisy *image.Gray
+	for frame := range max(frames, 1) {
+		noisy = addNoise(noisy, img, sigma, rand.New(rand.NewPCG(seed, uint64(frame))))
+		faces = fr.Process(noisy)
+		if each != nil {
+			each(faces)
+		}
+	}
+	return faces
+}
+
 // onFrames runs work on n items in parallel, each worker with a frame
 // path of its own (o.Frames around est); it returns the first error
 // making one.
