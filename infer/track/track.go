@@ -77,8 +77,10 @@ type Config struct {
 	// cannot read (a person it never saw, lit or turned as it never
 	// learnt), is published without angles rather than not at all. On
 	// AFLW2000's unseen persons, 7 of the 34 faces missed were such faces
-	// (the scan 0.85–0.92 sure); no face-free scene has a phantom the scan
-	// is that sure of and the model refuses (docs/measured.md).
+	// (the scan 0.85–0.92 sure). With a Confirmer, a frontal phantom is
+	// the close look's to refuse, and the default is the scan's own
+	// threshold: whatever the network finds, far and near, is published
+	// (docs/measured.md, "A phantom up close").
 	UnreadScore float64
 	// RecheckStd: a tracked face whose yaw std (degrees) exceeds this
 	// makes the next frame a full detection instead of waiting for Every
@@ -112,7 +114,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{MaxFaces: 16, Every: 10, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, TurnNoise: 1e5, White: 0.4,
 		Interval: time.Second / 15, LandmarkEvery: 5, Anchored: true, RefineEvery: 10, MaxStd: 60, StartStd: 30,
-		Unread: true, UnreadScore: 0.85, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: defaultRejectFor}
+		Unread: true, UnreadScore: 0.5, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: defaultRejectFor}
 }
 
 // defaultRejectFor is the frames for which, after the network refused a
