@@ -13,6 +13,20 @@ import (
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
+// aflwByName is AFLW2000's labelled faces by their pictures' file names.
+func aflwByName(t *testing.T, root string) map[string]dataset.Sample {
+	t.Helper()
+	samples, err := dataset.Read(filepath.Join(root, "aflw2000"))
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	byPath := map[string]dataset.Sample{}
+	for _, s := range samples {
+		byPath[filepath.Base(s.Path)] = s
+	}
+	return byPath
+}
+
 func testNetwork(t *testing.T) *Network {
 	t.Helper()
 	n, err := NewNetwork(yunet.New(yunet.Default()), DefaultNetworkParams())
@@ -39,14 +53,7 @@ func TestNetworkVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	samples, err := dataset.Read(filepath.Join(root, "aflw2000"))
-	if err != nil {
-		datatest.Missing(t, "%v", err)
-	}
-	byPath := map[string]dataset.Sample{}
-	for _, s := range samples {
-		byPath[filepath.Base(s.Path)] = s
-	}
+	byPath := aflwByName(t, root)
 	// Faces of every |yaw| bin, 75–90° among them.
 	for _, name := range []string{"image00002.jpg", "image00004.jpg", "image00013.jpg", "image00040.jpg", "image01662.jpg", "image02532.jpg"} {
 		s, ok := byPath[name]
@@ -389,14 +396,7 @@ func TestInTile(t *testing.T) {
 func TestNetworkConfirm(t *testing.T) {
 	root := datatest.Root(t)
 	n := testNetwork(t)
-	samples, err := dataset.Read(filepath.Join(root, "aflw2000"))
-	if err != nil {
-		datatest.Missing(t, "%v", err)
-	}
-	byPath := map[string]dataset.Sample{}
-	for _, s := range samples {
-		byPath[filepath.Base(s.Path)] = s
-	}
+	byPath := aflwByName(t, root)
 	// Within 60° of yaw: past it, what the look finds depends on where
 	// the box is put, and the tracker asks at the model's box
 	// (pipeline/assemble's TestStillPhantomsRefusedUpClose).
