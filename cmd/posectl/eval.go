@@ -108,6 +108,9 @@ func runEval(args []string, stdout io.Writer) error {
 	if e.frames < 1 {
 		return fmt.Errorf("%w: -frames %d: want 1 or more", errUsage, e.frames)
 	}
+	if !(e.noise >= 0 && e.noise <= 128) {
+		return fmt.Errorf("%w: -noise %g: want a σ of 0 (none) to 128 grey levels", errUsage, e.noise)
+	}
 	if !e.conditionSet && e.modelPath != "" {
 		e.condition = string(headpose.Published) // -model measures what posed publishes
 	}
@@ -260,9 +263,6 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	if e.modelPath == "" {
 		return fmt.Errorf("%w: -face-free measures -model", errUsage)
 	}
-	if !(e.noise >= 0 && e.noise <= 128) {
-		return fmt.Errorf("%w: -noise %g: want a σ of 0 (none) to 128 grey levels", errUsage, e.noise)
-	}
 	est, m, err := estimator(cfg.Model, cfg.Research, e.modelPath, cfg.Model.Expert)
 	if err != nil {
 		return err
@@ -339,9 +339,6 @@ func (e *evalFlags) cases() ([]headpose.EvalOptions, error) {
 	}
 	if !(e.startStd >= 0) {
 		return nil, fmt.Errorf("%w: -start-std %g: want 0 (off) or a σ in degrees", errUsage, e.startStd)
-	}
-	if !(e.noise >= 0 && e.noise <= 128) {
-		return nil, fmt.Errorf("%w: -noise %g: want a σ of 0 (none) to 128 grey levels", errUsage, e.noise)
 	}
 	var evals []headpose.EvalOptions
 	for _, c := range splitList(e.condition) {

@@ -128,7 +128,8 @@ func TestEvalIsWhatPosedPublishes(t *testing.T) {
 	for _, s := range samples {
 		label[s.Subject] = s.Box
 	}
-	found, seen, unread := 0, 0, 0
+	found, seen := 0, 0
+	var unread []string
 	for _, r := range rows[1:] {
 		name := r[col["subject"]]
 		if !slices.Contains(compared, name) {
@@ -154,7 +155,7 @@ func TestEvalIsWhatPosedPublishes(t *testing.T) {
 		found++
 		if r[col["yaw"]] == "" {
 			// Found without angles: posed publishes no yaw either.
-			unread++
+			unread = append(unread, name)
 			if !math.IsNaN(faces[match][4]) {
 				t.Errorf("%s: eval found it without angles, posed published yaw %.2f", name, faces[match][4])
 			}
@@ -172,8 +173,8 @@ func TestEvalIsWhatPosedPublishes(t *testing.T) {
 	if seen != len(compared) {
 		t.Errorf("eval measured %d of the %d pictures compared", seen, len(compared))
 	}
-	if found < 5 || unread < 1 {
-		t.Errorf("%d of %d faces found, %d of them without angles: the comparison needs faces, and image03189's without angles", found, len(compared), unread)
+	if found < 5 || !slices.Contains(unread, "image03189") {
+		t.Errorf("%d of %d faces found, %v of them without angles: the comparison needs faces, and image03189's without angles", found, len(compared), unread)
 	}
 	// A face-free scene where the cascades put a phantom: eval counts what
 	// posed publishes there.

@@ -100,11 +100,10 @@ func TestMetricsEndpoint(t *testing.T) {
 	if v := value("posed_frames_processed_total"); v < 1 {
 		t.Errorf("posed_frames_processed_total %g", v)
 	}
-	// Every counter of the frame path is there from the start, 0 or not.
+	// Every counter of the frame path is there from the start, 0 or not
+	// (value reports a missing one).
 	for _, name := range []string{"posed_faces_total", "posed_detections_refused_total", "posed_detections_unconfirmed_total"} {
-		if v := value(name); v < 0 {
-			t.Errorf("%s = %g", name, v)
-		}
+		value(name)
 	}
 	for _, name := range []string{"go_goroutines", "go_threads", "go_memstats_heap_inuse_bytes", "process_cpu_seconds_total", "process_open_fds", "process_max_fds", "process_start_time_seconds"} {
 		if v := value(name); v <= 0 {

@@ -202,9 +202,8 @@ type trackState struct {
 	filt [3]angleFilter
 	at   time.Time
 	// unconfirmed: a new face the confirmer did not find at the model's
-	// box (WithConfirmer); origin its detection's box, as detected.
+	// box (WithConfirmer).
 	unconfirmed bool
-	origin      feature.Box
 	// modelStd: the model's own yaw σ on this frame, before the landmarks
 	// and the filter: whether it sees a face (Config.StartStd).
 	modelStd float64
@@ -541,12 +540,11 @@ func (t *Tracker) gone(tr *trackState, bounds image.Rectangle) bool {
 		t.last.Refused++
 	}
 	if tr.face.Age == 1 && tr.unconfirmed {
-		// No face up close: the cascades' detections of its box are
-		// refused without asking for a while, as the verifier's are.
+		// No face up close: the cascades' detections of its box (this
+		// frame's detection, as detected) are refused without asking for
+		// a while, as the verifier's are.
 		t.last.Unconfirmed++
-		if t.cfg.RejectFor > 0 && len(t.refused) < maxRefusals {
-			t.refused = append(t.refused, refusal{tr.origin, t.frame + uint64(t.cfg.RejectFor)})
-		}
+		t.refuse(t.calib.Undo(tr.from))
 		return true
 	}
 	b := tr.raw
@@ -679,10 +677,16 @@ func (t *Tracker) verified(img *image.Gray, box feature.Box) bool {
 	if t.verify.Verify(img, box) {
 		return true
 	}
+	t.refuse(box)
+	return false
+}
+
+// refuse remembers a detection's box as refused for Config.RejectFor
+// frames (verified asks no one about it meanwhile).
+func (t *Tracker) refuse(box feature.Box) {
 	if t.cfg.RejectFor > 0 && len(t.refused) < maxRefusals {
 		t.refused = append(t.refused, refusal{box, t.frame + uint64(t.cfg.RejectFor)})
 	}
-	return false
 }
 
 // continues reports whether a detection box (with overlap iou) belongs to
@@ -778,7 +782,7 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		// A new face: the network must find it up close at the model's
 		// box, or at its detection's if the model cannot read it
 		// (Confirmer).
-		tr.unconfirmed, tr.origin = !t.confirm.Confirm(img, r.Box), t.calib.Undo(tr.from)
+		tr.unconfirmed = !t.confirm.Confirm(img, r.Box)
 	}
 	t.landmarks(tr, img, r)
 	tr.jumped = !tr.unread && t.cfg.RecheckTurn > 0 && !tr.fresh && f.Age > 0 && t.est.HasAngle(0) &&

@@ -653,30 +653,23 @@ func (b *Bank) result(est *pose.Estimator, i int, face feature.Box) FaceResult {
 // from its first, hands each frame's faces to each (if not nil), and
 // returns the faces of the last.
 func Still(fr Frames, img *image.Gray, frames int, each func([]track.Face)) []track.Face {
-	fr.Reset()
-	var faces []track.Face
-	for range max(frames, 1) {
-		faces = fr.Process(img)
-		if each != nil {
-			each(faces)
-		}
-	}
-	return faces
+	return NoisyStill(fr, img, frames, 0, 0, each)
 }
 
 // NoisyStill is Still with sensor-like noise of σ sigma grey levels
 // added to every frame, each frame's its own (drawn from seed): a still
 // scene as a camera delivers it. sigma 0 is Still.
 func NoisyStill(fr Frames, img *image.Gray, frames int, sigma float64, seed uint64, each func([]track.Face)) []track.Face {
-	if sigma <= 0 {
-		return Still(fr, img, frames, each)
-	}
 	fr.Reset()
 	var faces []track.Face
 	var noisy *image.Gray
 	for frame := range max(frames, 1) {
-		noisy = addNoise(noisy, img, sigma, rand.New(rand.NewPCG(seed, uint64(frame))))
-		faces = fr.Process(noisy)
+		shown := img
+		if sigma > 0 {
+			noisy = addNoise(noisy, img, sigma, rand.New(rand.NewPCG(seed, uint64(frame))))
+			shown = noisy
+		}
+		faces = fr.Process(shown)
 		if each != nil {
 			each(faces)
 		}
