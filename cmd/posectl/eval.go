@@ -8,8 +8,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgepose/posed/config"
@@ -267,44 +270,69 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	tr, err := assemble.Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
-	if err != nil {
-		return err
-	}
+	calib := detect.CalibrationOf(m.Calibration)
 	pics, err := cascade.ReadPictures(e.faceFree, 640)
 	if err != nil {
 		return err
 	}
-	n, faces, scenes := 0, 0, 0
-	// Over every frame of the still scenes, not the last alone: the
+	var todo []cascade.Picture
+	for _, p := range pics {
+		if !e.heldOutOnly || cascade.HeldOut(p.Name) {
+			todo = append(todo, p)
+		}
+	}
+	// Each scene on a frame path of its own, as many at once as there are
+	// cores; over every frame of a still scene, not the last alone: the
 	// frames that publish a face, and the tracks that do (a phantom the
 	// scan finds again and again is many tracks: #55).
-	shown, tracks, worst := 0, 0, 0
-	ids := map[uint64]bool{}
-	var each strings.Builder
-	for _, p := range pics {
-		if e.heldOutOnly && !cascade.HeldOut(p.Name) {
-			continue
+	type scene struct {
+		shown, tracks int
+		last          []track.Face
+	}
+	got := make([]scene, len(todo))
+	workers := min(runtime.GOMAXPROCS(0), max(len(todo), 1))
+	trs := make([]*track.Tracker, workers)
+	for w := range trs {
+		if trs[w], err = assemble.Tracker(cfg, est, calib); err != nil {
+			return err
 		}
-		clear(ids)
-		before := shown
-		got := headpose.NoisyStill(tr, p.Img.Gray(), e.frames, e.noise, e.testSeed, func(faces []track.Face) {
-			if len(faces) > 0 {
-				shown++
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for _, tr := range trs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids := map[uint64]bool{}
+			for i := int(next.Add(1) - 1); i < len(todo); i = int(next.Add(1) - 1) {
+				clear(ids)
+				s := &got[i]
+				last := headpose.NoisyStill(tr, todo[i].Img.Gray(), e.frames, e.noise, e.testSeed, func(faces []track.Face) {
+					if len(faces) > 0 {
+						s.shown++
+					}
+					for _, f := range faces {
+						ids[f.ID] = true
+					}
+				})
+				s.tracks, s.last = len(ids), append([]track.Face(nil), last...)
 			}
-			for _, f := range faces {
-				ids[f.ID] = true
-			}
-		})
-		tracks += len(ids)
-		worst = max(worst, shown-before)
-		n++
-		faces += len(got)
-		if len(got) > 0 {
+		}()
+	}
+	wg.Wait()
+	n, faces, scenes := len(todo), 0, 0
+	shown, tracks, worst := 0, 0, 0
+	var each strings.Builder
+	for i, s := range got {
+		shown += s.shown
+		tracks += s.tracks
+		worst = max(worst, s.shown)
+		faces += len(s.last)
+		if len(s.last) > 0 {
 			scenes++
 		}
-		for _, f := range got {
-			fmt.Fprintf(&each, "  %s: box %.0f,%.0f %.0f×%.0f, score %.2f, %s", p.Name, f.Box.X, f.Box.Y, f.Box.W, f.Box.H, f.Score, f.View)
+		for _, f := range s.last {
+			fmt.Fprintf(&each, "  %s: box %.0f,%.0f %.0f×%.0f, score %.2f, %s", todo[i].Name, f.Box.X, f.Box.Y, f.Box.W, f.Box.H, f.Score, f.View)
 			if f.Has[0] {
 				fmt.Fprintf(&each, ", yaw %.1f σ %.1f\n", f.Angles[0], f.Std[0])
 			} else {
