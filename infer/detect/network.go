@@ -45,6 +45,11 @@ type NetworkParams struct {
 	// the network finds it again, with at least this confidence, on a
 	// close look at the model's box (Confirm). 0: off.
 	ConfirmScore float64
+	// ConfirmSure: a close look at least this confident is sure of its
+	// face; one from ConfirmScore up to it is not, and the tracker looks
+	// again on the face's next frames before reporting it. 0, or at most
+	// ConfirmScore: every face found is sure.
+	ConfirmSure float64
 }
 
 // lookFrom is the smallest confidence of a scan's weak face that a look
@@ -56,7 +61,7 @@ const lookFrom = 0.2
 // DefaultNetworkParams are the measured defaults (docs/measured.md, "Faces
 // in the wild").
 func DefaultNetworkParams() NetworkParams {
-	return NetworkParams{VerifyScore: 0.5, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1, ConfirmScore: 0.4}
+	return NetworkParams{VerifyScore: 0.5, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1, ConfirmScore: 0.4, ConfirmSure: 0.7}
 }
 
 // A verification's crop is verifyContext detection sides wide, shrunk by a
@@ -89,6 +94,9 @@ func (p NetworkParams) Problems() []Problem {
 	}
 	if !(p.ConfirmScore >= 0 && p.ConfirmScore < 1) {
 		out = append(out, Problem{"confirm", fmt.Sprintf("%g is not 0 (off) or in (0, 1)", p.ConfirmScore)})
+	}
+	if !(p.ConfirmSure >= 0 && p.ConfirmSure < 1) {
+		out = append(out, Problem{"confirm_sure", fmt.Sprintf("%g is not 0 (every face found is sure) or in (0, 1)", p.ConfirmSure)})
 	}
 	if p.ScanLooks < 0 || p.ScanLooks > maxScanLooks {
 		out = append(out, Problem{"scan_looks", fmt.Sprintf("%d is not 0 (off) to %d", p.ScanLooks, maxScanLooks)})
@@ -206,17 +214,19 @@ const confirmContext = 1.5
 
 // Confirm reports whether the network finds, with ConfirmScore, a face
 // that box finds on a close look (confirmContext box sides around it,
-// resampled to LandmarkSide pixels); always with ConfirmScore 0. box is
-// a new face's as the pose model refined it: a real face is found there
-// as surely as far off, and the things a scan takes for faces at a tenth
-// of their size (a spray can, a glass sphere, a car's wheel) are not
-// (docs/measured.md). It allocates nothing once its buffers have grown.
-func (n *Network) Confirm(img *image.Gray, box feature.Box) bool {
+// resampled to LandmarkSide pixels), and whether it is sure of it
+// (ConfirmSure); always found and sure with ConfirmScore 0. box is a new
+// face's as the pose model refined it: a real face is found there as
+// surely as far off, and the things a scan takes for faces at a tenth of
+// their size (a spray can, a glass sphere, a car's wheel) are not, or
+// only unsure on a noisy frame (docs/measured.md). It allocates nothing
+// once its buffers have grown.
+func (n *Network) Confirm(img *image.Gray, box feature.Box) (found, sure bool) {
 	if n.p.ConfirmScore == 0 {
-		return true
+		return true, true
 	}
-	_, ok := n.look(img, box, confirmContext, n.p.ConfirmScore)
-	return ok
+	f, ok := n.look(img, box, confirmContext, n.p.ConfirmScore)
+	return ok, ok && f.Score >= n.p.ConfirmSure
 }
 
 // look runs the network on a crop of context box sides around box,

@@ -410,8 +410,8 @@ func TestNetworkConfirm(t *testing.T) {
 		// a detector's or the model's.
 		cx, cy := s.Box.Centre()
 		box := feature.SquareAt(cx, cy, 1.25*s.Box.Square().W)
-		if !n.Confirm(g, box) {
-			t.Errorf("%s (yaw %.0f°): the close look finds no face at %+v", name, s.Yaw, box)
+		if found, sure := n.Confirm(g, box); !found || !sure {
+			t.Errorf("%s (yaw %.0f°): the close look at %+v finds a face %v, sure %v", name, s.Yaw, box, found, sure)
 		}
 	}
 	for _, c := range []struct {
@@ -426,7 +426,7 @@ func TestNetworkConfirm(t *testing.T) {
 		if err != nil {
 			datatest.Missing(t, "%v", err)
 		}
-		if n.Confirm(g, c.box) {
+		if found, _ := n.Confirm(g, c.box); found {
 			t.Errorf("%s: the close look confirms the phantom at %+v", c.name, c.box)
 		}
 		if _, ok := n.Landmarks(g, c.box); !ok && c.name != "neg-3550.jpg" {
@@ -438,15 +438,42 @@ func TestNetworkConfirm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !o.Confirm(g, c.box) {
-			t.Errorf("%s: with ConfirmScore 0 a box is refused", c.name)
+		if found, sure := o.Confirm(g, c.box); !found || !sure {
+			t.Errorf("%s: with ConfirmScore 0 a box is refused (found %v, sure %v)", c.name, found, sure)
 		}
+	}
+	// A box a camera's noise gave the model on the cream jar
+	// (neg-4515): the network finds a face up close there, and is not
+	// sure of it; with ConfirmSure 0 every face found is sure.
+	g, err := dataset.LoadGray(filepath.Join(root, "scenes", "images", "neg-4515.jpg"))
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	wheel := feature.Box{X: 43, Y: -4, W: 104, H: 104}
+	if found, sure := n.Confirm(g, wheel); !found || sure {
+		t.Errorf("neg-4515.jpg at %+v: found %v, sure %v; want found, not sure", wheel, found, sure)
+	}
+	always := DefaultNetworkParams()
+	always.ConfirmSure = 0
+	o, err := NewNetwork(yunet.New(yunet.Default()), always)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, sure := o.Confirm(g, wheel); !found || !sure {
+		t.Errorf("neg-4515.jpg at %+v with ConfirmSure 0: found %v, sure %v; want both", wheel, found, sure)
 	}
 	p := DefaultNetworkParams()
 	for _, bad := range []float64{-0.1, 1, math.NaN()} {
 		p.ConfirmScore = bad
 		if pr := p.Problems(); len(pr) != 1 || pr[0].Field != "confirm" {
 			t.Errorf("confirm %g: problems %v", bad, pr)
+		}
+	}
+	p = DefaultNetworkParams()
+	for _, bad := range []float64{-0.1, 1, math.NaN()} {
+		p.ConfirmSure = bad
+		if pr := p.Problems(); len(pr) != 1 || pr[0].Field != "confirm_sure" {
+			t.Errorf("confirm_sure %g: problems %v", bad, pr)
 		}
 	}
 }

@@ -814,15 +814,20 @@ func TestTrackReanchorsOnATurn(t *testing.T) {
 	}
 }
 
-// scriptConfirmer answers by the box's x and records the boxes asked about.
+// scriptConfirmer answers by the box's x, and records the boxes asked
+// about; a face found is sure of unless script says otherwise.
 type scriptConfirmer struct {
-	face  func(feature.Box) bool
-	asked []feature.Box
+	face   func(feature.Box) bool
+	script func(b feature.Box) (found, sure bool)
+	asked  []feature.Box
 }
 
-func (c *scriptConfirmer) Confirm(_ *image.Gray, b feature.Box) bool {
+func (c *scriptConfirmer) Confirm(_ *image.Gray, b feature.Box) (found, sure bool) {
 	c.asked = append(c.asked, b)
-	return c.face(b)
+	if c.script != nil {
+		return c.script(b)
+	}
+	return c.face(b), c.face(b)
 }
 
 // A new face is confirmed once, at the box the model refined (not the
@@ -864,5 +869,65 @@ func TestTrackConfirmer(t *testing.T) {
 	tr = New(cfg, det, detect.Identity, &shiftEstimator{std: 5}, WithVerifier(v))
 	if faces := tr.Process(img); len(faces) != 2 {
 		t.Errorf("without a confirmer: %d faces, want 2", len(faces))
+	}
+}
+
+// A face the confirmer finds without being sure of it is looked at on
+// its next frames until confirmLooks looks have found it, or one of them
+// is sure; a look that misses it ends it, as a refusal on its first frame
+// does (Timing.Unconfirmed, its box refused for Config.RejectFor frames).
+// With Config.HoldUnsure it is not reported until confirmed; without, it
+// is reported meanwhile. A face confirmed is not asked about again.
+func TestTrackConfirmerDoubt(t *testing.T) {
+	for _, hold := range []bool{true, false} {
+		cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, RejectFor: 20, HoldUnsure: hold}
+		// Three faces, each found unsure on its first look: the left one
+		// on every look, the middle one sure on its second, the right
+		// one missed on its second.
+		det := &scriptDetector{faces: []detect.Face{square(100, 100, 80), square(300, 100, 80), square(500, 100, 80)}}
+		looks := [3]int{}
+		c := &scriptConfirmer{script: func(b feature.Box) (found, sure bool) {
+			face := int(b.X) / 200
+			looks[face]++
+			switch {
+			case looks[face] == 1:
+				return true, false
+			case face == 1:
+				return true, true
+			case face == 2:
+				return false, false
+			}
+			return true, false
+		}}
+		v := &scriptVerifier{face: func(feature.Box) bool { return true }}
+		tr := New(cfg, det, detect.Identity, &shiftEstimator{std: 5}, WithVerifier(v), WithConfirmer(c))
+		img := image.NewGray(image.Rect(0, 0, 640, 480))
+		type frame struct {
+			faces       []int // by x / 200
+			unconfirmed int
+		}
+		want := []frame{{nil, 0}, {[]int{1}, 1}, {[]int{0, 1}, 0}, {[]int{0, 1}, 0}, {[]int{0, 1}, 0}}
+		if !hold {
+			want[0].faces, want[1].faces = []int{0, 1, 2}, []int{0, 1}
+		}
+		for i, w := range want {
+			var got []int
+			for _, f := range tr.Process(img) {
+				got = append(got, int(f.Box.X)/200)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, w.faces) {
+				t.Errorf("hold %v, frame %d: faces %v (by x / 200), want %v", hold, i+1, got, w.faces)
+			}
+			if got := tr.Timing().Unconfirmed; got != w.unconfirmed {
+				t.Errorf("hold %v, frame %d: %d unconfirmed, want %d", hold, i+1, got, w.unconfirmed)
+			}
+		}
+		// The left face is looked at on frames 1–3, the middle one on
+		// frames 1–2, the right one on frames 1–2 and never again (its
+		// box refused).
+		if looks != [3]int{confirmLooks, 2, 2} {
+			t.Errorf("hold %v: looks by face %v, want [%d 2 2]", hold, looks, confirmLooks)
+		}
 	}
 }

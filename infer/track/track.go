@@ -106,6 +106,11 @@ type Config struct {
 	// verification per RejectFor frames, not one per detection. 0: ask
 	// every time.
 	RejectFor int
+	// HoldUnsure: with a Confirmer (WithConfirmer), a new face it finds
+	// without being sure of it is not reported until the looks on its
+	// next frames have confirmed it; otherwise it is reported at once and
+	// ends unreported if one of those looks misses it.
+	HoldUnsure bool
 }
 
 // DefaultConfig is the tracker the shipped model's figures were measured
@@ -179,8 +184,10 @@ type Timing struct {
 	// Refused: detections of this frame that started no track, the
 	// model's yaw std from their box being above Config.StartStd.
 	Refused int
-	// Unconfirmed: detections of this frame that started no track, the
-	// confirmer (WithConfirmer) finding no face at the model's box.
+	// Unconfirmed: new faces of this frame that are not reported and
+	// never will be: the confirmer (WithConfirmer) found no face at the
+	// model's box, on the face's first frame or on one of the looks a
+	// doubtful face waits for.
 	Unconfirmed int
 }
 
@@ -202,8 +209,10 @@ type trackState struct {
 	filt [3]angleFilter
 	at   time.Time
 	// unconfirmed: a new face the confirmer did not find at the model's
-	// box (WithConfirmer).
+	// box (WithConfirmer); doubt: the looks a face the confirmer found
+	// without being sure of it still waits for (Config.HoldUnsure).
 	unconfirmed bool
+	doubt       int
 	// modelStd: the model's own yaw σ on this frame, before the landmarks
 	// and the filter: whether it sees a face (Config.StartStd).
 	modelStd float64
@@ -308,11 +317,20 @@ type Fuser interface {
 	Fuse(r *pose.Result, box feature.Box, l *feature.Landmarks) bool
 }
 
-// Confirmer says whether a new face is a face: the network's close look
-// at the box the pose model refined (detect.Network.Confirm).
+// Confirmer says whether a new face is a face, and whether it is sure of
+// it: the network's close look at the box the pose model refined
+// (detect.Network.Confirm).
 type Confirmer interface {
-	Confirm(img *image.Gray, box feature.Box) bool
+	Confirm(img *image.Gray, box feature.Box) (found, sure bool)
 }
+
+// confirmLooks is how many close looks a face the confirmer found without
+// being sure of it gets, each on a frame of its own: all must find it,
+// unless one is sure. A camera's noise moves the box the model refines
+// around a phantom, and now and then a look at one of those boxes finds a
+// face, seldom sure of it; a face of a person found unsure is found again
+// on its next frames (docs/measured.md, "A phantom up close").
+const confirmLooks = 3
 
 // Option adds a part to a tracker.
 type Option func(*Tracker)
@@ -331,7 +349,10 @@ func WithLandmarks(l Landmarker, f Fuser) Option {
 // it refined on its first frame, before it is reported: a face c does not
 // find there starts no track (Timing.Unconfirmed), and the cascades'
 // detections of its box are refused for Config.RejectFor frames as the
-// verifier's are.
+// verifier's are. A face c finds without being sure of it is looked at
+// again on its next frames until confirmLooks looks have found it (or one
+// is sure), and ends as one not found if a look misses; Config.HoldUnsure
+// keeps it unreported meanwhile.
 func WithConfirmer(c Confirmer) Option { return func(t *Tracker) { t.confirm = c } }
 
 // WithScanner has s detect every Config.ScanEvery-th frame, from the
@@ -519,6 +540,9 @@ func (t *Tracker) ProcessAt(img *image.Gray, at time.Time) []Face {
 		if len(t.out) == t.cfg.MaxFaces {
 			break
 		}
+		if tr.doubt > 0 && t.cfg.HoldUnsure {
+			continue // not yet confirmed (Config.HoldUnsure)
+		}
 		t.out = append(t.out, tr.face)
 	}
 	return t.out
@@ -539,10 +563,10 @@ func (t *Tracker) gone(tr *trackState, bounds image.Rectangle) bool {
 	if unseen {
 		t.last.Refused++
 	}
-	if tr.face.Age == 1 && tr.unconfirmed {
-		// No face up close: the cascades' detections of its box (this
-		// frame's detection, as detected) are refused without asking for
-		// a while, as the verifier's are.
+	if tr.unconfirmed {
+		// No face up close: the cascades' detections of its box (where
+		// this frame's refinement started) are refused without asking
+		// for a while, as the verifier's are.
 		t.last.Unconfirmed++
 		t.refuse(t.calib.Undo(tr.from))
 		return true
@@ -778,11 +802,21 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 	}
 	tr.raw = r.Box
 	tr.modelStd = r.Std[0]
-	if f.Age == 0 && t.confirm != nil && (tr.unread || readable) {
+	if t.confirm != nil && (f.Age == 0 && (tr.unread || readable) || tr.doubt > 0) {
 		// A new face: the network must find it up close at the model's
-		// box, or at its detection's if the model cannot read it
-		// (Confirmer).
-		tr.unconfirmed = !t.confirm.Confirm(img, r.Box)
+		// box, or at its detection's if the model cannot read it, and
+		// again on its next frames if it is not sure (Confirmer).
+		found, sure := t.confirm.Confirm(img, r.Box)
+		switch {
+		case !found:
+			tr.unconfirmed, tr.doubt = true, 0
+		case sure:
+			tr.doubt = 0
+		case f.Age == 0:
+			tr.doubt = confirmLooks - 1
+		default:
+			tr.doubt--
+		}
 	}
 	t.landmarks(tr, img, r)
 	tr.jumped = !tr.unread && t.cfg.RecheckTurn > 0 && !tr.fresh && f.Age > 0 && t.est.HasAngle(0) &&

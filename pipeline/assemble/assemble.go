@@ -45,7 +45,7 @@ func DetectParams(d config.Detect, r config.Research) detect.Params {
 
 // NetworkParams are the face network's settings of the detect block.
 func NetworkParams(d config.Detect) detect.NetworkParams {
-	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles, ScanLooks: d.ScanLooks, ConfirmScore: d.Confirm}
+	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles, ScanLooks: d.ScanLooks, ConfirmScore: d.Confirm, ConfirmSure: d.ConfirmSure}
 }
 
 // TrackConfig is the tracker's configuration: the track keys, detect.every
@@ -56,7 +56,7 @@ func TrackConfig(c config.Config) track.Config {
 	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
 		MaxStd: t.MaxStd, StartStd: t.StartStd, Unread: t.Unread, UnreadScore: t.UnreadScore, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
 		TurnNoise: t.TurnNoise, White: t.White, LandmarkEvery: t.LandmarkEvery, Anchored: t.Anchored, RefineEvery: t.RefineEvery,
-		ScanEvery: c.Detect.ScanEvery, RejectFor: track.DefaultConfig().RejectFor}
+		ScanEvery: c.Detect.ScanEvery, RejectFor: track.DefaultConfig().RejectFor, HoldUnsure: c.Detect.ConfirmHold}
 	if fps := c.Source.FPS; fps > 0 {
 		tc.Interval = time.Duration(float64(time.Second) / fps)
 	}
