@@ -18,8 +18,8 @@ import (
 type Metrics struct {
 	FramesIn, FramesProcessed, FramesDropped, FramesBad, Faces atomic.Uint64
 	// Refused: detections that started no face (track.start_std);
-	// Unconfirmed: new faces the network's close look did not find
-	// (detect.confirm).
+	// Unconfirmed: new faces the network's close look did not confirm
+	// (detect.confirm, confirm_sure).
 	Refused, Unconfirmed atomic.Uint64
 	CameraOnline         atomic.Bool
 	CameraErr            atomic.Value         // string: why the camera is offline
@@ -147,7 +147,7 @@ func (m *Metrics) WriteText(w io.Writer, version string) {
 	c("posed_frames_bad_total", "Frames of the wrong size or undecodable.", m.FramesBad.Load())
 	c("posed_faces_total", "Faces reported, summed over frames.", m.Faces.Load())
 	c("posed_detections_refused_total", "Detections that started no face: the model's yaw uncertainty from the box was above track.start_std.", m.Refused.Load())
-	c("posed_detections_unconfirmed_total", "New faces that started no track: the face network's close look at the model's box found no face (detect.confirm).", m.Unconfirmed.Load())
+	c("posed_detections_unconfirmed_total", "New faces the face network's close look at the model's box did not confirm (detect.confirm): refused on their first frame, or ended by a second or third look (detect.confirm_sure).", m.Unconfirmed.Load())
 	g("posed_camera_online", "1 while the frame source delivers.", b2f(m.CameraOnline.Load()))
 	if m.MQTT != nil {
 		p, d, conn := m.MQTT()
