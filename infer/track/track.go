@@ -184,10 +184,10 @@ type Timing struct {
 	// Refused: detections of this frame that started no track, the
 	// model's yaw std from their box being above Config.StartStd.
 	Refused int
-	// Unconfirmed: new faces of this frame that are not reported and
-	// never will be: the confirmer (WithConfirmer) found no face at the
-	// model's box, on the face's first frame or on one of the looks a
-	// doubtful face waits for.
+	// Unconfirmed: new faces that end on this frame because the
+	// confirmer (WithConfirmer) found no face at the model's box: on the
+	// face's first frame (never reported), or on one of the looks a face
+	// found unsure gets (reported meanwhile unless Config.HoldUnsure).
 	Unconfirmed int
 }
 
