@@ -4,22 +4,19 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"image"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/edgepose/posed/config"
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
-	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/pipeline/assemble"
 	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
@@ -270,68 +267,36 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	calib := detect.CalibrationOf(m.Calibration)
 	pics, err := cascade.ReadPictures(e.faceFree, 640)
 	if err != nil {
 		return err
 	}
 	var todo []cascade.Picture
+	var imgs []*image.Gray
 	for _, p := range pics {
 		if !e.heldOutOnly || cascade.HeldOut(p.Name) {
-			todo = append(todo, p)
+			todo, imgs = append(todo, p), append(imgs, p.Img.Gray())
 		}
 	}
-	// Each scene on a frame path of its own, as many at once as there are
-	// cores; over every frame of a still scene, not the last alone: the
-	// frames that publish a face, and the tracks that do (a phantom the
-	// scan finds again and again is many tracks: #55).
-	type scene struct {
-		shown, tracks int
-		last          []track.Face
+	// Over every frame of a still scene, not the last alone: the frames
+	// that publish a face, and the tracks that do (a phantom the scan
+	// finds again and again is many tracks: #55).
+	got, err := headpose.StillScenes(imgs, est, framesOf(cfg), detect.CalibrationOf(m.Calibration), e.frames, e.noise, e.testSeed)
+	if err != nil {
+		return err
 	}
-	got := make([]scene, len(todo))
-	workers := min(runtime.GOMAXPROCS(0), max(len(todo), 1))
-	trs := make([]*track.Tracker, workers)
-	for w := range trs {
-		if trs[w], err = assemble.Tracker(cfg, est, calib); err != nil {
-			return err
-		}
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for _, tr := range trs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ids := map[uint64]bool{}
-			for i := int(next.Add(1) - 1); i < len(todo); i = int(next.Add(1) - 1) {
-				clear(ids)
-				s := &got[i]
-				last := headpose.NoisyStill(tr, todo[i].Img.Gray(), e.frames, e.noise, e.testSeed, func(faces []track.Face) {
-					if len(faces) > 0 {
-						s.shown++
-					}
-					for _, f := range faces {
-						ids[f.ID] = true
-					}
-				})
-				s.tracks, s.last = len(ids), append([]track.Face(nil), last...)
-			}
-		}()
-	}
-	wg.Wait()
 	n, faces, scenes := len(todo), 0, 0
 	shown, tracks, worst := 0, 0, 0
 	var each strings.Builder
 	for i, s := range got {
-		shown += s.shown
-		tracks += s.tracks
-		worst = max(worst, s.shown)
-		faces += len(s.last)
-		if len(s.last) > 0 {
+		shown += s.Shown
+		tracks += s.Tracks
+		worst = max(worst, s.Shown)
+		faces += len(s.Last)
+		if len(s.Last) > 0 {
 			scenes++
 		}
-		for _, f := range s.last {
+		for _, f := range s.Last {
 			fmt.Fprintf(&each, "  %s: box %.0f,%.0f %.0f×%.0f, score %.2f, %s", todo[i].Name, f.Box.X, f.Box.Y, f.Box.W, f.Box.H, f.Score, f.View)
 			if f.Has[0] {
 				fmt.Fprintf(&each, ", yaw %.1f σ %.1f\n", f.Angles[0], f.Std[0])

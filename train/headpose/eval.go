@@ -677,6 +677,38 @@ func NoisyStill(fr Frames, img *image.Gray, frames int, sigma float64, seed uint
 	return faces
 }
 
+// StillScene is what a frame path published over a still scene
+// (NoisyStill): the frames that showed a face, the tracks (face ids) that
+// did, and the last frame's faces.
+type StillScene struct {
+	Shown, Tracks int
+	Last          []track.Face
+}
+
+// StillScenes shows each of imgs as a still scene of n frames, with
+// noise of σ sigma (NoisyStill), to a frame path of frames (around est)
+// of its own, as many scenes at once as there are cores.
+func StillScenes(imgs []*image.Gray, est *pose.Estimator, frames func(*pose.Estimator, detect.Calibration) (Frames, error), calib detect.Calibration, n int, sigma float64, seed uint64) ([]StillScene, error) {
+	out := make([]StillScene, len(imgs))
+	err := onFrames(len(imgs), est, EvalOptions{Frames: frames, Calibration: calib}, func(fr Frames) func(int) {
+		ids := map[uint64]bool{}
+		return func(i int) {
+			clear(ids)
+			s := &out[i]
+			last := NoisyStill(fr, imgs[i], n, sigma, seed, func(faces []track.Face) {
+				if len(faces) > 0 {
+					s.Shown++
+				}
+				for _, f := range faces {
+					ids[f.ID] = true
+				}
+			})
+			s.Tracks, s.Last = len(ids), slices.Clone(last)
+		}
+	})
+	return out, err
+}
+
 // onFrames runs work on n items in parallel, each worker with a frame
 // path of its own (o.Frames around est); it returns the first error
 // making one.
