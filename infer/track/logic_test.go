@@ -814,20 +814,15 @@ func TestTrackReanchorsOnATurn(t *testing.T) {
 	}
 }
 
-// scriptConfirmer answers by the box's x, and records the boxes asked
-// about; a face found is sure of unless script says otherwise.
+// scriptConfirmer answers by the box, and records the boxes asked about.
 type scriptConfirmer struct {
-	face   func(feature.Box) bool
-	script func(b feature.Box) (found, sure bool)
+	answer func(b feature.Box) (found, sure bool)
 	asked  []feature.Box
 }
 
 func (c *scriptConfirmer) Confirm(_ *image.Gray, b feature.Box) (found, sure bool) {
 	c.asked = append(c.asked, b)
-	if c.script != nil {
-		return c.script(b)
-	}
-	return c.face(b), c.face(b)
+	return c.answer(b)
 }
 
 // A new face is confirmed once, at the box the model refined (not the
@@ -839,7 +834,7 @@ func TestTrackConfirmer(t *testing.T) {
 	cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, RejectFor: 5}
 	det := &scriptDetector{faces: []detect.Face{square(100, 100, 80), square(400, 100, 80)}}
 	v := &scriptVerifier{face: func(feature.Box) bool { return true }}
-	c := &scriptConfirmer{face: func(b feature.Box) bool { return b.X > 300 }}
+	c := &scriptConfirmer{answer: func(b feature.Box) (bool, bool) { return b.X > 300, b.X > 300 }}
 	// The model refines every box 7 px to the right (shiftEstimator).
 	tr := New(cfg, det, detect.Identity, &shiftEstimator{std: 5}, WithVerifier(v), WithConfirmer(c))
 	img := image.NewGray(image.Rect(0, 0, 640, 480))
@@ -886,7 +881,7 @@ func TestTrackConfirmerDoubt(t *testing.T) {
 		// one missed on its second.
 		det := &scriptDetector{faces: []detect.Face{square(100, 100, 80), square(300, 100, 80), square(500, 100, 80)}}
 		looks := [3]int{}
-		c := &scriptConfirmer{script: func(b feature.Box) (found, sure bool) {
+		c := &scriptConfirmer{answer: func(b feature.Box) (found, sure bool) {
 			face := int(b.X) / 200
 			looks[face]++
 			switch {
