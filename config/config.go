@@ -300,8 +300,8 @@ type Detect struct {
 	Confirm float64 `yaml:"confirm"`
 	// ConfirmSure: a close look at least this confident confirms the face;
 	// a face found less surely is looked at again on its next two frames,
-	// and ends unpublished if one of them misses it. 0: every face found
-	// is sure.
+	// and ends if one of them misses it (published meanwhile unless
+	// ConfirmHold). 0: every face found is sure.
 	ConfirmSure float64 `yaml:"confirm_sure"`
 	// ConfirmHold: a face found less surely than ConfirmSure is not
 	// published until those two looks have found it too.

@@ -47,7 +47,7 @@ type NetworkParams struct {
 	ConfirmScore float64
 	// ConfirmSure: a close look at least this confident is sure of its
 	// face; one from ConfirmScore up to it is not, and the tracker looks
-	// again on the face's next frames before reporting it. 0, or at most
+	// again on the face's next frames (track.WithConfirmer). 0, or at most
 	// ConfirmScore: every face found is sure.
 	ConfirmSure float64
 }
