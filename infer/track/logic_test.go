@@ -926,3 +926,56 @@ func TestTrackConfirmerDoubt(t *testing.T) {
 		}
 	}
 }
+
+// scoreLandmarker finds the face on every look with the confidence
+// *score (none at 0), and counts its looks.
+type scoreLandmarker struct {
+	score *float64
+	looks int
+}
+
+func (l *scoreLandmarker) Landmarks(_ *image.Gray, box feature.Box) (yunet.Face, bool) {
+	l.looks++
+	if *l.score == 0 {
+		return yunet.Face{}, false
+	}
+	return yunet.Face{X: box.X, Y: box.Y, W: box.W, H: box.H, Score: *l.score}, true
+}
+
+// A small face the detections miss (a 40-px face on the half-size scan)
+// stays while its landmark looks find it as surely as presentScore: a
+// look counts as its detection. Found less surely, or not at all (the
+// person left), the detections' misses end it after LostAfter + 1, as
+// without looks.
+func TestTrackLookKeepsAFaceDetectionsMiss(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, Smoothing: 0, MaxStd: 60, LandmarkEvery: 3}
+	for _, c := range []struct {
+		score float64
+		kept  bool
+	}{{0.9, true}, {presentScore, true}, {0.6, false}, {0, false}} {
+		det := &scriptDetector{faces: []detect.Face{square(200, 100, 40)}}
+		est := &scriptEstimator{yaw: func(feature.Box) float64 { return 10 }, std: 5}
+		score := c.score
+		lm := &scoreLandmarker{score: &score}
+		tr := New(cfg, det, detect.Identity, est, WithLandmarks(lm, noFuser{}))
+		img := image.NewGray(image.Rect(0, 0, 640, 480))
+		tr.Process(img)
+		det.faces = nil // every detection from here misses it
+		frames := 0
+		for range 30 {
+			if len(tr.Process(img)) == 0 {
+				break
+			}
+			frames++
+		}
+		switch {
+		case c.kept && frames != 30:
+			t.Errorf("looks at %g: the face dropped after %d missed detections", c.score, frames)
+		case !c.kept && frames != cfg.LostAfter:
+			t.Errorf("looks at %g: the face kept for %d missed detections, want %d", c.score, frames, cfg.LostAfter)
+		}
+		if lm.looks < 2 {
+			t.Errorf("looks at %g: %d looks", c.score, lm.looks)
+		}
+	}
+}

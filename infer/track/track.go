@@ -915,6 +915,13 @@ const maxGap = 0.5
 // "A head turning: the filter"); a still face jitters far less than 5°.
 const landmarkMove = 5
 
+// presentScore is the confidence of a landmark look that counts as a
+// detection of its face (Config.LostAfter): the scan's default
+// (detect.scan_score). Small faces tracked between scans were dropped by
+// detections that find them only now and then (docs/measured.md, "Small
+// faces in rooms").
+const presentScore = 0.7
+
 // landmarks folds the face network's landmarks into the estimate r of
 // track tr (WithLandmarks). A look runs on a face's first frame, then
 // every Config.LandmarkEvery frames, and whenever the model's yaw has
@@ -950,6 +957,14 @@ func (t *Tracker) landmarks(tr *trackState, img *image.Gray, r *pose.Result) {
 	nf, ok := t.lmk.Landmarks(img, r.Box)
 	if !ok {
 		return
+	}
+	if nf.Score >= presentScore {
+		// The face is there: the network found it up close, as surely as
+		// a scan reports a face. Detections that cannot find it (a 40-px
+		// face on the half-size scan, or under the cascades' smallest
+		// window) do not drop it while the looks find it; one that left
+		// is no longer found here, and the detections' misses end it.
+		tr.missed = 0
 	}
 	f.Landmarks, f.HasLandmarks = nf.Landmarks, true
 	if moved && t.cfg.Anchored {
