@@ -287,8 +287,9 @@ func TestPasteIsWhatPosedPublishes(t *testing.T) {
 
 // posectl eval -face-free over the frames of a still scene, with a
 // camera's noise on each: on a scene where the scan finds a spray can the
-// model reads as a face (neg-3550), posed's defaults show no face on any
-// of 31 noisy frames, and without the close look (detect.confirm 0) it is
+// model reads as a face (neg-3550), posed's defaults (but the scan tiles:
+// the whole frame scanned every 15 frames) show no face on any of 31 noisy
+// frames, and without the close look (detect.confirm 0) it is
 // shown on every one. On a scene where the noise moves the model's box,
 // on the 91st frame, to where the close look finds a face, unsure
 // (neg-0696, a car's wheel): with every face found sure
@@ -312,7 +313,12 @@ func TestEvalStillPhantomWithNoise(t *testing.T) {
 		os.WriteFile(p, []byte(yaml), 0o644)
 		return p
 	}
-	off, sure, hold := config("detect: {confirm: 0}\n"), config("detect: {confirm_sure: 0}\n"), config("detect: {confirm_hold: true}\n")
+	// The scan of the whole frame every 15 frames, without the default's
+	// tiles: a tile sees the wheel at full size, where this test follows
+	// the close look's answers on the shrunk scan's faces.
+	const whole = "scan_tiles: 0, scan_every: 15"
+	plain := config("detect: {" + whole + "}\n")
+	off, sure, hold := config("detect: {confirm: 0, "+whole+"}\n"), config("detect: {confirm_sure: 0, "+whole+"}\n"), config("detect: {confirm_hold: true, "+whole+"}\n")
 	data := filepath.Join(root, "aflw2000")
 	worst := regexp.MustCompile(`the worst scene (\d+) frames`)
 	for _, c := range []struct {
@@ -320,10 +326,10 @@ func TestEvalStillPhantomWithNoise(t *testing.T) {
 		args        []string
 		min, max    int
 	}{
-		{can, "31", nil, 0, 0},
+		{can, "31", []string{"-config", plain}, 0, 0},
 		{can, "31", []string{"-config", off}, 31, 31},
 		{sphere, "100", []string{"-config", sure}, 10, 10},
-		{sphere, "100", nil, 1, 1},
+		{sphere, "100", []string{"-config", plain}, 1, 1},
 		{sphere, "100", []string{"-config", hold}, 0, 0},
 	} {
 		var stdout strings.Builder

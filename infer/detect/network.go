@@ -29,7 +29,8 @@ type NetworkParams struct {
 	// each grown by tileOverlap on every side), in turn, in place of the
 	// shrunk scan: a face too small for the shrunk scan is seen at full
 	// size once every 2·ScanTiles scans, each scan at about the shrunk
-	// one's cost. 0: off.
+	// one's cost. 0: off; none where ScanShrink is 1 (the scan runs at
+	// the frame's resolution already).
 	ScanTiles int
 	// ScanLooks: a scan also takes up to this many of its weak faces
 	// (a confidence from lookFrom up to ScanScore) that are on no face
@@ -58,10 +59,17 @@ type NetworkParams struct {
 // scene (docs/measured.md, "Small faces in rooms").
 const lookFrom = 0.2
 
+// tileLookFrom is lookFrom on a tile's scan: at the frame's resolution a
+// 32–47 px face the network misses is more often among its answers from
+// 0.1 than from 0.2, and a tile holds a quarter of the frame's weak
+// answers, so that a look a scan still reaches them (docs/measured.md,
+// "Small faces in rooms").
+const tileLookFrom = 0.1
+
 // DefaultNetworkParams are the measured defaults (docs/measured.md, "Faces
 // in the wild").
 func DefaultNetworkParams() NetworkParams {
-	return NetworkParams{VerifyScore: 0.5, ScanScore: 0.5, ScanShrink: 2, ScanLooks: 1, ConfirmScore: 0.4, ConfirmSure: 0.7}
+	return NetworkParams{VerifyScore: 0.5, ScanScore: 0.5, ScanShrink: 2, ScanTiles: 4, ScanLooks: 1, ConfirmScore: 0.4, ConfirmSure: 0.7}
 }
 
 // A verification's crop is verifyContext detection sides wide, shrunk by a
@@ -89,8 +97,6 @@ func (p NetworkParams) Problems() []Problem {
 	}
 	if _, _, ok := tileGrid(p.ScanTiles); !ok {
 		out = append(out, Problem{"scan_tiles", fmt.Sprintf("%d is not 0 (off), 2, 4, 6 or 9", p.ScanTiles)})
-	} else if p.ScanTiles > 0 && p.ScanShrink == 1 {
-		out = append(out, Problem{"scan_tiles", "the scan already runs at the frame's resolution (scan_shrink 1): tiles would add nothing"})
 	}
 	if !(p.ConfirmScore >= 0 && p.ConfirmScore < 1) {
 		out = append(out, Problem{"confirm", fmt.Sprintf("%g is not 0 (off) or in (0, 1)", p.ConfirmScore)})
@@ -115,8 +121,10 @@ type Network struct {
 	weak  []yunet.Face                       // a scan's weak faces (ScanLooks)
 	patch [LandmarkSide * LandmarkSide]uint8 // Landmarks' crop
 	scans int                                // scans since ResetScan (ScanTiles: the even ones are the tiles')
-	// The last scan's shrink, and its tile (empty without one).
+	// The last scan's shrink, whether it was one of a round of tiles, and
+	// its tile (empty for the shrunk frame's).
 	lastShrink int
+	lastTiled  bool
 	lastTile   image.Rectangle
 }
 
@@ -139,8 +147,7 @@ func (n *Network) Sees(box feature.Box, region image.Rectangle) bool {
 	if !c.In(region) {
 		return false
 	}
-	cols, rows, _ := tileGrid(n.p.ScanTiles)
-	if cols*rows < 2 || n.lastShrink <= 1 {
+	if !n.lastTiled {
 		return true
 	}
 	s := math.Sqrt(box.W * box.H)
@@ -286,7 +293,10 @@ func (n *Network) Scan(img *image.Gray, r image.Rectangle, known []feature.Box) 
 	k := n.scanShrink(r)
 	n.lastShrink, n.lastTile = k, image.Rectangle{}
 	cols, rows, _ := tileGrid(n.p.ScanTiles)
-	tiled := cols*rows >= 2 && k > 1
+	// Tiles where they see more than the whole frame's scan: at a higher
+	// resolution than it (ScanShrink 1 scans the frame's own).
+	tiled := cols*rows >= 2 && k > 1 && n.p.ScanShrink > 1
+	n.lastTiled = tiled
 	n.scans++
 	from := n.p.ScanScore
 	if n.p.ScanLooks > 0 {
@@ -298,6 +308,9 @@ func (n *Network) Scan(img *image.Gray, r image.Rectangle, known []feature.Box) 
 		// scanMaxSide or less), at about the shrunk scan's cost.
 		t := tileOf(r, (n.scans/2-1)%(cols*rows), cols, rows)
 		n.lastTile = t
+		if n.p.ScanLooks > 0 {
+			from = min(from, tileLookFrom)
+		}
 		n.sort(inTile(n.net.DetectShrunk(&n.buf, img, t, max(k/n.p.ScanShrink, 1), from), t, r))
 	} else {
 		n.sort(n.net.DetectShrunk(&n.buf, img, r, k, from))

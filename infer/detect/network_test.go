@@ -27,9 +27,13 @@ func aflwByName(t *testing.T, root string) map[string]dataset.Sample {
 	return byPath
 }
 
+// testNetwork is the network with the default parameters but scan tiles:
+// every scan is of the whole frame (TestNetworkScanTiles tests the tiles).
 func testNetwork(t *testing.T) *Network {
 	t.Helper()
-	n, err := NewNetwork(yunet.New(yunet.Default()), DefaultNetworkParams())
+	p := DefaultNetworkParams()
+	p.ScanTiles = 0
+	n, err := NewNetwork(yunet.New(yunet.Default()), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,9 +236,23 @@ func TestNetworkScanTiles(t *testing.T) {
 			t.Errorf("scan_tiles %d: problems %v", bad, pr)
 		}
 	}
+	// At scan_shrink 1 the scan sees the frame at its own resolution, or
+	// a large one at the tiles' (a 1280×960 frame at half): tiles are not
+	// run, and every scan judges every face of its region.
 	p.ScanTiles, p.ScanShrink = 4, 1
-	if pr := p.Problems(); len(pr) != 1 || pr[0].Field != "scan_tiles" {
+	if pr := p.Problems(); len(pr) != 0 {
 		t.Errorf("scan_tiles 4 at scan_shrink 1: problems %v", pr)
+	}
+	whole, err := NewNetwork(yunet.New(yunet.Default()), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := image.Rect(0, 0, 1280, 960)
+	for i := range 4 {
+		whole.Scan(image.NewGray(large), large, nil)
+		if !whole.Sees(feature.Box{X: 900, Y: 700, W: 30, H: 30}, large) || !whole.lastTile.Empty() {
+			t.Errorf("scan_shrink 1, scan %d: a tile %v, or a 30-px face not seen", i+1, whole.lastTile)
+		}
 	}
 	p.ScanShrink = 2
 	// A Pointing'04 face shrunk to 28 px wide at the bottom right of a
@@ -318,7 +336,7 @@ func TestNetworkScanLooks(t *testing.T) {
 		return out
 	}
 	p := DefaultNetworkParams()
-	p.ScanLooks = 0
+	p.ScanLooks, p.ScanTiles = 0, 0 // the shrunk frame on every scan
 	plain, err := NewNetwork(yunet.New(yunet.Default()), p)
 	if err != nil {
 		t.Fatal(err)

@@ -119,7 +119,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{MaxFaces: 16, Every: 10, LostAfter: 3, MinIoU: 0.3, Smoothing: 0.5, TurnNoise: 1e5, White: 0.4,
 		Interval: time.Second / 15, LandmarkEvery: 5, Anchored: true, RefineEvery: 10, MaxStd: 60, StartStd: 30,
-		Unread: true, UnreadScore: 0.5, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 15, RejectFor: defaultRejectFor}
+		Unread: true, UnreadScore: 0.5, RecheckStd: 30, RecheckTurn: 45, ScanEvery: 8, RejectFor: defaultRejectFor}
 }
 
 // defaultRejectFor is the frames for which, after the network refused a

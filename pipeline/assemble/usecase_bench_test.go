@@ -18,8 +18,11 @@ import (
 // over a still scene of 150 frames, its average frame against pigo's
 // facefinder frame on the 640×480 frame with a face (detection, as pigo
 // runs it), timed alternately so that both see the same machine:
+//   - defaults: no configuration (640×480, scan tiles, a scan every 8
+//     frames) on that frame (one face), and the same with the scan of
+//     before (no tiles, a scan every 15);
 //   - car and robot: config/examples/car.yaml, robot.yaml on that frame
-//     (one face, 640×480);
+//     (one face, 640×480, no tiles);
 //   - living-room: config/examples/living-room.yaml (1280×720, scan
 //     tiles, a scan every 8 frames) on a frame with four faces of about
 //     50 px across the room, and the same with the defaults' scan.
@@ -35,6 +38,8 @@ func BenchmarkUseCases(b *testing.B) {
 		img        *image.Gray
 		noTiles    bool
 	}{
+		{"defaults", "", face, false},
+		{"defaults-no-tiles", "", face, true},
 		{"car", "car.yaml", face, false},
 		{"robot", "robot.yaml", face, false},
 		{"living-room", "living-room.yaml", room, false},
@@ -52,9 +57,12 @@ func BenchmarkUseCases(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			cfg, err := config.Load(filepath.Join("..", "..", "config", "examples", c.file), Problems)
-			if err != nil {
-				b.Fatal(err)
+			cfg := config.Default()
+			if c.file != "" {
+				var err error
+				if cfg, err = config.Load(filepath.Join("..", "..", "config", "examples", c.file), Problems); err != nil {
+					b.Fatal(err)
+				}
 			}
 			if c.noTiles {
 				cfg.Detect.ScanTiles, cfg.Detect.ScanEvery = 0, 15
