@@ -916,10 +916,11 @@ const maxGap = 0.5
 const landmarkMove = 5
 
 // presentScore is the confidence of a landmark look that counts as a
-// detection of its face (Config.LostAfter): the scan's default
-// (detect.scan_score). Small faces tracked between scans were dropped by
-// detections that find them only now and then (docs/measured.md, "Small
-// faces in rooms").
+// detection of its face (Config.LostAfter): the close look's sure answer
+// (detect.confirm_sure); 95 % of the faces of persons get a look this
+// sure. Small faces tracked between scans were dropped by detections that
+// find them only now and then; at 0.5, phantoms on noisy frames were kept
+// longer (docs/measured.md, "Small faces in rooms").
 const presentScore = 0.7
 
 // landmarks folds the face network's landmarks into the estimate r of
@@ -960,10 +961,11 @@ func (t *Tracker) landmarks(tr *trackState, img *image.Gray, r *pose.Result) {
 	}
 	if nf.Score >= presentScore {
 		// The face is there: the network found it up close, as surely as
-		// a scan reports a face. Detections that cannot find it (a 40-px
-		// face on the half-size scan, or under the cascades' smallest
-		// window) do not drop it while the looks find it; one that left
-		// is no longer found here, and the detections' misses end it.
+		// the close look is sure of a new face. Detections that cannot
+		// find it (a 50-px face on the half-size scan, or under the
+		// cascades' smallest window) do not drop it while the looks find
+		// it; one that left is no longer found here, and the detections'
+		// misses end it.
 		tr.missed = 0
 	}
 	f.Landmarks, f.HasLandmarks = nf.Landmarks, true
