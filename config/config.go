@@ -735,6 +735,9 @@ func (c Config) Inert() []string {
 	if c.Track.Unread && !d.Verify && d.ScanEvery == 0 {
 		out = append(out, "track.unread does nothing without detect.verify or detect.scan_every: only the face network says a face the model cannot read is one")
 	}
+	if d.ScanEvery > 0 && d.ScanShrink == 1 && d.ScanTiles != 0 && d.ScanTiles != Default().Detect.ScanTiles {
+		out = append(out, "detect.scan_tiles does nothing with detect.scan_shrink 1: the scan already sees the frame at its own resolution")
+	}
 	if d.ScanEvery == 0 {
 		def := Default()
 		dd := def.Detect

@@ -364,6 +364,17 @@ func TestInert(t *testing.T) {
 	if c.Validate() != nil {
 		t.Errorf("an inert key refused: %v", c.Validate())
 	}
+	// Tiles set at scan_shrink 1 (the scan at the frame's resolution) are
+	// named; the default tiles with scan_shrink 1 are not (not set).
+	c = Default()
+	c.Detect.ScanShrink = 1
+	if w := c.Inert(); len(w) != 0 {
+		t.Errorf("scan_shrink 1 with the default tiles: %q", w)
+	}
+	c.Detect.ScanTiles = 9
+	if w := c.Inert(); len(w) != 1 || !strings.HasPrefix(w[0], "detect.scan_tiles") {
+		t.Errorf("scan_tiles 9 at scan_shrink 1: %q", w)
+	}
 }
 
 // The research keys given where they were before the research block

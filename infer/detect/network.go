@@ -121,10 +121,8 @@ type Network struct {
 	weak  []yunet.Face                       // a scan's weak faces (ScanLooks)
 	patch [LandmarkSide * LandmarkSide]uint8 // Landmarks' crop
 	scans int                                // scans since ResetScan (ScanTiles: the even ones are the tiles')
-	// The last scan's shrink, whether it was one of a round of tiles, and
-	// its tile (empty for the shrunk frame's).
+	// The last scan's shrink, and its tile (empty for the shrunk frame's).
 	lastShrink int
-	lastTiled  bool
 	lastTile   image.Rectangle
 }
 
@@ -147,7 +145,7 @@ func (n *Network) Sees(box feature.Box, region image.Rectangle) bool {
 	if !c.In(region) {
 		return false
 	}
-	if !n.lastTiled {
+	if !n.tiled(n.lastShrink) {
 		return true
 	}
 	s := math.Sqrt(box.W * box.H)
@@ -155,6 +153,14 @@ func (n *Network) Sees(box feature.Box, region image.Rectangle) bool {
 		return s >= float64(scanSees*n.lastShrink)
 	}
 	return c.In(n.lastTile) && s <= 2*tileOverlap
+}
+
+// tiled reports whether scans of a frame shrunk k times take turns with
+// tiles: where tiles are set and see more than the whole frame's scan, at
+// a higher resolution than it (ScanShrink 1 scans the frame's own).
+func (n *Network) tiled(k int) bool {
+	cols, rows, _ := tileGrid(n.p.ScanTiles)
+	return cols*rows >= 2 && k > 1 && n.p.ScanShrink > 1
 }
 
 // ResetScan starts the round of scans again (ScanTiles): a new scene's
@@ -292,25 +298,22 @@ func (n *Network) Scan(img *image.Gray, r image.Rectangle, known []feature.Box) 
 	r = r.Intersect(img.Rect)
 	k := n.scanShrink(r)
 	n.lastShrink, n.lastTile = k, image.Rectangle{}
-	cols, rows, _ := tileGrid(n.p.ScanTiles)
-	// Tiles where they see more than the whole frame's scan: at a higher
-	// resolution than it (ScanShrink 1 scans the frame's own).
-	tiled := cols*rows >= 2 && k > 1 && n.p.ScanShrink > 1
-	n.lastTiled = tiled
 	n.scans++
+	tile := n.tiled(k) && n.scans%2 == 0
 	from := n.p.ScanScore
 	if n.p.ScanLooks > 0 {
 		from = min(from, lookFrom)
+		if tile {
+			from = min(from, tileLookFrom)
+		}
 	}
-	if tiled && n.scans%2 == 0 {
+	if tile {
 		// Every other scan: the next tile, at ScanShrink times the
 		// resolution of the shrunk scan (the frame's own for one of
 		// scanMaxSide or less), at about the shrunk scan's cost.
+		cols, rows, _ := tileGrid(n.p.ScanTiles)
 		t := tileOf(r, (n.scans/2-1)%(cols*rows), cols, rows)
 		n.lastTile = t
-		if n.p.ScanLooks > 0 {
-			from = min(from, tileLookFrom)
-		}
 		n.sort(inTile(n.net.DetectShrunk(&n.buf, img, t, max(k/n.p.ScanShrink, 1), from), t, r))
 	} else {
 		n.sort(n.net.DetectShrunk(&n.buf, img, r, k, from))

@@ -23,9 +23,10 @@ import (
 //     before (no tiles, a scan every 15);
 //   - car and robot: config/examples/car.yaml, robot.yaml on that frame
 //     (one face, 640×480, no tiles);
-//   - living-room: config/examples/living-room.yaml (1280×720, scan
-//     tiles, a scan every 8 frames) on a frame with four faces of about
-//     50 px across the room, and the same with the defaults' scan.
+//   - living-room: config/examples/living-room.yaml (1280×720, the
+//     defaults' scan tiles and a scan every 8 frames) on a frame with
+//     four faces of about 50 px across the room, and the same without
+//     tiles, a scan every 15.
 //
 // x-pigo is the average frame in pigo frames; pigo-frames/s that times
 // the example's frame rate: what a second costs, in pigo frames (a
