@@ -38,6 +38,7 @@ func runDecisions(args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: give -per-face FILE[,FILE]", errUsage)
 	}
 	byCase := map[string][]faceRow{}
+	unread := map[string]int{}
 	var order []string
 	for _, path := range strings.Split(*perFace, ",") {
 		rows, err := readPerFace(path)
@@ -46,6 +47,12 @@ func runDecisions(args []string, stdout io.Writer) error {
 		}
 		for _, r := range rows {
 			if !strings.Contains(r.caseName, *only) || !r.found {
+				continue
+			}
+			if r.unread {
+				// Published without angles (track.unread): no decision to
+				// make, and none the attention stage makes of it.
+				unread[r.caseName]++
 				continue
 			}
 			if _, ok := byCase[r.caseName]; !ok {
@@ -59,7 +66,7 @@ func runDecisions(args []string, stdout io.Writer) error {
 	}
 	road := config.AttentionTarget{Yaw: []float64{-22.5, 22.5}, Pitch: []float64{-25, 25}}
 	for _, c := range order {
-		fmt.Fprintf(stdout, "%s (max_std %g°, doubt %gσ, camera %g°; agreement with the labels' decision, %% of the faces with a decision; unknown: in doubt)\n\n", c, *maxStd, *doubt, *cone)
+		fmt.Fprintf(stdout, "%s (max_std %g°, doubt %gσ, camera %g°; agreement with the labels' decision, %% of the faces with a decision; unknown: in doubt; %d faces published without angles left out)\n\n", c, *maxStd, *doubt, *cone, unread[c])
 		fmt.Fprintln(stdout, "| \\|yaw\\| | faces | road agrees | road unknown | camera agrees | camera unknown | road agrees, no doubt | camera agrees, no doubt |")
 		fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|")
 		rows := byCase[c]
@@ -87,6 +94,7 @@ func runDecisions(args []string, stdout io.Writer) error {
 type faceRow struct {
 	caseName   string
 	found      bool
+	unread     bool       // found and published without angles
 	truth, est [3]float64 // yaw, pitch, roll
 	std        [3]float64
 }
@@ -118,6 +126,7 @@ func readPerFace(path string) ([]faceRow, error) {
 	var out []faceRow
 	for line, rec := range recs[1:] {
 		r := faceRow{caseName: rec[col["case"]], found: rec[col["found"]] == "true"}
+		r.unread = r.found && rec[col["yaw"]] == "" && rec[col["pitch"]] == ""
 		num := func(name string) float64 {
 			if rec[col[name]] == "" && strings.HasPrefix(name, "roll") {
 				return 0 // Pointing'04 has no roll; the decisions do not use it
@@ -130,7 +139,7 @@ func readPerFace(path string) ([]faceRow, error) {
 		}
 		for i, a := range []string{"yaw", "pitch", "roll"} {
 			r.truth[i] = num(a + "_true")
-			if r.found {
+			if r.found && !r.unread {
 				r.est[i], r.std[i] = num(a), num(a+"_std")
 			}
 		}

@@ -9,7 +9,8 @@ import (
 )
 
 // posectl decisions reads eval's per-face file and counts, by |yaw| bin,
-// the faces whose road and camera decisions match their labels'.
+// the faces whose road and camera decisions match their labels'; a face
+// published without angles has none, and is left out and counted.
 func TestDecisions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "faces.csv")
 	csv := "case,fold,found,yaw_true,pitch_true,roll_true,yaw,pitch,roll,yaw_std,pitch_std,roll_std\n" +
@@ -18,6 +19,7 @@ func TestDecisions(t *testing.T) {
 		"c,1,true,70,0,0,65,3,0,20,20,1\n" + // turned, decided (far from every border) and right
 		"c,1,true,5,0,0,21,0,0,8,2,1\n" + // 1.5° inside the road with σ 8: in doubt
 		"d,1,true,5,0,,4,1,,2,2,\n" + // no roll (Pointing'04): still read
+		"c,1,true,20,0,0,,,,,,\n" + // published without angles: left out, and said
 		"c,1,false,40,0,0,0,0,0,0,0,0\n" // not found: not counted
 	if err := os.WriteFile(path, []byte(csv), 0o644); err != nil {
 		t.Fatal(err)
@@ -31,6 +33,7 @@ func TestDecisions(t *testing.T) {
 		"| 0–15 | 3 | 50.0 % | 33.3 % | ",           // road: 1 of 2 decided right, 1 of 3 in doubt
 		"| 60–75 | 1 | 100.0 % | 0.0 % | 100.0 % |", // turned: right, decided
 		"| all | 4 | ",
+		"1 faces published without angles left out",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in:\n%s", want, got)
