@@ -523,6 +523,7 @@ type landmarkFlags struct {
 	k, lw, m      int
 	outputs, sets string
 	rho, gate     float64
+	pitchRange    float64
 }
 
 func (l *landmarkFlags) register(fs *flag.FlagSet, compare bool) {
@@ -535,6 +536,7 @@ func (l *landmarkFlags) register(fs *flag.FlagSet, compare bool) {
 	fs.StringVar(&l.sets, "landmark-sets", "", "the data sets the landmark expert learns from, comma-separated (default: every set of -data)")
 	fs.Float64Var(&l.gate, "landmark-gate", 0, "fuse the landmark expert where the model's |yaw| is below this many degrees (0: at any yaw)")
 	fs.Float64Var(&l.rho, "landmark-rho", 0, "the correlation of the model's and the landmark expert's errors, in units of their σ, that the fused σ counts (measured on held-out persons)")
+	fs.Float64Var(&l.pitchRange, "landmark-pitch-range", 0, "fuse the landmark expert's pitch only where the model's |pitch| is below the |pitch| of this share of its training faces (0: at any pitch; e.g. 0.95)")
 	if compare {
 		fs.BoolVar(&l.compare, "landmarks-compare", false, "with -landmarks: also measure each case without the landmark expert (the same models)")
 	}
@@ -562,6 +564,10 @@ func (l *landmarkFlags) options() (*headpose.LandmarkOptions, error) {
 	if !(l.rho > -1 && l.rho < 1) {
 		return nil, fmt.Errorf("%w: -landmark-rho %g: want a correlation in (−1, 1)", errUsage, l.rho)
 	}
+	if !(l.pitchRange >= 0 && l.pitchRange <= 1) {
+		return nil, fmt.Errorf("%w: -landmark-pitch-range %g: want a share of the training faces in [0, 1]", errUsage, l.pitchRange)
+	}
+	o.PitchRange = l.pitchRange
 	if sets := splitList(l.sets); len(sets) > 0 {
 		o.Sets = sets
 	}

@@ -263,7 +263,7 @@ func TestEvalKFoldPerFace(t *testing.T) {
 		t.Errorf("-encoding q8 moved yaw by %.3f° on average and %d faces by more than 1°: want ≤ 0.1° and ≤ 1 %%", sum/558, far)
 	}
 
-	for _, bad := range [][]string{{"-turned-folds", c}, {"-turned-folds", "-," + c}, {"-turned", "-turned-folds", c + "," + c}, {"-profile", "30", "-profile-density", "lots"}, {"-start-std", "-1"}, {"-encoding", "int4"}, {"-condition", "turning", "-noise", "-3"}, {"-pointing04", "tilted"}, {"-landmarks", "-landmark-members", "0"},
+	for _, bad := range [][]string{{"-turned-folds", c}, {"-turned-folds", "-," + c}, {"-turned", "-turned-folds", c + "," + c}, {"-profile", "30", "-profile-density", "lots"}, {"-start-std", "-1"}, {"-encoding", "int4"}, {"-condition", "turning", "-noise", "-3"}, {"-pointing04", "tilted"}, {"-landmarks", "-landmark-members", "0"}, {"-landmarks", "-landmark-pitch-range", "1.5"},
 		{"-profile-augment", "rotate:1:20"}, {"-profile", "30", "-profile-augment", "spin:1"}, {"-profile", "30", "-profile-augment-sets", "pointing04"},
 		{"-profile", "30", "-profile-augment", "backdrop:1"}, {"-backdrops", t.TempDir()}} {
 		if err := runEval(append(args, bad...), io.Discard); !errors.Is(err, errUsage) {

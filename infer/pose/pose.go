@@ -86,6 +86,7 @@ type Estimator struct {
 	lmAngle [3]int
 	lmRho   float64
 	lmGate  float64 // LandmarkGate; +Inf without one
+	lmPitch float64 // LandmarkPitchGate; +Inf without one
 }
 
 // maxMargin bounds Expert.Margin: log-densities of p-HOG features are in
@@ -237,6 +238,12 @@ const (
 	// expert's answer is fused ("": at any yaw): past it the network
 	// places the far side's points by guess, and the geometry misleads.
 	LandmarkGate = "landmark_gate"
+	// LandmarkPitchGate is the model's |pitch| (degrees) below which the
+	// expert's pitch is fused ("": at any pitch): the pitches it learnt
+	// from, past which five points read a nod by extrapolation, short of
+	// it, with a σ that does not say so (posectl -landmark-pitch-range
+	// sets it at the |pitch| that holds a share of its training faces).
+	LandmarkPitchGate = "landmark_pitch_gate"
 )
 
 // WithLandmarks returns a copy of e that also reads each face's angles
@@ -266,6 +273,13 @@ func (e *Estimator) WithLandmarks(m *gllim.Model) (*Estimator, error) {
 		var err error
 		if c.lmGate, err = strconv.ParseFloat(g, 64); err != nil || !(c.lmGate > 0 && c.lmGate <= 90) {
 			return nil, fmt.Errorf("pose: landmark expert: %s %q: want a |yaw| in (0, 90] degrees", LandmarkGate, g)
+		}
+	}
+	c.lmPitch = math.Inf(1)
+	if g := m.Training.Settings[LandmarkPitchGate]; g != "" {
+		var err error
+		if c.lmPitch, err = strconv.ParseFloat(g, 64); err != nil || !(c.lmPitch > 0 && c.lmPitch <= 90) {
+			return nil, fmt.Errorf("pose: landmark expert: %s %q: want a |pitch| in (0, 90] degrees", LandmarkPitchGate, g)
 		}
 	}
 	any := false
@@ -423,8 +437,9 @@ func (e *Estimator) NewWorker() *Worker {
 // the two errors correlated by ρ (LandmarkRho; ρ = 0 gives 1/σ² =
 // 1/σ²_m + 1/σ²_l): σ² = w²σ²_m + (1−w)²σ²_l + 2w(1−w)ρσ_mσ_l. It
 // reports whether it fused: not without a landmark expert, nor where the
-// model's |yaw| is past the expert's gate (LandmarkGate). It allocates
-// nothing.
+// model's |yaw| is past the expert's gate (LandmarkGate); its pitch is
+// not fused where the model's |pitch| is past LandmarkPitchGate. It
+// allocates nothing.
 func (w *Worker) Fuse(r *Result, box feature.Box, l *feature.Landmarks) bool {
 	e := w.e
 	if e.lm == nil || !(math.Abs(r.Angles[0]) < e.lmGate) {
@@ -433,7 +448,7 @@ func (w *Worker) Fuse(r *Result, box feature.Box, l *feature.Landmarks) bool {
 	feature.LandmarkFeatures(w.ly, box, l)
 	w.lpr.Predict(&w.lpred, w.ly)
 	for i, k := range e.lmAngle {
-		if k < 0 {
+		if k < 0 || AngleNames[i] == Pitch && !(math.Abs(r.Angles[i]) < e.lmPitch) {
 			continue
 		}
 		m, s := w.lpred.Mean[k], w.lpred.Std(k)*e.lm.Outputs()[k].Uncertainty()

@@ -415,6 +415,50 @@ func TestFuseLandmarks(t *testing.T) {
 	}
 }
 
+// A landmark expert with a pitch gate fuses its pitch only where the
+// model's |pitch| is below it (the pitches it learnt from); its yaw is
+// fused either way, and a gate that is no |pitch| is refused by name.
+func TestFuseLandmarksPitchGate(t *testing.T) {
+	e, err := New(model(Yaw, Pitch, Roll, DX, DY), DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l feature.Landmarks
+	box := feature.Box{X: 10, Y: 10, W: 50, H: 50}
+	m := landmarkModel([3]float64{20, 0, -5}, 6, "yaw,pitch")
+	m.Training.Settings[LandmarkPitchGate] = "35"
+	le, err := e.WithLandmarks(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := le.NewWorker()
+	for _, c := range []struct {
+		pitch float64
+		fused bool
+	}{{-10, true}, {34.9, true}, {-35, false}, {50, false}} {
+		r := Result{Angles: [3]float64{30, c.pitch, 5}, Std: [3]float64{8, 4, 6}}
+		got := r
+		if !w.Fuse(&got, box, &l) {
+			t.Fatalf("pitch %g: nothing fused", c.pitch)
+		}
+		if got.Angles[0] == r.Angles[0] {
+			t.Errorf("pitch %g: yaw not fused", c.pitch)
+		}
+		if fused := got.Angles[1] != r.Angles[1] || got.Std[1] != r.Std[1]; fused != c.fused {
+			t.Errorf("model pitch %g, gate 35: pitch fused %v (%g ± %g), want %v", c.pitch, fused, got.Angles[1], got.Std[1], c.fused)
+		}
+		if got.Angles[2] != r.Angles[2] {
+			t.Errorf("pitch %g: roll fused, the expert was told yaw and pitch", c.pitch)
+		}
+	}
+	for _, bad := range []string{"steep", "0", "-20", "91", "NaN"} {
+		m.Training.Settings[LandmarkPitchGate] = bad
+		if _, err := e.WithLandmarks(m); err == nil || !strings.Contains(err.Error(), LandmarkPitchGate) {
+			t.Errorf("pitch gate %q: %v", bad, err)
+		}
+	}
+}
+
 // Step is the first prediction of Estimate from the same box: its angles,
 // σ and box are Estimate's First, FirstStd and FirstBox, and it allocates
 // nothing.

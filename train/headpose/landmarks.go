@@ -43,6 +43,10 @@ type LandmarkOptions struct {
 	// Rho is the correlation of the model's and the expert's errors (each
 	// in units of its σ) recorded for the fused σ (pose.LandmarkRho).
 	Rho float64
+	// PitchRange, in (0, 1], is the share of its training faces whose
+	// |pitch| is below the model's |pitch| past which its pitch is not
+	// fused (pose.LandmarkPitchGate; 0: fused at any pitch).
+	PitchRange float64
 	// Members > 1 fits that many mixtures from seeds EM.Seed, EM.Seed+1, …
 	// and averages them (an ensemble, as Options.Members).
 	Members int
@@ -155,6 +159,9 @@ func TrainLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error)
 	if !(o.Rho > -1 && o.Rho < 1) {
 		return nil, fmt.Errorf("headpose: landmark expert: ρ %g is not in (−1, 1)", o.Rho)
 	}
+	if !(o.PitchRange >= 0 && o.PitchRange <= 1) {
+		return nil, fmt.Errorf("headpose: landmark expert: pitch range %g is not a share in [0, 1]", o.PitchRange)
+	}
 	if persons(b, idx) < 2 {
 		return nil, fmt.Errorf("headpose: landmark expert: %d person(s) to learn from (sets %v): its σ is calibrated on persons held out, it needs two at least", persons(b, idx), o.Sets)
 	}
@@ -212,7 +219,32 @@ func TrainLandmarks(b *Bank, idx []int, o LandmarkOptions) (*gllim.Model, error)
 	if o.Gate != 0 {
 		m.Training.Settings[pose.LandmarkGate] = f(o.Gate)
 	}
+	if o.PitchRange > 0 {
+		g, ok := pitchRange(b, idx, o.PitchRange)
+		if !ok {
+			return nil, fmt.Errorf("headpose: landmark expert: no training face with a pitch to set its pitch gate on")
+		}
+		m.Training.Settings[pose.LandmarkPitchGate] = f(g)
+	}
 	return m, nil
+}
+
+// pitchRange is the |pitch| (degrees, at least 1) below which a share q of
+// the pitch-labelled faces of images idx that the network reads lie: the
+// pitches a landmark expert learnt from.
+func pitchRange(b *Bank, idx []int, q float64) (float64, bool) {
+	lm := b.landmarkFaces()
+	var p []float64
+	for _, i := range idx {
+		if s := b.Samples[i]; lm[i].ok && s.HasPitch {
+			p = append(p, math.Abs(s.Pitch))
+		}
+	}
+	if len(p) == 0 {
+		return 0, false
+	}
+	slices.Sort(p)
+	return math.Min(math.Max(p[min(int(math.Ceil(q*float64(len(p))))-1, len(p)-1)], 1), 90), true
 }
 
 // landmarkStdScales measures, per angle, the ratio of m's RMS error to

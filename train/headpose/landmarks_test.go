@@ -3,6 +3,7 @@ package headpose
 import (
 	"math"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/edgepose/posed/infer/feature"
@@ -33,6 +34,7 @@ func TestLandmarkExpertReadsUnseenPersons(t *testing.T) {
 	trainIdx, testIdx := splitPersons(b, all, 0.2, 9, 1)
 	o := DefaultLandmarkOptions()
 	o.Outputs, o.Gate, o.Rho, o.Sets = []string{pose.Yaw}, 60, 0.25, []string{"aflw2000", "pointing04"}
+	o.PitchRange = 0.95
 	m, err := TrainLandmarks(b, trainIdx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +44,23 @@ func TestLandmarkExpertReadsUnseenPersons(t *testing.T) {
 		t.Errorf("recorded settings %v, recipe %+v", s, m.Features)
 	}
 	lm := b.landmarkFaces()
+	// The pitch gate holds 95 % of the training faces' pitches below it.
+	gate, err := strconv.ParseFloat(s[pose.LandmarkPitchGate], 64)
+	if err != nil {
+		t.Fatalf("pitch gate %q: %v", s[pose.LandmarkPitchGate], err)
+	}
+	below, n := 0, 0
+	for _, i := range trainIdx {
+		if lm[i].ok && b.Samples[i].HasPitch {
+			n++
+			if math.Abs(b.Samples[i].Pitch) < gate+0.01 {
+				below++
+			}
+		}
+	}
+	if share := float64(below) / float64(n); share < 0.945 || share > 0.96 {
+		t.Errorf("pitch gate %g°: %d of %d training faces' |pitch| below it (%.3f), want 0.95", gate, below, n, share)
+	}
 	read := func(m *gllim.Model) (mae, ratio float64) {
 		fw, err := gllim.NewForward(m)
 		if err != nil {
