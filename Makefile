@@ -37,10 +37,12 @@ PROFILE_FLAGS := -profile 30 -profile-gate 40 -profile-members 2 -profile-k 50 -
 # GLLiMs of K = 12, Lw = 2 (one read AFLW2000's published yaw 0.18° worse)
 # learnt from AFLW2000 (Pointing'04's rig directions teach the
 # geometry worse), fused with the model's yaw by their σ where the
-# model's |yaw| is below 60°, the two errors correlated by 0.25 (its pitch
-# helped AFLW2000's and hurt Pointing'04's extreme pitches: not fused)
+# model's |yaw| is below 60°, the two errors correlated by 0.25; its pitch
+# too where the model's |pitch| is within the pitches of 95 % of the faces
+# it learnt from (about 35°: past them five points read a nod short, which
+# cost Pointing'04's ±60° tilts when its pitch was fused at any pitch)
 # (docs/measured.md, "Landmarks and time").
-LANDMARK_FLAGS := -landmarks -landmark-k 12 -landmark-lw 2 -landmark-members 4 -landmark-sets aflw2000 -landmark-outputs yaw -landmark-gate 60 -landmark-rho 0.25
+LANDMARK_FLAGS := -landmarks -landmark-k 12 -landmark-lw 2 -landmark-members 4 -landmark-sets aflw2000 -landmark-outputs yaw,pitch -landmark-pitch-range 0.95 -landmark-gate 60 -landmark-rho 0.25
 
 # Debian packages: version from a v* tag, else 0.0~git<commit time>.<commit>.
 DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo "$${v\#v}" | tr - + || \
