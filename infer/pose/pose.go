@@ -86,7 +86,9 @@ type Estimator struct {
 	lmAngle [3]int
 	lmRho   float64
 	lmGate  float64 // LandmarkGate; +Inf without one
-	lmPitch float64 // LandmarkPitchGate; +Inf without one
+	// lmBelow: the model's |angle| below which the expert's answer of that
+	// angle is fused (LandmarkPitchGate for pitch; +Inf otherwise).
+	lmBelow [3]float64
 }
 
 // maxMargin bounds Expert.Margin: log-densities of p-HOG features are in
@@ -268,19 +270,28 @@ func (e *Estimator) WithLandmarks(m *gllim.Model) (*Estimator, error) {
 			return nil, fmt.Errorf("pose: landmark expert: %s %q: want a correlation in (−1, 1)", LandmarkRho, r)
 		}
 	}
-	c.lmGate = math.Inf(1)
-	if g := m.Training.Settings[LandmarkGate]; g != "" {
-		var err error
-		if c.lmGate, err = strconv.ParseFloat(g, 64); err != nil || !(c.lmGate > 0 && c.lmGate <= 90) {
-			return nil, fmt.Errorf("pose: landmark expert: %s %q: want a |yaw| in (0, 90] degrees", LandmarkGate, g)
+	// A gate is an angle of the model's, in degrees, below which the
+	// expert is fused (+Inf without one).
+	gate := func(key, what string) (float64, error) {
+		g := m.Training.Settings[key]
+		if g == "" {
+			return math.Inf(1), nil
 		}
+		v, err := strconv.ParseFloat(g, 64)
+		if err != nil || !(v > 0 && v <= 90) {
+			return 0, fmt.Errorf("pose: landmark expert: %s %q: want a %s in (0, 90] degrees", key, g, what)
+		}
+		return v, nil
 	}
-	c.lmPitch = math.Inf(1)
-	if g := m.Training.Settings[LandmarkPitchGate]; g != "" {
-		var err error
-		if c.lmPitch, err = strconv.ParseFloat(g, 64); err != nil || !(c.lmPitch > 0 && c.lmPitch <= 90) {
-			return nil, fmt.Errorf("pose: landmark expert: %s %q: want a |pitch| in (0, 90] degrees", LandmarkPitchGate, g)
-		}
+	var err error
+	if c.lmGate, err = gate(LandmarkGate, "|yaw|"); err != nil {
+		return nil, err
+	}
+	for i := range c.lmBelow {
+		c.lmBelow[i] = math.Inf(1)
+	}
+	if c.lmBelow[1], err = gate(LandmarkPitchGate, "|pitch|"); err != nil { // AngleNames[1]
+		return nil, err
 	}
 	any := false
 	for i, n := range AngleNames {
@@ -448,7 +459,7 @@ func (w *Worker) Fuse(r *Result, box feature.Box, l *feature.Landmarks) bool {
 	feature.LandmarkFeatures(w.ly, box, l)
 	w.lpr.Predict(&w.lpred, w.ly)
 	for i, k := range e.lmAngle {
-		if k < 0 || AngleNames[i] == Pitch && !(math.Abs(r.Angles[i]) < e.lmPitch) {
+		if k < 0 || !(math.Abs(r.Angles[i]) < e.lmBelow[i]) {
 			continue
 		}
 		m, s := w.lpred.Mean[k], w.lpred.Std(k)*e.lm.Outputs()[k].Uncertainty()

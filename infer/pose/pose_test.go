@@ -355,16 +355,22 @@ func landmarkModel(c [3]float64, std float64, only string) *gllim.Model {
 	return m
 }
 
-// Fuse weighs the model's and the landmarks' answers by their inverse
-// variances, angle by angle, only for the angles the expert is told to
-// answer, and allocates nothing; without an expert it changes nothing.
-func TestFuseLandmarks(t *testing.T) {
+// fuseCase is a model of the angles and the box, a face's box and its
+// landmarks, for Fuse (landmarkModel answers whatever the points).
+func fuseCase(t *testing.T) (*Estimator, feature.Box, feature.Landmarks) {
+	t.Helper()
 	e, err := New(model(Yaw, Pitch, Roll, DX, DY), DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var l feature.Landmarks
-	box := feature.Box{X: 10, Y: 10, W: 50, H: 50}
+	return e, feature.Box{X: 10, Y: 10, W: 50, H: 50}, feature.Landmarks{}
+}
+
+// Fuse weighs the model's and the landmarks' answers by their inverse
+// variances, angle by angle, only for the angles the expert is told to
+// answer, and allocates nothing; without an expert it changes nothing.
+func TestFuseLandmarks(t *testing.T) {
+	e, box, l := fuseCase(t)
 	r := Result{Angles: [3]float64{30, -10, 5}, Std: [3]float64{8, 4, 6}}
 	if got := r; e.NewWorker().Fuse(&got, box, &l) || got != r {
 		t.Fatalf("no expert: Fuse changed %+v to %+v", r, got)
@@ -419,12 +425,7 @@ func TestFuseLandmarks(t *testing.T) {
 // model's |pitch| is below it (the pitches it learnt from); its yaw is
 // fused either way, and a gate that is no |pitch| is refused by name.
 func TestFuseLandmarksPitchGate(t *testing.T) {
-	e, err := New(model(Yaw, Pitch, Roll, DX, DY), DefaultSettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var l feature.Landmarks
-	box := feature.Box{X: 10, Y: 10, W: 50, H: 50}
+	e, box, l := fuseCase(t)
 	m := landmarkModel([3]float64{20, 0, -5}, 6, "yaw,pitch")
 	m.Training.Settings[LandmarkPitchGate] = "35"
 	le, err := e.WithLandmarks(m)
