@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"sync"
 )
 
 // Box is a face box in pixel coordinates: top-left corner (X, Y), width W
@@ -82,10 +83,13 @@ func (b Box) Overlaps(r image.Rectangle) bool {
 func (b Box) String() string { return fmt.Sprintf("(%.1f,%.1f %.1f×%.1f)", b.X, b.Y, b.W, b.H) }
 
 // maxSub caps the supersampling per axis when a box is shrunk; maxPatch caps
-// the patch side so the sample tables fit on the stack.
+// the patch side; maxTaps is the most source pixels one patch pixel draws on
+// along an axis for which Crop's kept tables suffice (a box up to 18 patch
+// sides: larger ones take theirs from the heap).
 const (
 	maxSub   = 4
 	maxPatch = 128
+	maxTaps  = 16
 )
 
 // Crop samples the region box of src into the n×n patch dst (row-major,
@@ -108,90 +112,163 @@ func Crop(dst []uint8, n int, src *image.Gray, box Box) {
 	sx, sy := box.W/float64(n), box.H/float64(n) // source pixels per patch pixel
 	nx := min(max(int(math.Ceil(sx-1e-9)), 1), maxSub)
 	ny := min(max(int(math.Ceil(sy-1e-9)), 1), maxSub)
-	// Sample tables: for sample k along an axis, the first source pixel, the
-	// next one (clamped) and the interpolation weight of the next.
-	var x0, x1, y0, y1 [maxPatch * maxSub]int32
-	var tx, ty [maxPatch * maxSub]float32
-	table(x0[:n*nx], x1[:n*nx], tx[:n*nx], bx, sx, nx, w)
-	table(y0[:n*ny], y1[:n*ny], ty[:n*ny], by, sy, ny, h)
-	inv := 1 / float32(nx*ny)
-	// Separably: the sum over a patch pixel's s×s samples of the bilinear
-	// values is, by linearity, Σ_a [(1 − wy_a)·T(y0_a) + wy_a·T(y1_a)],
-	// where T(row)[j] sums the horizontal interpolations of that source
-	// row at pixel j's nx column samples. Each source row's T is computed
-	// once (consecutive samples share rows; a three-row cache suffices, as
-	// the rows only move forward), which makes the work per source row and
-	// patch column instead of per sample: 2–4× less for shrunk boxes.
-	var cache rowCache
-	cache.init()
-	var acc [maxPatch]float32
+	// The mean of a patch pixel's s×s bilinear samples is separable and
+	// linear in the source pixels: along each axis, patch index j draws
+	// on k consecutive source pixels from a start x_j (tapCount), with
+	// weights (taps) that sum to 1, so that
+	//   dst[i][j] = Σ_a Σ_c Wy[i][a] · Wx[j][c] · src[y_i+a][x_j+c].
+	// Each source row's horizontal sums H(row)[j] = Σ_c Wx[j][c]·row[x_j+c]
+	// are made once (rows only move forward: a ring holds the ones a patch
+	// row needs), then each patch row is Σ_a Wy[i][a]·H(y_i+a).
+	kx, ky := tapCount(sx, nx, w), tapCount(sy, ny, h)
+	c := cropPool.Get().(*cropScratch)
+	defer cropPool.Put(c)
+	wx, wy, ring, rows := c.wx[:], c.wy[:], c.ring[:], c.rows[:]
+	if kx > maxTaps {
+		wx = make([]float32, n*kx)
+	}
+	if ky > maxTaps {
+		wy = make([]float32, n*ky)
+		ring = make([][maxPatch]float32, ky)
+		rows = make([][]float32, ky)
+	}
+	wx, wy, rows = wx[:n*kx], wy[:n*ky], rows[:ky]
+	xs, ys := c.xs[:n], c.ys[:n]
+	taps(xs, wx, bx, sx, nx, w, kx)
+	taps(ys, wy, by, sy, ny, h, ky)
+	// The ring holds ky consecutive rows, row y in slot y mod ky: a patch
+	// row's ky rows are consecutive, so they never share a slot.
+	var ida [maxTaps]int
+	id := ida[:]
+	if ky > maxTaps {
+		id = make([]int, ky)
+	}
+	for r := range id {
+		id[r] = -1
+	}
 	for i := 0; i < n; i++ {
-		sum := acc[:n]
-		clear(sum)
-		for a := i * ny; a < (i+1)*ny; a++ {
-			t0 := cache.row(src, int(y0[a]), x0[:n*nx], x1[:n*nx], tx[:n*nx], n, nx, w)
-			t1 := cache.row(src, int(y1[a]), x0[:n*nx], x1[:n*nx], tx[:n*nx], n, nx, w)
-			wy := ty[a]
-			for j := range sum {
-				sum[j] += t0[j] + wy*(t1[j]-t0[j])
+		y0 := int(ys[i])
+		for a := range rows {
+			y := y0 + a
+			slot := y % ky
+			rows[a] = ring[slot][:n]
+			if id[slot] != y {
+				id[slot] = y
+				hsums(rows[a], src.Pix[y*src.Stride:y*src.Stride+w], xs, wx, kx)
 			}
 		}
-		out := dst[i*n : i*n+n]
-		for j, v := range sum {
-			out[j] = uint8(v*inv + 0.5)
+		vsums(dst[i*n:i*n+n], rows, wy[i*ky:i*ky+ky], c.acc[:n])
+	}
+}
+
+// vsums fills out[j] = round(Σ_a wy[a] · rows[a][j]), a patch row from the
+// horizontal sums of its source rows; acc is scratch of len(out).
+func vsums(out []uint8, rows [][]float32, wy []float32, acc []float32) {
+	switch len(rows) {
+	case 2:
+		r0, r1 := rows[0][:len(out)], rows[1][:len(out)]
+		w0, w1 := wy[0], wy[1]
+		for j := range out {
+			out[j] = uint8(w0*r0[j] + w1*r1[j] + 0.5)
+		}
+	case 3:
+		r0, r1, r2 := rows[0][:len(out)], rows[1][:len(out)], rows[2][:len(out)]
+		w0, w1, w2 := wy[0], wy[1], wy[2]
+		for j := range out {
+			out[j] = uint8(w0*r0[j] + w1*r1[j] + w2*r2[j] + 0.5)
+		}
+	default:
+		acc = acc[:len(out)]
+		clear(acc)
+		for a, r := range rows {
+			wa, r := wy[a], r[:len(acc)]
+			for j := range acc {
+				acc[j] += wa * r[j]
+			}
+		}
+		for j, v := range acc {
+			out[j] = uint8(v + 0.5)
 		}
 	}
 }
 
-// rowCache keeps the horizontal sums T(row) of the last three source rows.
-type rowCache struct {
-	id   [3]int
-	t    [3][maxPatch]float32
-	next int
+// cropScratch is Crop's tables and rows, kept between calls (cropPool) so
+// that a crop neither allocates nor clears 20 KB of stack each time; every
+// value Crop reads from it is written first.
+type cropScratch struct {
+	xs, ys [maxPatch]int32
+	wx, wy [maxPatch * maxTaps]float32
+	ring   [maxTaps][maxPatch]float32
+	rows   [maxTaps][]float32
+	acc    [maxPatch]float32
 }
 
-func (c *rowCache) init() { c.id = [3]int{-1, -1, -1} }
+var cropPool = sync.Pool{New: func() any { return new(cropScratch) }}
 
-// row returns T(y): for each patch column j, the sum over its nx column
-// samples of the interpolation of source row y between x0 and x1 by tx.
-func (c *rowCache) row(src *image.Gray, y int, x0, x1 []int32, tx []float32, n, nx, w int) []float32 {
-	for k, id := range c.id {
-		if id == y {
-			return c.t[k][:n]
-		}
-	}
-	k := c.next
-	c.next = (c.next + 1) % len(c.id)
-	c.id[k] = y
-	r := src.Pix[y*src.Stride : y*src.Stride+w]
-	t := c.t[k][:n]
-	clear(t)
-	// Sample q of every column in turn: the sums of different columns are
-	// independent, so they do not wait on each other (each column still
-	// adds its samples in order).
-	for q := 0; q < nx; q++ {
+// hsums fills t[j] = Σ_c wx[j·k+c] · row[xs[j]+c], the horizontal sums of
+// one source row.
+func hsums(t []float32, row []uint8, xs []int32, wx []float32, k int) {
+	switch k {
+	case 2:
 		for j := range t {
-			cc := j*nx + q
-			p0, p1 := float32(r[x0[cc]]), float32(r[x1[cc]])
-			t[j] += p0 + tx[cc]*(p1-p0)
+			p := row[xs[j]:][:2]
+			q := wx[2*j:][:2]
+			t[j] = q[0]*float32(p[0]) + q[1]*float32(p[1])
+		}
+	case 3:
+		for j := range t {
+			p := row[xs[j]:][:3]
+			q := wx[3*j:][:3]
+			t[j] = q[0]*float32(p[0]) + q[1]*float32(p[1]) + q[2]*float32(p[2])
+		}
+	default:
+		for j := range t {
+			p := row[xs[j]:][:k]
+			var s float32
+			for c, v := range wx[k*j:][:k] {
+				s += v * float32(p[c])
+			}
+			t[j] = s
 		}
 	}
-	return t
 }
 
-// table fills the sample positions along one axis: patch pixel j's sample c
-// sits at continuous coordinate off + (j + (c+½)/s)·step, i.e. at
-// pixel-centre coordinate f = that − ½, clamped to [0, size−1].
-func table(i0, i1 []int32, t []float32, off, step float64, s, size int) {
+// tapCount is the number of taps an axis needs: the s samples of a patch
+// index span (s−1)/s·step pixels, each sample reaching one pixel on, so a
+// span of d pixels takes ⌈d⌉ + 2 taps (at most s + 1 when step ≤ s), and
+// no more than the image has.
+func tapCount(step float64, s, size int) int {
+	d := float64(s-1) / float64(s) * step
+	return max(min(int(math.Ceil(d-1e-9))+2, size), 1)
+}
+
+// taps fills one axis's tap table of k taps per patch index: patch index
+// j's sample c sits at continuous coordinate off + (j + (c+½)/s)·step, i.e.
+// at pixel-centre coordinate f = that − ½, clamped to [0, size−1]; its
+// bilinear weights 1 − (f − ⌊f⌋) and f − ⌊f⌋ on pixels ⌊f⌋ and ⌊f⌋ + 1
+// (clamped), each over s, are added to the taps from start[j], which is
+// moved back so that its k taps stay in the image.
+func taps(start []int32, w []float32, off, step float64, s, size, k int) {
+	clear(w)
+	inv := 1 / float64(s)
 	maxF := float64(size - 1)
-	for k := range i0 {
-		j, c := k/s, k%s
+	at := func(j, c int) float64 {
 		f := off + (float64(j)+(float64(c)+0.5)/float64(s))*step - 0.5
-		f = math.Min(math.Max(f, 0), maxF)
-		p := int(f)
-		i0[k] = int32(p)
-		i1[k] = int32(min(p+1, size-1))
-		t[k] = float32(f - float64(p))
+		if f < 0 || f != f {
+			return 0
+		}
+		return min(f, maxF)
+	}
+	for j := range start {
+		x0 := min(int(at(j, 0)), size-k)
+		start[j] = int32(x0)
+		for c := 0; c < s; c++ {
+			f := at(j, c)
+			p := int(f)
+			t := f - float64(p)
+			w[j*k+p-x0] += float32((1 - t) * inv)
+			w[j*k+min(p+1, size-1)-x0] += float32(t * inv)
+		}
 	}
 }
 
