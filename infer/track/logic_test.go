@@ -341,6 +341,48 @@ func TestTrackScanner(t *testing.T) {
 	}
 }
 
+// Faces side by side in one frame's detections are two tracks however
+// close: two persons cheek to cheek (centres 0.6 box sides apart, where
+// the centre rule for a track that slid off its face would join them),
+// and a face beside its reflection (0.6 of one box inside the other) from
+// the scan; a cascade's larger window around a face it also found is one
+// face, and so is a second detection overlapping a face by more than
+// MinIoU.
+func TestTrackFacesSideBySide(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, ScanEvery: 2}
+	est := &scriptEstimator{yaw: func(b feature.Box) float64 { return 0 }, std: 5}
+	for _, c := range []struct {
+		name  string
+		scan  bool
+		faces []detect.Face
+		want  int
+	}{
+		{"cheek to cheek, scanned", true, []detect.Face{square(228, 60, 180), square(127, 139, 190)}, 2},
+		{"cheek to cheek, cascades", false, []detect.Face{square(228, 60, 180), square(127, 139, 190)}, 2},
+		{"a reflection, scanned", true, []detect.Face{square(117, 122, 220), square(254, 164, 140)}, 2},
+		{"a larger window around a face, cascades", false, []detect.Face{square(200, 200, 64), square(160, 150, 149)}, 1},
+		{"overlapping, scanned", true, []detect.Face{square(200, 200, 100), square(230, 210, 100)}, 1},
+	} {
+		det, sc := &scriptDetector{}, &scriptScanner{}
+		if c.scan {
+			sc.faces = c.faces
+		} else {
+			det.faces = c.faces
+		}
+		tr := New(cfg, det, detect.Identity, est, WithScanner(sc))
+		if !c.scan {
+			tr.Process(image.NewGray(image.Rect(0, 0, 640, 480))) // the scan's frame finds nothing
+		}
+		faces := tr.Process(image.NewGray(image.Rect(0, 0, 640, 480)))
+		if tr.Timing().Scanned != c.scan {
+			t.Fatalf("%s: scanned %v", c.name, tr.Timing().Scanned)
+		}
+		if len(faces) != c.want {
+			t.Errorf("%s: %d faces, want %d", c.name, len(faces), c.want)
+		}
+	}
+}
+
 // shiftEstimator refines every box 7 px to the right and answers yaw 30
 // with a standard deviation std.
 type shiftEstimator struct{ std float64 }
