@@ -3,6 +3,8 @@ package gllim
 import (
 	"fmt"
 	"math"
+	"math/bits"
+	"slices"
 )
 
 // Forward is the precomputed float32 forward model θ* of a hybrid GLLiM
@@ -271,7 +273,70 @@ func (f *Forward) NewPredictor() *Predictor {
 // and B_k c*_k are each far larger than their difference). In steady state
 // it allocates nothing; nil slices in dst are allocated. It panics if
 // len(y) != D.
-func (p *Predictor) Predict(dst *Prediction, y []float32) {
+func (p *Predictor) Predict(dst *Prediction, y []float32) { p.PredictIn(dst, y, nil) }
+
+// Components is a set of a model's components (member i's component k at
+// i·K + k), the ones that carried a prediction's weight (Prediction.Heavy):
+// PredictIn reads only them. The zero value, and a set of a model of more
+// than 64·maxComponentWords components, hold every component.
+type Components struct {
+	bits [maxComponentWords]uint64
+	some bool // false: every component
+}
+
+// maxComponentWords bounds the components a set can name (M·K ≤ 512).
+const maxComponentWords = 8
+
+// Has reports whether member i's component k is in c (K per member).
+func (c *Components) Has(i, k, K int) bool {
+	if c == nil || !c.some {
+		return true
+	}
+	j := i*K + k
+	return c.bits[j/64]&(1<<(j%64)) != 0
+}
+
+// Len is the number of components in c, of a model of n (M·K).
+func (c *Components) Len(n int) int {
+	if c == nil || !c.some {
+		return n
+	}
+	m := 0
+	for _, w := range c.bits {
+		m += bits.OnesCount64(w)
+	}
+	return m
+}
+
+// Heavy returns the components whose weight ν_k in p is at least rel
+// times their member's largest: the components that make its answer, all
+// but a share of at most K·rel of each member's weight.
+func (p *Prediction) Heavy(rel float64) Components {
+	var c Components
+	K := p.f.K
+	if len(p.nu) > 64*maxComponentWords {
+		return c
+	}
+	for i := 0; i*K < len(p.nu); i++ {
+		nu := p.nu[i*K : (i+1)*K]
+		top := slices.Max(nu)
+		for k, v := range nu {
+			if v >= rel*top {
+				j := i*K + k
+				c.bits[j/64] |= 1 << (j % 64)
+			}
+		}
+	}
+	c.some = true
+	return c
+}
+
+// PredictIn is Predict on the components of in alone (nil: every one):
+// the others' weights are taken as 0, and each member's weights are
+// normalised over its components in the set. Where in holds the
+// components that carried a nearby face's weight (Heavy), it reads that
+// face's answer at a fraction of the cost (docs/method.md §4).
+func (p *Predictor) PredictIn(dst *Prediction, y []float32, in *Components) {
 	f := p.f
 	if len(y) != f.D {
 		panic(fmt.Sprintf("gllim: Predict: feature vector has %d values, model has D=%d", len(y), f.D))
@@ -288,7 +353,7 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 	dst.f = f
 	mean, cov, Lt := dst.Mean, dst.Cov, f.Lt
 	if len(f.members) == 1 {
-		dst.LogDensity = p.member(&f.members[0], y, mean, cov, dst.nu, dst.xk)
+		dst.LogDensity = p.member(&f.members[0], 0, in, y, mean, cov, dst.nu, dst.xk)
 	} else {
 		// Accumulate the members' means and second moments, then centre.
 		clear(mean)
@@ -296,7 +361,7 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 		maxLog := math.Inf(-1)
 		K := f.K
 		for i := range f.members {
-			lp := p.member(&f.members[i], y, p.mean, p.cov, dst.nu[i*K:(i+1)*K], dst.xk[i*K*Lt:(i+1)*K*Lt])
+			lp := p.member(&f.members[i], i, in, y, p.mean, p.cov, dst.nu[i*K:(i+1)*K], dst.xk[i*K*Lt:(i+1)*K*Lt])
 			p.logp[i] = lp
 			maxLog = math.Max(maxLog, lp)
 			for a := 0; a < Lt; a++ {
@@ -332,11 +397,16 @@ func (p *Predictor) Predict(dst *Prediction, y []float32) {
 // member computes one member's E[t | y] and Cov[t | y] in standardised
 // units into mean and cov, its weights ν_k into nu and its components'
 // means x̂_k (t block) into xk, and returns its log p(y).
-func (p *Predictor) member(mb *member, y []float32, mean, cov, nu, xk []float64) float64 {
+func (p *Predictor) member(mb *member, i int, in *Components, y []float32, mean, cov, nu, xk []float64) float64 {
 	f := p.f
 	D, L, Lt := f.D, f.L, f.Lt
 	maxLog := math.Inf(-1)
 	for k := 0; k < f.K; k++ {
+		if !in.Has(i, k, f.K) {
+			p.logv[k] = math.Inf(-1)
+			clear(xk[k*Lt : (k+1)*Lt])
+			continue
+		}
 		var q float64
 		if mb.half != nil {
 			// Half weights: u = r ⊙ s, the first four rows in the same

@@ -388,7 +388,8 @@ func TestStartStdRefusesBackground(t *testing.T) {
 
 // With the default model, a face read with one prediction between full
 // refinements (Config.RefineEvery) publishes what refining it in full on
-// every frame publishes: the same on a still face, within half a degree
+// every frame publishes: the same on a still face (within 10⁻⁶° and px),
+// within half a degree
 // and a pixel on one that moves a pixel a frame; with fewer predictions.
 func TestRefineEveryReadsAsRefined(t *testing.T) {
 	src := datatest.Frame640(t)
@@ -418,7 +419,9 @@ func TestRefineEveryReadsAsRefined(t *testing.T) {
 				preds[k] += tr.res.Iterations
 			}
 		}
-		tol, btol := 1e-9, 1e-9
+		// Still, a step reads the components that carried the full
+		// refinement's weight (pose.Result.Heavy), all but 5·10⁻⁸ of it.
+		tol, btol := 1e-6, 1e-6
 		if move > 0 {
 			tol, btol = 0.5, 1
 		}
