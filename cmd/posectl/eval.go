@@ -74,7 +74,7 @@ func (e *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.configPath, "config", "", "published: the daemon's configuration file whose frame path runs (detectors, verification, scan, tracker); default: posed's defaults. Its model keys are ignored: the model is -model's, with the expert beside it")
 	fs.StringVar(&e.faceFree, "face-free", "", "published: also count the faces published on each picture of this folder of face-free pictures (phantoms per picture)")
 	fs.IntVar(&e.frames, "frames", 1, "published: show each picture this many frames (a still scene) and count what the last frame publishes: 1 is a scene's first frame, found by the network's scan; 2 adds the cascades' detection with its verification")
-	fs.Float64Var(&e.noise, "noise", 0, "turning and -face-free: σ in grey levels of sensor-like noise added to every frame, each its own (turning's frames one by one see the same frames); 0: none")
+	fs.Float64Var(&e.noise, "noise", 0, "turning, -face-free and -paste: σ in grey levels of sensor-like noise added to every frame, each its own (turning's frames one by one see the same frames); 0: none")
 	fs.StringVar(&e.hold, "hold", "1", "turning: the frames each pose is held (15 a second), a comma-separated list: 1 turns 225°/s, 4 56°/s")
 	fs.BoolVar(&e.alone, "alone", false, "turning: also measure the same frames one by one (each a scene's first frame), against which the video is compared")
 	fs.BoolVar(&e.heldOutOnly, "face-free-held-out", true, "with -face-free: only the third of the pictures kept out of every training (by name, as posectl cascade keeps them)")

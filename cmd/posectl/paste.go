@@ -90,18 +90,18 @@ func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
 		return err
 	}
 	calib := detect.CalibrationOf(m.Calibration)
-	res, err := headpose.EvaluatePasted(faces, set, est, framesOf(e.daemon), calib, e.frames)
+	res, err := headpose.EvaluatePasted(faces, set, est, framesOf(e.daemon), calib, e.frames, e.noise, e.testSeed)
 	if err != nil {
 		return err
 	}
-	printPasted(stdout, p, len(scenes), faces, res)
+	printPasted(stdout, p, len(scenes), faces, res, e.noise)
 	return nil
 }
 
 // printPasted prints the paste measure: a row per width bin (faces,
 // found, MAE as headpose.Report counts them), then each bin's faces by
 // |yaw| (Report.YawTable), then the other faces published.
-func printPasted(w io.Writer, p *pasteFlags, scenes int, samples []dataset.Sample, res *headpose.PasteResult) {
+func printPasted(w io.Writer, p *pasteFlags, scenes int, samples []dataset.Sample, res *headpose.PasteResult, noise float64) {
 	others, on, beside := 0, 0, 0
 	for j, n := range res.Others {
 		others += n
@@ -110,8 +110,12 @@ func printPasted(w io.Writer, p *pasteFlags, scenes int, samples []dataset.Sampl
 			on++
 		}
 	}
-	fmt.Fprintf(w, "\nFaces pasted into face-free scenes (%s, %s scenes of %d, %d faces a scene, widths %s px, seed %d)\n\n",
-		p.dir, p.scenes, scenes, p.perScene, p.widths, p.seed)
+	sensor := ""
+	if noise > 0 {
+		sensor = fmt.Sprintf(", sensor noise σ %g on every frame", noise)
+	}
+	fmt.Fprintf(w, "\nFaces pasted into face-free scenes (%s, %s scenes of %d, %d faces a scene, widths %s px, seed %d%s)\n\n",
+		p.dir, p.scenes, scenes, p.perScene, p.widths, p.seed, sensor)
 	fmt.Fprintln(w, "| width | faces | found | without angles | yaw / pitch / roll MAE |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	row := func(name string, r *headpose.Report) {

@@ -164,9 +164,11 @@ func (r *PasteResult) Within(lo, hi int) *Report {
 }
 
 // EvaluatePasted shows each pasted scene to a frame path of fr (around
-// est) as the first frame of a scene (frames frames, the last counted)
-// and matches what it publishes with the pasted faces (feature.Finds).
-func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimator, frames func(*pose.Estimator, detect.Calibration) (Frames, error), calib detect.Calibration, n int) (*PasteResult, error) {
+// est) as the first frame of a scene (frames frames, the last counted),
+// with sensor-like noise of σ sigma grey levels on every frame where sigma
+// is above 0 (NoisyStill, from seed), and matches what it publishes with
+// the pasted faces (feature.Finds).
+func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimator, frames func(*pose.Estimator, detect.Calibration) (Frames, error), calib detect.Calibration, n int, sigma float64, seed uint64) (*PasteResult, error) {
 	res := &PasteResult{Others: make([]int, len(scenes)), Beside: make([]int, len(scenes))}
 	start := make([]int, len(scenes))
 	for j, p := range scenes {
@@ -187,7 +189,7 @@ func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimat
 		return func(j int) {
 			p := scenes[j]
 			faces := res.Faces[start[j] : start[j]+len(p.Faces)]
-			for _, g := range Still(f, p.Frame, n, nil) {
+			for _, g := range NoisyStill(f, p.Frame, n, sigma, seed, nil) {
 				hit := false
 				for k := range faces {
 					out := &faces[k]

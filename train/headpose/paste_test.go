@@ -4,7 +4,14 @@ import (
 	"image"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/gllim"
+	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/track"
 
 	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
@@ -95,5 +102,71 @@ func TestPasteScenes(t *testing.T) {
 	}
 	if _, err := PasteScenes(samples, scenes, PasteOptions{Widths: []int{300}}); err == nil {
 		t.Error("a 300-px face width accepted")
+	}
+}
+
+// recordFrames is a frame path that publishes nothing and keeps a copy of
+// every frame it is shown.
+type recordFrames struct{ seen []*image.Gray }
+
+func (r *recordFrames) Process(img *image.Gray) []track.Face {
+	c := *img
+	c.Pix = slices.Clone(img.Pix)
+	r.seen = append(r.seen, &c)
+	return nil
+}
+func (r *recordFrames) ProcessAt(img *image.Gray, _ time.Time) []track.Face { return r.Process(img) }
+func (r *recordFrames) Reset()                                               {}
+
+// EvaluatePasted shows each pasted scene for the frames asked, as it is
+// without noise, and with a camera's noise of σ sigma a frame of its own
+// each time (the noise measured back from the frames within 10 %).
+func TestEvaluatePastedNoise(t *testing.T) {
+	root := datatest.Root(t)
+	samples, err := dataset.Read(filepath.Join(root, "aflw2000"))
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	samples = samples[:4]
+	g, err := dataset.LoadGray(datatest.File(t, "scenes", "images", "UMD_001.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := PasteScenes(samples, []*image.Gray{g}, PasteOptions{Widths: []int{48}, PerScene: 4, Seed: 3})
+	if err != nil || len(set) != 1 {
+		t.Fatalf("pasted %d scenes: %v", len(set), err)
+	}
+	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := pose.New(m, pose.DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sigma := range []float64{0, 3} {
+		rec := &recordFrames{}
+		frames := func(*pose.Estimator, detect.Calibration) (Frames, error) { return rec, nil }
+		res, err := EvaluatePasted(samples, set, est, frames, detect.Identity, 3, sigma, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.seen) != 3 || len(res.Faces) != 4 {
+			t.Fatalf("σ %g: %d frames shown, %d faces measured; want 3 and 4", sigma, len(rec.seen), len(res.Faces))
+		}
+		for k, f := range rec.seen {
+			var ss float64
+			for i, v := range f.Pix {
+				d := float64(v) - float64(set[0].Frame.Pix[i])
+				ss += d * d
+			}
+			rms := math.Sqrt(ss / float64(len(f.Pix)))
+			if sigma == 0 && rms != 0 || sigma > 0 && math.Abs(rms-sigma) > 0.1*sigma {
+				t.Errorf("σ %g, frame %d: %.2f grey levels from the scene", sigma, k+1, rms)
+			}
+			if k > 0 && sigma > 0 && slices.Equal(f.Pix, rec.seen[k-1].Pix) {
+				t.Errorf("σ %g: frames %d and %d have the same noise", sigma, k, k+1)
+			}
+		}
 	}
 }
