@@ -116,7 +116,7 @@ func (r *recordFrames) Process(img *image.Gray) []track.Face {
 	return nil
 }
 func (r *recordFrames) ProcessAt(img *image.Gray, _ time.Time) []track.Face { return r.Process(img) }
-func (r *recordFrames) Reset()                                               {}
+func (r *recordFrames) Reset()                                              {}
 
 // EvaluatePasted shows each pasted scene for the frames asked, as it is
 // without noise, and with a camera's noise of σ sigma a frame of its own
