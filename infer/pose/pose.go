@@ -398,8 +398,8 @@ type Result struct {
 // component of the first prediction is among Result.Heavy: the ones left
 // out hold at most K·heavyShare of a member's weight (5·10⁻⁸ with K = 50),
 // and on AFLW2000's faces the set holds a median of 3 of a member's 50
-// components, 12 at the 90th percentile (docs/measured.md, "A tracked
-// frame's cost").
+// components, 12 at the 90th percentile (docs/method.md §4;
+// docs/measured.md, "The cost").
 const heavyShare = 1e-9
 
 // Worker holds one goroutine's buffers.
