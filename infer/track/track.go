@@ -262,8 +262,9 @@ const sameFace = 0.5
 const nestedFace = 0.5
 
 // sameHead is the distance between box centres, in box sides, below which a
-// detection and a track are one head: two heads side by side are at least
-// a face box apart.
+// detection continues a track it half overlaps: the same head, which the
+// track has slid half off. (Two detections of one frame are not joined by
+// it: persons cheek to cheek are 0.6 box sides apart, claims.)
 const sameHead = 0.75
 
 // Detector finds the faces of a frame: infer/detect's Detector.
@@ -387,7 +388,6 @@ type Tracker struct {
 	frame   uint64
 	out     []Face
 	used    []bool
-	claimed []feature.Box // this frame's detections that matched or started a track
 	dbuf    detect.Buffers
 	last    Timing
 	at      time.Time // the frame's time
@@ -613,7 +613,6 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, region 
 	for i := range used {
 		used[i] = false
 	}
-	t.claimed = t.claimed[:0]
 	for _, tr := range t.tracks {
 		best, bestIoU := -1, 0.0
 		for i, f := range faces {
@@ -632,7 +631,6 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, region 
 			continue
 		}
 		used[best] = true
-		t.claimed = append(t.claimed, t.calib.Apply(faces[best].Box))
 		tr.missed = 0
 		drifted := bestIoU < sameFace
 		if drifted && t.cfg.Anchored && t.est.Refines() && !tr.unread && t.readsBetter(img, tr.from, t.calib.Apply(faces[best].Box)) {
@@ -657,7 +655,7 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, region 
 		}
 	}
 	for i, f := range faces {
-		if used[i] || len(t.tracks) >= 4*t.cfg.MaxFaces || t.claims(t.calib.Apply(f.Box), !scan) {
+		if used[i] || len(t.tracks) >= 4*t.cfg.MaxFaces || t.claims(faces, used, i, !scan) {
 			continue
 		}
 		if !scan && t.verify != nil && !t.verified(img, f.Box) {
@@ -669,7 +667,7 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, region 
 		tr.raw = t.calib.Apply(f.Box)
 		tr.from, tr.fresh, tr.seeded = tr.raw, true, true
 		t.tracks = append(t.tracks, tr)
-		t.claimed = append(t.claimed, tr.raw)
+		used[i] = true // it claims its face against the detections after it
 	}
 }
 
@@ -737,18 +735,23 @@ func (t *Tracker) continues(box, trk feature.Box, iou float64) bool {
 	return dx*dx+dy*dy < sameHead*sameHead*side*side
 }
 
-// claims reports whether a detection that matched no track is a second
+// claims reports whether detection i, which matched no track, is a second
 // detection of a face another detection of this frame matched or started
-// a track on: the two overlap by more than MinIoU, or, for the cascades'
-// windows (nested), one lies mostly inside the other (a larger window
-// around a face). A track that no detection matched was offered this one
-// already (continues), so only this frame's claimed boxes remain; two
-// detections side by side are two faces, however close, since the
-// detector merged its own (two persons cheek to cheek are 0.6 face sides
-// apart, and a face beside its reflection in a mirror has 0.6 of its box
-// inside the other's: docs/measured.md, "Faces side by side").
-func (t *Tracker) claims(box feature.Box, nested bool) bool {
-	for _, c := range t.claimed {
+// a track on (used): the two overlap by more than MinIoU, or, for the
+// cascades' windows (nested), one lies mostly inside the other (a larger
+// window around a face). A track that no detection matched was offered
+// this one already (continues), so only this frame's used detections
+// remain; two detections side by side are two faces, however close,
+// since the detector merged its own (two persons cheek to cheek are 0.6
+// face sides apart, and a face beside its reflection in a mirror has 0.6
+// of its box inside the other's: docs/measured.md, "Faces side by side").
+func (t *Tracker) claims(faces []detect.Face, used []bool, i int, nested bool) bool {
+	box := t.calib.Apply(faces[i].Box)
+	for j, f := range faces {
+		if !used[j] || j == i {
+			continue
+		}
+		c := t.calib.Apply(f.Box)
 		if feature.IoU(box, c) > t.cfg.MinIoU || nested && (feature.Inside(box, c) > nestedFace || feature.Inside(c, box) > nestedFace) {
 			return true
 		}
