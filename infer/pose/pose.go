@@ -659,13 +659,10 @@ func (w *Worker) estimate(img *image.Gray, box feature.Box, n int, noDensity, mi
 	}
 	for it := 1; it <= n; it++ {
 		w.ex.Extract(w.y, img, b)
-		if it == 1 {
-			w.pr.PredictIn(&w.pred, w.y, in)
-			if n > 1 {
-				r.Heavy = w.pred.Heavy(heavyShare)
-			}
-		} else {
-			w.pr.Predict(&w.pred, w.y)
+		w.pr.PredictIn(&w.pred, w.y, in)
+		in = nil // the later predictions read moved boxes: every component
+		if it == 1 && n > 1 {
+			r.Heavy = w.pred.Heavy(heavyShare)
 		}
 		r.Iterations = it
 		if it == 1 {
