@@ -123,26 +123,20 @@ func Crop(dst []uint8, n int, src *image.Gray, box Box) {
 	kx, ky := tapCount(sx, nx, w), tapCount(sy, ny, h)
 	c := cropPool.Get().(*cropScratch)
 	defer cropPool.Put(c)
-	wx, wy, ring, rows := c.wx[:], c.wy[:], c.ring[:], c.rows[:]
+	wx, wy, ring, rows, id := c.wx[:], c.wy[:], c.ring[:], c.rows[:], c.id[:]
 	if kx > maxTaps {
 		wx = make([]float32, n*kx)
 	}
 	if ky > maxTaps {
-		wy = make([]float32, n*ky)
-		ring = make([][maxPatch]float32, ky)
-		rows = make([][]float32, ky)
+		wy, ring, rows, id = make([]float32, n*ky), make([][maxPatch]float32, ky), make([][]float32, ky), make([]int, ky)
 	}
-	wx, wy, rows = wx[:n*kx], wy[:n*ky], rows[:ky]
+	wx, wy, rows, id = wx[:n*kx], wy[:n*ky], rows[:ky], id[:ky]
 	xs, ys := c.xs[:n], c.ys[:n]
 	taps(xs, wx, bx, sx, nx, w, kx)
 	taps(ys, wy, by, sy, ny, h, ky)
-	// The ring holds ky consecutive rows, row y in slot y mod ky: a patch
-	// row's ky rows are consecutive, so they never share a slot.
-	var ida [maxTaps]int
-	id := ida[:]
-	if ky > maxTaps {
-		id = make([]int, ky)
-	}
+	// The ring holds ky consecutive rows, row y in slot y mod ky (id[slot]
+	// says which): a patch row's ky rows are consecutive, so they never
+	// share a slot.
 	for r := range id {
 		id[r] = -1
 	}
@@ -200,6 +194,7 @@ type cropScratch struct {
 	wx, wy [maxPatch * maxTaps]float32
 	ring   [maxTaps][maxPatch]float32
 	rows   [maxTaps][]float32
+	id     [maxTaps]int
 	acc    [maxPatch]float32
 }
 
