@@ -122,11 +122,7 @@ func (r *recordFrames) Reset()                                              {}
 // without noise, and with a camera's noise of σ sigma a frame of its own
 // each time (the noise measured back from the frames within 10 %).
 func TestEvaluatePastedNoise(t *testing.T) {
-	root := datatest.Root(t)
-	samples, err := dataset.Read(filepath.Join(root, "aflw2000"))
-	if err != nil {
-		datatest.Missing(t, "%v", err)
-	}
+	_, samples := bothSets(t)
 	samples = samples[:4]
 	g, err := dataset.LoadGray(datatest.File(t, "scenes", "images", "UMD_001.jpg"))
 	if err != nil {
