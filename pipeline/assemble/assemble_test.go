@@ -22,6 +22,21 @@ import (
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
+// shippedTracker is the frame path of cfg around the shipped model.
+func shippedTracker(tb testing.TB, cfg config.Config) *track.Tracker {
+	tb.Helper()
+	cfg.Model.Path = filepath.Join("..", "..", "models", "default.gllim")
+	est, m, err := Estimator(cfg.Model, cfg.Research)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tr, err := Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr
+}
+
 // Two persons cheek to cheek (AFLW2000's image00289: the labelled man's
 // face and a woman's beside it, their boxes' centres 0.67 box sides
 // apart) are two faces with posed's defaults, the labelled one among
@@ -42,16 +57,7 @@ func TestTwoPersonsCheekToCheek(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Model.Path = filepath.Join("..", "..", "models", "default.gllim")
-	est, m, err := Estimator(cfg.Model, cfg.Research)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := shippedTracker(t, config.Default())
 	for frame := 1; frame <= 10; frame++ {
 		faces := tr.Process(img)
 		found := slices.ContainsFunc(faces, func(f track.Face) bool { return feature.Finds(f.Box, samples[i].Box) })

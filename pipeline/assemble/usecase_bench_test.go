@@ -68,15 +68,7 @@ func BenchmarkUseCases(b *testing.B) {
 			if c.noTiles {
 				cfg.Detect.ScanTiles, cfg.Detect.ScanEvery = 0, 15
 			}
-			cfg.Model.Path = filepath.Join("..", "..", "models", "default.gllim")
-			est, m, err := Estimator(cfg.Model, cfg.Research)
-			if err != nil {
-				b.Fatal(err)
-			}
-			tr, err := Tracker(cfg, est, detect.CalibrationOf(m.Calibration))
-			if err != nil {
-				b.Fatal(err)
-			}
+			tr := shippedTracker(b, cfg)
 			const frames = 150
 			faces := 0
 			var ours, ref []time.Duration
