@@ -51,6 +51,10 @@ type NetworkParams struct {
 	// again on the face's next frames (track.WithConfirmer). 0, or at most
 	// ConfirmScore: every face found is sure.
 	ConfirmSure float64
+	// ConfirmHead: a close look finds a face only where this head, on
+	// the network's features there, sees one too (LookHead); nil: the
+	// look's confidence alone.
+	ConfirmHead *LookHead
 }
 
 // lookFrom is the smallest confidence of a scan's weak face that a look
@@ -120,6 +124,7 @@ type Network struct {
 	out   []Face
 	weak  []yunet.Face                       // a scan's weak faces (ScanLooks)
 	patch [LandmarkSide * LandmarkSide]uint8 // Landmarks' crop
+	z     [LookFeatures]float32              // a close look's features (ConfirmHead)
 	scans int                                // scans since ResetScan (ScanTiles: the even ones are the tiles')
 	// The last scan's shrink, and its tile (empty for the shrunk frame's).
 	lastShrink int
@@ -239,8 +244,25 @@ func (n *Network) Confirm(img *image.Gray, box feature.Box) (found, sure bool) {
 		return true, true
 	}
 	f, ok := n.look(img, box, confirmContext, n.p.ConfirmScore)
+	if ok && n.p.ConfirmHead != nil {
+		poolLook(n.z[:], n.buf.Levels(), f.Score)
+		ok = n.p.ConfirmHead.Decision(n.z[:]) >= 0
+	}
 	return ok, ok && f.Score >= n.p.ConfirmSure
 }
+
+// LookAt is Confirm's look as evidence for training a LookHead: the
+// confidence of the most confident face the look finds that box finds (0
+// for none) and the look's features (LookFeatures values, valid until
+// the next look).
+func (n *Network) LookAt(img *image.Gray, box feature.Box) (float64, []float32) {
+	f, _ := n.look(img, box, confirmContext, lookAtScore)
+	poolLook(n.z[:], n.buf.Levels(), f.Score)
+	return f.Score, n.z[:]
+}
+
+// lookAtScore is the least confidence of a face LookAt reports.
+const lookAtScore = 0.01
 
 // look runs the network on a crop of context box sides around box,
 // resampled to LandmarkSide pixels, and returns the most confident face

@@ -136,6 +136,12 @@ type Buffers struct {
 	small image.Gray // DetectShrunk's picture
 }
 
+// Levels are the neck's outputs of the last run (Forward) at strides 8,
+// 16 and 32: rows×cols cells of 64 channels each, channels innermost,
+// for a picture padded to a multiple of 32. They are valid until the
+// next run on b.
+func (b *Buffers) Levels() [3][]float32 { return b.lvl }
+
 func grow(s []float32, n int) []float32 {
 	if cap(s) < n {
 		return make([]float32, n)
