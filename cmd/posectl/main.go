@@ -33,6 +33,7 @@ func commands() []command {
 		{"decisions", "decisions -per-face EVAL.csv [flags]", "measure the attention decisions (road, camera) on an evaluation's poses, by |yaw|", runDecisions},
 		{"profile", "profile -o DIR [-sheet FILE.png] [flags]", "make faces turned further from AFLW2000's photographs with a 3-D face (face profiling)", runProfile},
 		{"yunet-import", "yunet-import [-o FILE] facedetectcnn-data.cpp", "convert libfacedetection's CNN weights into posed's weights file", runYunetImport},
+		{"look-train", "look-train -data DIRS -scenes DIR [-o FILE] [flags]", "train the close look's head on the face network's features (faces against what it finds in face-free scenes)", runLookTrain},
 		{"inspect", "inspect [-json] MODEL.gllim", "print a model file's header in words", runInspect},
 		{"version", "version", "print the version", func([]string, io.Writer) error {
 			fmt.Println("posectl", version)
