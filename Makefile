@@ -50,7 +50,7 @@ DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) &
 # Debian architecture:GOARCH:GOARM
 DEB_ARCHES := amd64:amd64: arm64:arm64: armhf:arm:7
 
-.PHONY: expert landmarks negatives cascade cascade-folds all build test test-deps test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
+.PHONY: expert landmarks look negatives cascade cascade-folds all build test test-deps test-arm64 bench field screenshot fuzz lint cross run install deb deb-test model eval clean help
 
 all: build
 
@@ -71,6 +71,7 @@ help:
 	@echo "model       retrain models/default.gllim, its card and its profile expert from DATA=$(DATA)"
 	@echo "expert      train only the profile expert (models/default-profile.gllim) of the model in models/"
 	@echo "landmarks   train only the landmark expert (models/default-landmarks.gllim) of the model in models/"
+	@echo "look        train the close look's head (infer/detect/weights/look.bin) on the model in models/"
 	@echo "negatives   fetch Debian's wallpaper packages (face-free pictures) into $(NEGATIVES) and $(UNSEEN)"
 	@echo "cascade     train the turned-face cascades (two halves, measured, then all) from DATA and the negatives"
 	@echo "cascade-folds the same recipe in 5 folds of persons, each measured on the fold it left out (4 h)"
@@ -240,6 +241,13 @@ expert: build
 # The landmark expert alone, for the model already in models/.
 landmarks: build
 	bin/posectl train $(MODEL_FLAGS) $(LANDMARK_FLAGS) -landmarks-only -o models/default.gllim
+
+# The close look's head (infer/detect/weights/look.bin, embedded): the face
+# network's features at faces and at what it takes for faces in the
+# face-free scenes but their held-out third, read by the model in models/
+# (docs/method.md §9; 7 min here).
+look: build
+	bin/posectl look-train -data $(DATA)/aflw2000,$(DATA)/pointing04 -scenes $(DATA)/scenes/images -o infer/detect/weights/look.bin
 
 # Face-free pictures for the turned-face cascade's negatives: Debian's
 # wallpaper packages, downloaded (not installed) and unpacked into
