@@ -306,6 +306,11 @@ type Detect struct {
 	// ConfirmHold: a face found less surely than ConfirmSure is not
 	// published until those two looks have found it too.
 	ConfirmHold bool `yaml:"confirm_hold"`
+	// ConfirmHead: the close look also asks a classifier trained on the
+	// network's features at faces and at the things it takes for faces
+	// in face-free scenes (infer/detect's look head), and finds no face
+	// where it sees none.
+	ConfirmHead bool `yaml:"confirm_head"`
 
 	// Moved reads turned_stages here, where it was before the research
 	// block (Config.takeMoved).
@@ -597,7 +602,7 @@ func Default() Config {
 		},
 		Model: modelDefaults(), Research: researchDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: 0.5, Turned: false, TurnedScore: 2, Every: 10,
-			Verify: true, VerifyScore: 0.5, ScanEvery: 8, ScanScore: 0.5, ScanShrink: 2, ScanTiles: 4, ScanLooks: 1, Confirm: 0.4, ConfirmSure: 0.7},
+			Verify: true, VerifyScore: 0.5, ScanEvery: 8, ScanScore: 0.5, ScanShrink: 2, ScanTiles: 4, ScanLooks: 1, Confirm: 0.4, ConfirmSure: 0.7, ConfirmHead: true},
 		Track:   Track{MaxFaces: 16, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, UnreadScore: 0.5, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},

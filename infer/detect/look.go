@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"sync"
 )
 
 // A close look's evidence (docs/method.md §9): the network's own
@@ -166,12 +167,14 @@ func (h *LookHead) check() error {
 var lookEmbedded []byte
 
 // DefaultLookHead returns the head shipped with posed (weights/look.bin,
-// written by `posectl look-train`: docs/measured.md, "A phantom up
-// close").
-func DefaultLookHead() *LookHead {
+// written by `posectl look-train`: docs/measured.md, "The close look's
+// head"), parsed once and shared: a head is read-only.
+func DefaultLookHead() *LookHead { return defaultLook() }
+
+var defaultLook = sync.OnceValue(func() *LookHead {
 	h, err := ParseLookHead(lookEmbedded)
 	if err != nil {
 		panic("detect: the embedded look head: " + err.Error()) // its tests read the same file
 	}
 	return h
-}
+})

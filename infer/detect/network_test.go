@@ -461,17 +461,28 @@ func TestNetworkConfirm(t *testing.T) {
 		}
 	}
 	// A box a camera's noise gave the model on the cream jar
-	// (neg-4515): the network finds a face up close there, and is not
-	// sure of it; with ConfirmSure 0 every face found is sure.
+	// (neg-4515): by its confidence alone (no look head) the network
+	// finds a face up close there, and is not sure of it; with
+	// ConfirmSure 0 every face found is sure. The look head, a default,
+	// sees no face there.
 	g, err := dataset.LoadGray(filepath.Join(root, "scenes", "images", "neg-4515.jpg"))
 	if err != nil {
 		datatest.Missing(t, "%v", err)
 	}
 	wheel := feature.Box{X: 43, Y: -4, W: 104, H: 104}
-	if found, sure := n.Confirm(g, wheel); !found || sure {
-		t.Errorf("neg-4515.jpg at %+v: found %v, sure %v; want found, not sure", wheel, found, sure)
+	if found, _ := n.Confirm(g, wheel); found {
+		t.Errorf("neg-4515.jpg at %+v: the look head confirms the jar", wheel)
 	}
-	always := DefaultNetworkParams()
+	bare := DefaultNetworkParams()
+	bare.ConfirmHead = nil
+	nh, err := NewNetwork(yunet.New(yunet.Default()), bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, sure := nh.Confirm(g, wheel); !found || sure {
+		t.Errorf("neg-4515.jpg at %+v without the head: found %v, sure %v; want found, not sure", wheel, found, sure)
+	}
+	always := bare
 	always.ConfirmSure = 0
 	o, err := NewNetwork(yunet.New(yunet.Default()), always)
 	if err != nil {

@@ -45,7 +45,11 @@ func DetectParams(d config.Detect, r config.Research) detect.Params {
 
 // NetworkParams are the face network's settings of the detect block.
 func NetworkParams(d config.Detect) detect.NetworkParams {
-	return detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles, ScanLooks: d.ScanLooks, ConfirmScore: d.Confirm, ConfirmSure: d.ConfirmSure}
+	p := detect.NetworkParams{VerifyScore: d.VerifyScore, ScanScore: d.ScanScore, ScanShrink: d.ScanShrink, ScanTiles: d.ScanTiles, ScanLooks: d.ScanLooks, ConfirmScore: d.Confirm, ConfirmSure: d.ConfirmSure}
+	if d.ConfirmHead && d.Confirm > 0 {
+		p.ConfirmHead = detect.DefaultLookHead()
+	}
+	return p
 }
 
 // TrackConfig is the tracker's configuration: the track keys, detect.every
