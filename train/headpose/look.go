@@ -1,6 +1,7 @@
 package headpose
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"math"
@@ -52,8 +53,8 @@ type LookData struct {
 // are cores; net is shared (read-only), each worker has its own network
 // and pose worker. The samples are in the order of d's pictures.
 func CollectLooks(d LookData, net *yunet.Net, est *pose.Estimator, calib detect.Calibration) ([]LookSample, error) {
-	frames := max(d.Frames, 1)
-	if d.Frames == 0 {
+	frames := d.Frames
+	if frames < 1 {
 		frames = 2
 	}
 	type job struct {
@@ -84,19 +85,20 @@ func CollectLooks(d LookData, net *yunet.Net, est *pose.Estimator, calib detect.
 		wk := est.NewWorker()
 		var buf yunet.Buffers
 		var noisy *image.Gray
+		fail := func(err error) {
+			mu.Lock()
+			ferr = cmp.Or(ferr, err)
+			mu.Unlock()
+		}
 		return func(i int) {
 			if err != nil {
-				mu.Lock()
-				ferr = err
-				mu.Unlock()
+				fail(err)
 				return
 			}
 			j := jobs[i]
-			img, err := j.img()
-			if err != nil {
-				mu.Lock()
-				ferr = err
-				mu.Unlock()
+			img, ierr := j.img()
+			if ierr != nil {
+				fail(ierr)
 				return
 			}
 			for f := range j.frames {
