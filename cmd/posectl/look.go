@@ -89,8 +89,12 @@ func runLookTrain(args []string, stdout io.Writer) error {
 	if err := os.WriteFile(*out, b, 0o644); err != nil {
 		return err
 	}
+	n := 0
+	for _, p := range pasted {
+		n += len(p.Faces)
+	}
 	fmt.Fprintf(stdout, "looks at %d faces and %d other things (%d photographs, %d scenes with %d pasted, %d scenes); %d iterations\n",
-		rep.Faces, rep.NotFaces, len(faces), len(pasted), len(pasted)*4, len(rest), rep.Iterations)
+		rep.Faces, rep.NotFaces, len(faces), len(pasted), n, len(rest), rep.Iterations)
 	fmt.Fprintf(stdout, "of those the look finds (confidence %.2g): faces %d, %d kept (%.2f %%); other things %d, %d kept\n",
 		cfg.Detect.Confirm, rep.FacesFound, rep.FacesKept, 100*float64(rep.FacesKept)/float64(max(rep.FacesFound, 1)), rep.NotFacesFound, rep.NotFacesKept)
 	fmt.Fprintf(stdout, "wrote %s: %d bytes\n", *out, len(b))

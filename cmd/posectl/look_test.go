@@ -1,0 +1,29 @@
+package main
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// posectl look-train names what it lacks: the faces, the scenes, or
+// faces in the folders given.
+func TestLookTrainUsage(t *testing.T) {
+	empty := t.TempDir()
+	for _, args := range [][]string{
+		{"-scenes", empty},
+		{"-data", empty},
+		{"-data", filepath.Join(empty, "none"), "-scenes", empty},
+	} {
+		var out strings.Builder
+		err := runLookTrain(args, &out)
+		if err == nil {
+			t.Errorf("%v: no error", args)
+			continue
+		}
+		if len(args) == 2 && !errors.Is(err, errUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
