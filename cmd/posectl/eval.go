@@ -255,6 +255,10 @@ func framesOf(cfg config.Config) func(*pose.Estimator, detect.Calibration) (head
 	}
 }
 
+// maxPhantomFrames is the most frames of a still face-free scene that
+// may show a face (#55's audit); eval names the scenes past it.
+const maxPhantomFrames = 3
+
 // phantoms counts what the daemon's frame path of cfg, with -model and its
 // expert as posed loads them, publishes on each face-free picture of
 // -face-free (its held-out third with -face-free-held-out), each the first
@@ -318,6 +322,18 @@ func (e *evalFlags) phantoms(stdout io.Writer, cfg config.Config) error {
 		}
 		fmt.Fprintf(stdout, "over the %d frames of each still scene%s: %.4f of the frames show a face (%d of %d), in %d tracks; the worst scene %d frames\n",
 			e.frames, noise, float64(shown)/float64(max(n*e.frames, 1)), shown, n*e.frames, tracks, worst)
+		// The scenes past the audit's bound (#55: at most 3 frames of a
+		// still scene with a face), the worst first.
+		var over []int
+		for i, s := range got {
+			if s.Shown > maxPhantomFrames {
+				over = append(over, i)
+			}
+		}
+		slices.SortStableFunc(over, func(a, b int) int { return got[b].Shown - got[a].Shown })
+		for _, i := range over {
+			fmt.Fprintf(stdout, "  %s: a face on %d frames, in %d tracks\n", todo[i].Name, got[i].Shown, got[i].Tracks)
+		}
 	}
 	fmt.Fprint(stdout, each.String())
 	return nil

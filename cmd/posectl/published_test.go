@@ -355,8 +355,14 @@ func TestEvalStillPhantomWithNoise(t *testing.T) {
 		if !strings.Contains(stdout.String(), "sensor noise σ 3") || m == nil {
 			t.Fatalf("%v: eval says\n%s\nwant the noise and the worst scene", c.args, stdout.String())
 		}
-		if n, _ := strconv.Atoi(m[1]); n < c.min || n > c.max {
+		n, _ := strconv.Atoi(m[1])
+		if n < c.min || n > c.max {
 			t.Errorf("%s %v: a face on %d of %s noisy frames, want %d to %d", filepath.Base(c.dir), c.args, n, c.frames, c.min, c.max)
+		}
+		// A scene past the audit's 3 frames is named with its count.
+		named := regexp.MustCompile(`neg-\d+\.jpg: a face on (\d+) frames`).FindStringSubmatch(stdout.String())
+		if (n > maxPhantomFrames) != (named != nil) || named != nil && named[1] != m[1] {
+			t.Errorf("%s %v: %d frames with a face, the scene named %v:\n%s", filepath.Base(c.dir), c.args, n, named, stdout.String())
 		}
 	}
 	var stdout strings.Builder
