@@ -1,7 +1,6 @@
 package headpose
 
 import (
-	"image"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/yunet"
-	"github.com/edgepose/posed/train/dataset"
-	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
 // cloud draws looks about a centre that only a few features tell apart
@@ -85,20 +82,7 @@ func TestFitLookHead(t *testing.T) {
 // face (nearly always surely), with the features of that look; in
 // face-free scenes that hold a phantom it looks at no face.
 func TestCollectLooks(t *testing.T) {
-	root := datatest.Root(t)
-	samples, err := dataset.Read(filepath.Join(root, "aflw2000"))
-	if err != nil {
-		datatest.Missing(t, "%v", err)
-	}
-	samples = samples[:12]
-	var scenes []*image.Gray
-	for _, n := range []string{"neg-0696.jpg", "neg-4723.jpg"} {
-		g, err := dataset.LoadGray(datatest.File(t, "scenes", "images", n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		scenes = append(scenes, g)
-	}
+	samples, scenes := facesAndScenes(t, 12, "neg-0696.jpg", "neg-4723.jpg")
 	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
 	if err != nil {
 		t.Fatal(err)

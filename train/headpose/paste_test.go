@@ -18,24 +18,30 @@ import (
 	"github.com/edgepose/posed/train/dataset/datatest"
 )
 
-// Faces pasted into scenes: each as wide as asked, inside the frame, clear
-// of the others, the scene untouched around them, the same places for the
-// same seed and others for another.
-func TestPasteScenes(t *testing.T) {
-	root := datatest.Root(t)
-	samples, err := dataset.Read(filepath.Join(root, "aflw2000"))
+// facesAndScenes reads AFLW2000's first n samples and the face-free
+// scenes named.
+func facesAndScenes(t *testing.T, n int, names ...string) ([]dataset.Sample, []*image.Gray) {
+	t.Helper()
+	samples, err := dataset.Read(filepath.Join(datatest.Root(t), "aflw2000"))
 	if err != nil {
 		datatest.Missing(t, "%v", err)
 	}
-	samples = samples[:10]
 	var scenes []*image.Gray
-	for _, n := range []string{"UMD_001.jpg", "UMD_003.jpg", "UMD_004.jpg"} {
-		g, err := dataset.LoadGray(datatest.File(t, "scenes", "images", n))
+	for _, name := range names {
+		g, err := dataset.LoadGray(datatest.File(t, "scenes", "images", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		scenes = append(scenes, g)
 	}
+	return samples[:n], scenes
+}
+
+// Faces pasted into scenes: each as wide as asked, inside the frame, clear
+// of the others, the scene untouched around them, the same places for the
+// same seed and others for another.
+func TestPasteScenes(t *testing.T) {
+	samples, scenes := facesAndScenes(t, 10, "UMD_001.jpg", "UMD_003.jpg", "UMD_004.jpg")
 	o := PasteOptions{Widths: []int{32, 48, 64}, PerScene: 4, Seed: 3}
 	set, err := PasteScenes(samples, scenes, o)
 	if err != nil {
