@@ -25,18 +25,27 @@ const (
 	LookFeatures = 6*lookChannels + 1
 )
 
-// lookCells are the cell ranges [r0, r1) × [c0, c1) pooled per block
-// (level, then rows and columns of that level's grid): the cells whose
-// centre lies in the box, which spans the middle 1/confirmContext of the
-// crop (1/6 to 5/6 of its side).
-var lookCells = [6][5]int{
-	{0, 3, 8, 3, 8}, {0, 3, 8, 8, 13}, {0, 8, 13, 3, 8}, {0, 8, 13, 8, 13},
-	{1, 1, 7, 1, 7},
-	{2, 1, 3, 1, 3},
-}
-
 // lookSides are the levels' grid sides on a LandmarkSide crop.
 var lookSides = [3]int{LandmarkSide / 8, LandmarkSide / 16, LandmarkSide / 32}
+
+// lookCells are the cell ranges pooled per block: level, then [r0, r1)
+// and [c0, c1) of that level's grid, the cells whose centre lies in the
+// box, which spans the middle 1/confirmContext of the crop; level 8's
+// cut into quadrants at the crop's middle.
+var lookCells = func() (b [6][5]int) {
+	in := func(side int) (int, int) {
+		lo := (1 - 1/confirmContext) / 2 * float64(side) // a cell's centre c + ½ past lo
+		return int(math.Floor(lo + 0.5)), side - int(math.Floor(lo+0.5))
+	}
+	c0, c1 := in(lookSides[0])
+	m := lookSides[0] / 2
+	b[0], b[1], b[2], b[3] = [5]int{0, c0, m, c0, m}, [5]int{0, c0, m, m, c1}, [5]int{0, m, c1, c0, m}, [5]int{0, m, c1, m, c1}
+	for l := 1; l < 3; l++ {
+		lo, hi := in(lookSides[l])
+		b[3+l] = [5]int{l, lo, hi, lo, hi}
+	}
+	return b
+}()
 
 // poolLook fills z (LookFeatures values) from the levels of a run on a
 // LandmarkSide crop and the look's confidence score: each block the mean

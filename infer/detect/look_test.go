@@ -2,6 +2,7 @@ package detect
 
 import (
 	"bytes"
+	"image"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -157,5 +158,26 @@ func TestDefaultLookHead(t *testing.T) {
 	}
 	if nonzero < LookFeatures/2 {
 		t.Errorf("the shipped head weighs %d of %d features", nonzero, LookFeatures)
+	}
+}
+
+// Tile gives the scan's tiles, grown by their overlap and cut to the
+// frame, and nothing for a count the scan does not take.
+func TestTile(t *testing.T) {
+	r := image.Rect(0, 0, 640, 480)
+	for _, c := range []struct {
+		i, n int
+		want image.Rectangle
+	}{
+		{0, 4, image.Rect(0, 0, 320+tileOverlap, 240+tileOverlap)},
+		{3, 4, image.Rect(320-tileOverlap, 240-tileOverlap, 640, 480)},
+		{1, 2, image.Rect(320-tileOverlap, 0, 640, 480)},
+		{4, 4, image.Rectangle{}},
+		{0, 5, image.Rectangle{}},
+		{0, 0, image.Rectangle{}},
+	} {
+		if got := Tile(r, c.i, c.n); got != c.want {
+			t.Errorf("tile %d of %d: %v, want %v", c.i, c.n, got, c.want)
+		}
 	}
 }

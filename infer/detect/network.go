@@ -470,6 +470,17 @@ func tileGrid(n int) (cols, rows int, ok bool) {
 
 // tileOf is cell i (row by row) of a cols×rows grid on r, grown by
 // tileOverlap on every side and clipped to r.
+// Tile is the i-th of the n tiles of r (NetworkParams.ScanTiles: 2, 4,
+// 6 or 9) that the scan takes in turn, grown by the tiles' overlap; the
+// empty rectangle for another n.
+func Tile(r image.Rectangle, i, n int) image.Rectangle {
+	cols, rows, ok := tileGrid(n)
+	if !ok || cols == 0 || i < 0 || i >= n {
+		return image.Rectangle{}
+	}
+	return tileOf(r, i, cols, rows)
+}
+
 func tileOf(r image.Rectangle, i, cols, rows int) image.Rectangle {
 	c, w := i%cols, i/cols
 	x0, x1 := r.Min.X+c*r.Dx()/cols, r.Min.X+(c+1)*r.Dx()/cols

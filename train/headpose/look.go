@@ -28,7 +28,6 @@ import (
 const (
 	lookCandidateScore = 0.1
 	lookNoise          = 3
-	lookTileOverlap    = 48 // the tiles' growth, as detect's
 )
 
 // LookSample is one close look: its features (detect.LookFeatures), its
@@ -123,13 +122,10 @@ func CollectLooks(d LookData, net *yunet.Net, est *pose.Estimator, calib detect.
 // would ask for on img (above): the model's box, the look's confidence
 // and its features.
 func lookCandidates(img *image.Gray, net *yunet.Net, buf *yunet.Buffers, nw *detect.Network, wk *pose.Worker, calib detect.Calibration, startStd float64, each func(feature.Box, float64, []float32)) {
-	faces := slices.Clone(net.DetectShrunk(buf, img, img.Rect, 2, lookCandidateScore))
-	w, h := img.Rect.Dx()/2, img.Rect.Dy()/2
-	for i := range 4 {
-		c, r := i%2, i/2
-		tile := image.Rect(img.Rect.Min.X+c*w-lookTileOverlap, img.Rect.Min.Y+r*h-lookTileOverlap,
-			img.Rect.Min.X+(c+1)*w+lookTileOverlap, img.Rect.Min.Y+(r+1)*h+lookTileOverlap).Intersect(img.Rect)
-		faces = append(faces, net.Detect(buf, img, tile, lookCandidateScore)...)
+	p := detect.DefaultNetworkParams()
+	faces := slices.Clone(net.DetectShrunk(buf, img, img.Rect, p.ScanShrink, lookCandidateScore))
+	for i := range p.ScanTiles {
+		faces = append(faces, net.Detect(buf, img, detect.Tile(img.Rect, i, p.ScanTiles), lookCandidateScore)...)
 	}
 	for _, f := range faces {
 		r := wk.Estimate(img, calib.Apply(detect.AsDetection(f).Box))
