@@ -30,6 +30,8 @@ func runLookTrain(args []string, stdout io.Writer) error {
 	c := fs.Float64("c", 0.01, "the data's weight against the penalty ½‖w‖² (logistic regression's C)")
 	keep := fs.Float64("keep", 0.995, "the share of the training faces the look finds that the head keeps")
 	seed := fs.Uint64("seed", 1, "the noise's and the pasting's seed")
+	below := fs.Float64("below", 0, "fit only on looks less confident than this (0: every look)")
+	under := fs.Float64("under", 0, "fit only on looks at boxes smaller than this many pixels (0: every size)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
@@ -78,7 +80,7 @@ func runLookTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h, rep, err := headpose.FitLookHead(samples, headpose.LookFit{C: *c, Keep: *keep, ConfirmScore: cfg.Detect.Confirm})
+	h, rep, err := headpose.FitLookHead(samples, headpose.LookFit{C: *c, Keep: *keep, ConfirmScore: cfg.Detect.Confirm, Below: *below, Under: *under})
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ const (
 type LookSample struct {
 	Z     []float32
 	Score float64
+	Side  float64 // the model's box side, in the picture's pixels
 	Face  bool
 }
 
@@ -107,7 +108,7 @@ func CollectLooks(d LookData, net *yunet.Net, est *pose.Estimator, calib detect.
 					if !face && !j.all {
 						return
 					}
-					out[i] = append(out[i], LookSample{Z: slices.Clone(z), Score: score, Face: face})
+					out[i] = append(out[i], LookSample{Z: slices.Clone(z), Score: score, Side: math.Sqrt(box.W * box.H), Face: face})
 				})
 			}
 		}
@@ -146,6 +147,15 @@ type LookFit struct {
 	C            float64
 	Keep         float64
 	ConfirmScore float64
+	// Below and Under, where not 0, leave out of the fit and of the
+	// threshold the looks the daemon does not ask the head about: those
+	// at least Below confident, or at boxes of at least Under pixels.
+	Below, Under float64
+}
+
+// asked reports whether the daemon would ask the head about s (LookFit).
+func (o LookFit) asked(s LookSample) bool {
+	return (o.Below == 0 || s.Score < o.Below) && (o.Under == 0 || s.Side < o.Under)
 }
 
 // LookReport says what a fitted head does on the samples it learnt from.
@@ -157,9 +167,15 @@ type LookReport struct {
 }
 
 // FitLookHead fits a look head to samples (LookFit).
-func FitLookHead(samples []LookSample, o LookFit) (*detect.LookHead, LookReport, error) {
+func FitLookHead(all []LookSample, o LookFit) (*detect.LookHead, LookReport, error) {
 	var rep LookReport
 	const n = detect.LookFeatures
+	var samples []LookSample
+	for _, s := range all {
+		if o.asked(s) {
+			samples = append(samples, s)
+		}
+	}
 	for _, s := range samples {
 		if len(s.Z) != n {
 			return nil, rep, fmt.Errorf("headpose: look head: a sample of %d features, want %d", len(s.Z), n)

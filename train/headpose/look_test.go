@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +62,29 @@ func TestFitLookHead(t *testing.T) {
 	if acc := float64(right) / float64(all); acc < 0.95 {
 		t.Errorf("the head tells %.3f of new looks apart, want 0.95 or more", acc)
 	}
+	// Looks the daemon does not ask about (too confident, too large) are
+	// no part of the fit: here they lie, faces drawn where the other
+	// looks are.
+	asked := slices.Clone(train)
+	for i, s := range cloud(rng, 300, false) {
+		s.Face = true
+		if i%2 == 0 {
+			s.Score = 0.95
+		} else {
+			s.Side = 200
+		}
+		asked = append(asked, s)
+	}
+	ha, repa, err := FitLookHead(asked, LookFit{C: 0.01, Keep: 0.98, ConfirmScore: 0.4, Below: 0.9, Under: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if repa != rep || *ha != *h {
+		t.Errorf("looks not asked about moved the fit: %+v, want %+v", repa, rep)
+	}
+	if _, repl, _ := FitLookHead(asked, LookFit{C: 0.01, Keep: 0.98, ConfirmScore: 0.4}); repl.Faces != 900 {
+		t.Errorf("without bounds %d faces fitted, want 900", repl.Faces)
+	}
 	for _, c := range []struct {
 		samples []LookSample
 		fit     LookFit
@@ -99,6 +123,9 @@ func TestCollectLooks(t *testing.T) {
 	for _, l := range looks {
 		if len(l.Z) != detect.LookFeatures {
 			t.Fatalf("a look of %d features", len(l.Z))
+		}
+		if !(l.Side >= 24 && l.Side <= 640) {
+			t.Errorf("a look at a box of %.1f px", l.Side)
 		}
 		if l.Face {
 			faces++
