@@ -32,6 +32,7 @@ func runLookTrain(args []string, stdout io.Writer) error {
 	seed := fs.Uint64("seed", 1, "the noise's and the pasting's seed")
 	below := fs.Float64("below", 0, "fit only on looks less confident than this (0: every look)")
 	under := fs.Float64("under", 0, "fit only on looks at boxes smaller than this many pixels (0: every size)")
+	near := fs.Float64("near", 0, "each training scene also seen this many times nearer: a random part of it enlarged (0: not)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
@@ -62,6 +63,9 @@ func runLookTrain(args []string, stdout io.Writer) error {
 		if !cascade.HeldOut(p.Name) {
 			rest = append(rest, p.Img.Gray())
 		}
+	}
+	if *near > 1 {
+		rest = append(rest, headpose.NearViews(rest, *near, *seed)...)
 	}
 	if len(faces) == 0 || len(rest) == 0 {
 		return fmt.Errorf("%w: %d faces in -data, %d training scenes in -scenes: need both", errUsage, len(faces), len(rest))

@@ -309,3 +309,51 @@ func FitLookHead(all []LookSample, o LookFit) (*detect.LookHead, LookReport, err
 	}
 	return h, rep, nil
 }
+
+// NearViews returns each scene as seen k times nearer: a square of 1/k
+// of its shorter side, at a seeded place, enlarged to that side, so that
+// the things in it are k times the size they are in the scene (the look
+// head's large non-faces, which a room's scenes at 640 px hold few of).
+func NearViews(scenes []*image.Gray, k float64, seed uint64) []*image.Gray {
+	rng := rand.New(rand.NewPCG(seed, 0x6e656172))
+	out := make([]*image.Gray, 0, len(scenes))
+	for _, s := range scenes {
+		w, h := s.Rect.Dx(), s.Rect.Dy()
+		n := min(w, h)
+		side := float64(n) / k
+		if n < 1 || side < 1 {
+			continue
+		}
+		x := float64(s.Rect.Min.X) + rng.Float64()*(float64(w)-side)
+		y := float64(s.Rect.Min.Y) + rng.Float64()*(float64(h)-side)
+		out = append(out, enlarge(s, x, y, side, n))
+	}
+	return out
+}
+
+// enlarge samples the square of side side at (x, y) (s's coordinates) into
+// an n×n picture by bilinear interpolation (n ≥ side), each pixel at its
+// centre: source (x + (u+½)·side/n − ½, …), clamped to s.
+func enlarge(s *image.Gray, x, y, side float64, n int) *image.Gray {
+	g := image.NewGray(image.Rect(0, 0, n, n))
+	w, h := s.Rect.Dx(), s.Rect.Dy()
+	at := func(i, j int) float64 {
+		i, j = min(max(i, 0), w-1), min(max(j, 0), h-1)
+		return float64(s.Pix[j*s.Stride+i])
+	}
+	k := side / float64(n)
+	ox, oy := x-float64(s.Rect.Min.X), y-float64(s.Rect.Min.Y)
+	for v := range n {
+		sy := oy + (float64(v)+0.5)*k - 0.5
+		j := int(math.Floor(sy))
+		fy := sy - float64(j)
+		for u := range n {
+			sx := ox + (float64(u)+0.5)*k - 0.5
+			i := int(math.Floor(sx))
+			fx := sx - float64(i)
+			p := (1-fy)*((1-fx)*at(i, j)+fx*at(i+1, j)) + fy*((1-fx)*at(i, j+1)+fx*at(i+1, j+1))
+			g.Pix[v*g.Stride+u] = uint8(p + 0.5)
+		}
+	}
+	return g
+}

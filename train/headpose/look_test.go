@@ -1,6 +1,7 @@
 package headpose
 
 import (
+	"image"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -142,5 +143,47 @@ func TestCollectLooks(t *testing.T) {
 	}
 	if others == 0 {
 		t.Errorf("no look in two scenes whose things the network takes for faces")
+	}
+}
+
+// A scene seen twice nearer: a square of half its shorter side, enlarged
+// to that side. On a ramp (which bilinear interpolation reproduces) each
+// pixel holds the ramp's value at its place in the scene, and a step is
+// twice as wide as it was.
+func TestNearViews(t *testing.T) {
+	w, h := 160, 120
+	ramp := image.NewGray(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			ramp.Pix[y*ramp.Stride+x] = uint8(x + y)
+		}
+	}
+	views := NearViews([]*image.Gray{ramp, image.NewGray(image.Rect(0, 0, 0, 0))}, 2, 7)
+	if len(views) != 1 || views[0].Rect != image.Rect(0, 0, 120, 120) {
+		t.Fatalf("views %v, want one of 120×120", views)
+	}
+	g := views[0]
+	for v := 1; v < 119; v++ {
+		for u := 1; u < 119; u++ {
+			dx := float64(g.Pix[v*g.Stride+u+1]) - float64(g.Pix[v*g.Stride+u-1])
+			dy := float64(g.Pix[(v+1)*g.Stride+u]) - float64(g.Pix[(v-1)*g.Stride+u])
+			if math.Abs(dx-1) > 1.01 || math.Abs(dy-1) > 1.01 {
+				t.Fatalf("at %d,%d the ramp rises %.0f, %.0f over two pixels, want 1 (half the scene's 2)", u, v, dx, dy)
+			}
+		}
+	}
+	rise := float64(g.Pix[118*g.Stride+118]) - float64(g.Pix[1*g.Stride+1])
+	if math.Abs(rise-117) > 1.01 {
+		t.Errorf("across the view the ramp rises %.0f, want 117 (117 pixels at half a level each way)", rise)
+	}
+	// A reference in float64: the view's pixel is the ramp at its source place.
+	ref := func(u, v int, ox, oy float64) float64 {
+		return ox + (float64(u)+0.5)/2 - 0.5 + oy + (float64(v)+0.5)/2 - 0.5
+	}
+	ox := float64(g.Pix[60*g.Stride+60]) - ref(60, 60, 0, 0) // x0 + y0 from one pixel
+	for _, p := range [][2]int{{1, 1}, {30, 90}, {118, 5}, {118, 118}} {
+		if d := float64(g.Pix[p[1]*g.Stride+p[0]]) - ref(p[0], p[1], ox, 0); math.Abs(d) > 1 {
+			t.Errorf("at %v: %d, want the ramp's %.1f", p, g.Pix[p[1]*g.Stride+p[0]], ref(p[0], p[1], ox, 0))
+		}
 	}
 }
