@@ -244,10 +244,11 @@ landmarks: build
 
 # The close look's head (infer/detect/weights/look.bin, embedded): the face
 # network's features at faces and at what it takes for faces in the
-# face-free scenes but their held-out third, read by the model in models/
-# (docs/method.md §9; 7 min here).
+# face-free scenes but their held-out third, each also seen twice nearer
+# for large non-faces, read by the model in models/ (docs/method.md §9;
+# 10 min here).
 look: build
-	bin/posectl look-train -data $(DATA)/aflw2000,$(DATA)/pointing04 -scenes $(DATA)/scenes/images -o infer/detect/weights/look.bin
+	bin/posectl look-train -data $(DATA)/aflw2000,$(DATA)/pointing04 -scenes $(DATA)/scenes/images -near 2 -o infer/detect/weights/look.bin
 
 # Face-free pictures for the turned-face cascade's negatives: Debian's
 # wallpaper packages, downloaded (not installed) and unpacked into
