@@ -30,8 +30,6 @@ func runLookTrain(args []string, stdout io.Writer) error {
 	c := fs.Float64("c", 0.01, "the data's weight against the penalty ½‖w‖² (logistic regression's C)")
 	keep := fs.Float64("keep", 0.995, "the share of the training faces the look finds that the head keeps")
 	seed := fs.Uint64("seed", 1, "the noise's and the pasting's seed")
-	below := fs.Float64("below", 0, "fit only on looks less confident than this (0: every look)")
-	under := fs.Float64("under", 0, "fit only on looks at boxes smaller than this many pixels (0: every size)")
 	near := fs.Float64("near", 0, "each training scene also seen this many times nearer: a random part of it enlarged (0: not)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
@@ -84,7 +82,7 @@ func runLookTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h, rep, err := headpose.FitLookHead(samples, headpose.LookFit{C: *c, Keep: *keep, ConfirmScore: cfg.Detect.Confirm, Below: *below, Under: *under})
+	h, rep, err := headpose.FitLookHead(samples, headpose.LookFit{C: *c, Keep: *keep, ConfirmScore: cfg.Detect.Confirm})
 	if err != nil {
 		return err
 	}

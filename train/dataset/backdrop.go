@@ -205,3 +205,18 @@ func MatteHolds(alpha []float32, w int, box feature.Box) bool {
 	}
 	return n > 0 && sum >= 0.9*float64(n)
 }
+
+// Bilinear samples src at (x, y), pixel centres at half-integers, clamped
+// to the border.
+func Bilinear(src *image.Gray, x, y float64) uint8 {
+	w, h := src.Rect.Dx(), src.Rect.Dy()
+	x, y = x-0.5, y-0.5
+	x = math.Max(0, math.Min(float64(w-1), x))
+	y = math.Max(0, math.Min(float64(h-1), y))
+	x0, y0 := int(x), int(y)
+	x1, y1 := min(x0+1, w-1), min(y0+1, h-1)
+	fx, fy := x-float64(x0), y-float64(y0)
+	at := func(x, y int) float64 { return float64(src.Pix[y*src.Stride+x]) }
+	v := (1-fy)*((1-fx)*at(x0, y0)+fx*at(x1, y0)) + fy*((1-fx)*at(x0, y1)+fx*at(x1, y1))
+	return uint8(math.Round(v))
+}

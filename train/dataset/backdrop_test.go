@@ -164,3 +164,28 @@ func TestComposite(t *testing.T) {
 		}
 	}
 }
+
+// Bilinear against a float64 reference on a picture of noise: between
+// pixel centres the four neighbours weighed by their distances, and the
+// border pixel beyond the edge.
+func TestBilinearAgainstFloat64Reference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	g := image.NewGray(image.Rect(0, 0, 13, 9))
+	for i := range g.Pix {
+		g.Pix[i] = uint8(rng.IntN(256))
+	}
+	px := func(i, j int) float64 {
+		return float64(g.Pix[max(0, min(8, j))*g.Stride+max(0, min(12, i))])
+	}
+	for range 2000 {
+		x, y := rng.Float64()*15-1, rng.Float64()*11-1
+		// Centres at half-integers: the cell's corner pixel and weights.
+		cx, cy := math.Max(0, math.Min(12, x-0.5)), math.Max(0, math.Min(8, y-0.5))
+		i, j := math.Floor(cx), math.Floor(cy)
+		a, b := cx-i, cy-j
+		want := (1-a)*(1-b)*px(int(i), int(j)) + a*(1-b)*px(int(i)+1, int(j)) + (1-a)*b*px(int(i), int(j)+1) + a*b*px(int(i)+1, int(j)+1)
+		if got := float64(dataset.Bilinear(g, x, y)); math.Abs(got-want) > 0.5+1e-9 {
+			t.Fatalf("at %.3f,%.3f: %.0f, want %.3f", x, y, got, want)
+		}
+	}
+}

@@ -35,7 +35,6 @@ const (
 type LookSample struct {
 	Z     []float32
 	Score float64
-	Side  float64 // the model's box side, in the picture's pixels
 	Face  bool
 }
 
@@ -108,7 +107,7 @@ func CollectLooks(d LookData, net *yunet.Net, est *pose.Estimator, calib detect.
 					if !face && !j.all {
 						return
 					}
-					out[i] = append(out[i], LookSample{Z: slices.Clone(z), Score: score, Side: math.Sqrt(box.W * box.H), Face: face})
+					out[i] = append(out[i], LookSample{Z: slices.Clone(z), Score: score, Face: face})
 				})
 			}
 		}
@@ -147,15 +146,6 @@ type LookFit struct {
 	C            float64
 	Keep         float64
 	ConfirmScore float64
-	// Below and Under, where not 0, leave out of the fit and of the
-	// threshold the looks the daemon does not ask the head about: those
-	// at least Below confident, or at boxes of at least Under pixels.
-	Below, Under float64
-}
-
-// asked reports whether the daemon would ask the head about s (LookFit).
-func (o LookFit) asked(s LookSample) bool {
-	return (o.Below == 0 || s.Score < o.Below) && (o.Under == 0 || s.Side < o.Under)
 }
 
 // LookReport says what a fitted head does on the samples it learnt from.
@@ -167,15 +157,9 @@ type LookReport struct {
 }
 
 // FitLookHead fits a look head to samples (LookFit).
-func FitLookHead(all []LookSample, o LookFit) (*detect.LookHead, LookReport, error) {
+func FitLookHead(samples []LookSample, o LookFit) (*detect.LookHead, LookReport, error) {
 	var rep LookReport
 	const n = detect.LookFeatures
-	var samples []LookSample
-	for _, s := range all {
-		if o.asked(s) {
-			samples = append(samples, s)
-		}
-	}
 	for _, s := range samples {
 		if len(s.Z) != n {
 			return nil, rep, fmt.Errorf("headpose: look head: a sample of %d features, want %d", len(s.Z), n)
@@ -311,9 +295,10 @@ func FitLookHead(all []LookSample, o LookFit) (*detect.LookHead, LookReport, err
 }
 
 // NearViews returns each scene as seen k times nearer: a square of 1/k
-// of its shorter side, at a seeded place, enlarged to that side, so that
-// the things in it are k times the size they are in the scene (the look
-// head's large non-faces, which a room's scenes at 640 px hold few of).
+// of its shorter side, at a seeded place, enlarged bilinearly to that
+// side, so that the things in it are k times the size they are in the
+// scene (the look head's large non-faces, which a room's scenes at 640 px
+// hold few of). A scene too small for a pixel's square is left out.
 func NearViews(scenes []*image.Gray, k float64, seed uint64) []*image.Gray {
 	rng := rand.New(rand.NewPCG(seed, 0x6e656172))
 	out := make([]*image.Gray, 0, len(scenes))
@@ -321,39 +306,19 @@ func NearViews(scenes []*image.Gray, k float64, seed uint64) []*image.Gray {
 		w, h := s.Rect.Dx(), s.Rect.Dy()
 		n := min(w, h)
 		side := float64(n) / k
-		if n < 1 || side < 1 {
+		if side < 1 {
 			continue
 		}
-		x := float64(s.Rect.Min.X) + rng.Float64()*(float64(w)-side)
-		y := float64(s.Rect.Min.Y) + rng.Float64()*(float64(h)-side)
-		out = append(out, enlarge(s, x, y, side, n))
+		// The square's corner, in s's pixels from its origin; view pixel
+		// (u, v) is the scene at (x, y) + (u+½, v+½)·side/n.
+		x, y := rng.Float64()*(float64(w)-side), rng.Float64()*(float64(h)-side)
+		g := image.NewGray(image.Rect(0, 0, n, n))
+		for v := range n {
+			for u := range n {
+				g.Pix[v*g.Stride+u] = dataset.Bilinear(s, x+(float64(u)+0.5)*side/float64(n), y+(float64(v)+0.5)*side/float64(n))
+			}
+		}
+		out = append(out, g)
 	}
 	return out
-}
-
-// enlarge samples the square of side side at (x, y) (s's coordinates) into
-// an n×n picture by bilinear interpolation (n ≥ side), each pixel at its
-// centre: source (x + (u+½)·side/n − ½, …), clamped to s.
-func enlarge(s *image.Gray, x, y, side float64, n int) *image.Gray {
-	g := image.NewGray(image.Rect(0, 0, n, n))
-	w, h := s.Rect.Dx(), s.Rect.Dy()
-	at := func(i, j int) float64 {
-		i, j = min(max(i, 0), w-1), min(max(j, 0), h-1)
-		return float64(s.Pix[j*s.Stride+i])
-	}
-	k := side / float64(n)
-	ox, oy := x-float64(s.Rect.Min.X), y-float64(s.Rect.Min.Y)
-	for v := range n {
-		sy := oy + (float64(v)+0.5)*k - 0.5
-		j := int(math.Floor(sy))
-		fy := sy - float64(j)
-		for u := range n {
-			sx := ox + (float64(u)+0.5)*k - 0.5
-			i := int(math.Floor(sx))
-			fx := sx - float64(i)
-			p := (1-fy)*((1-fx)*at(i, j)+fx*at(i+1, j)) + fy*((1-fx)*at(i, j+1)+fx*at(i+1, j+1))
-			g.Pix[v*g.Stride+u] = uint8(p + 0.5)
-		}
-	}
-	return g
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/edgepose/posed/infer/rotation"
+	"github.com/edgepose/posed/train/dataset"
 )
 
 // Anchors of the background warp, in units of the face outline's half
@@ -229,7 +230,7 @@ func warpTriangle(dst, src *image.Gray, to, from [3][2]float64, depth []float64,
 		}
 		sx := l[0]*from[0][0] + l[1]*from[1][0] + l[2]*from[2][0]
 		sy := l[0]*from[0][1] + l[1]*from[1][1] + l[2]*from[2][1]
-		dst.Pix[y*dst.Stride+x] = bilinear(src, sx, sy)
+		dst.Pix[y*dst.Stride+x] = dataset.Bilinear(src, sx, sy)
 	})
 }
 
@@ -258,19 +259,4 @@ func raster(w, h int, t [3][2]float64, fn func(x, y int, l [3]float64)) {
 			fn(int(x), int(y), [3]float64{l0, l1, l2})
 		}
 	}
-}
-
-// bilinear samples src at (x, y), pixel centres at half-integers, clamped
-// to the border.
-func bilinear(src *image.Gray, x, y float64) uint8 {
-	w, h := src.Rect.Dx(), src.Rect.Dy()
-	x, y = x-0.5, y-0.5
-	x = math.Max(0, math.Min(float64(w-1), x))
-	y = math.Max(0, math.Min(float64(h-1), y))
-	x0, y0 := int(x), int(y)
-	x1, y1 := min(x0+1, w-1), min(y0+1, h-1)
-	fx, fy := x-float64(x0), y-float64(y0)
-	at := func(x, y int) float64 { return float64(src.Pix[y*src.Stride+x]) }
-	v := (1-fy)*((1-fx)*at(x0, y0)+fx*at(x1, y0)) + fy*((1-fx)*at(x0, y1)+fx*at(x1, y1))
-	return uint8(math.Round(v))
 }
