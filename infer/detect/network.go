@@ -235,17 +235,19 @@ const confirmContext = 1.5
 // that box finds on a close look (confirmContext box sides around it,
 // resampled to LandmarkSide pixels), and whether it is sure of it
 // (ConfirmSure); always found and sure with ConfirmScore 0. box is a new
-// face's as the pose model refined it: a real face is found there as
-// surely as far off, and the things a scan takes for faces at a tenth of
-// their size (a spray can, a glass sphere, a car's wheel) are not, or
-// only unsure on a noisy frame (docs/measured.md). It allocates nothing
-// once its buffers have grown.
-func (n *Network) Confirm(img *image.Gray, box feature.Box) (found, sure bool) {
+// face's as the pose model refined it, or its detection's if the model
+// cannot read it (unread): a real face is found there as surely as far
+// off, and the things a scan takes for faces at a tenth of their size (a
+// spray can, a glass sphere, a car's wheel) are not, or only unsure on a
+// noisy frame (docs/measured.md). The look head judges a look less sure
+// than headSure at a box under headSide, and an unread face's at any
+// size. It allocates nothing once its buffers have grown.
+func (n *Network) Confirm(img *image.Gray, box feature.Box, unread bool) (found, sure bool) {
 	if n.p.ConfirmScore == 0 {
 		return true, true
 	}
 	f, ok := n.look(img, box, confirmContext, n.p.ConfirmScore)
-	if ok && n.p.ConfirmHead != nil && f.Score < headSure && math.Sqrt(box.W*box.H) < headSide {
+	if ok && n.p.ConfirmHead != nil && f.Score < headSure && (unread || math.Sqrt(box.W*box.H) < headSide) {
 		poolLook(n.z[:], n.buf.Levels(), f.Score)
 		ok = n.p.ConfirmHead.Decision(n.z[:]) >= 0
 	}
@@ -260,11 +262,14 @@ func (n *Network) Confirm(img *image.Gray, box feature.Box) (found, sure bool) {
 const headSure = 0.9
 
 // headSide is the box side (the frame's pixels) from which a close look's
-// face is one whatever the look head says: of the things the network
-// takes for faces in the face-free scenes that the look passes, 7 of 182
-// are this large (the wheels, spheres and jars of a room are smaller),
-// and AFLW2000's faces of 180–260 px that the head refused cost 0.6
-// points of faces found (docs/measured.md, "The close look's head").
+// face that the model reads is one whatever the look head says: of the
+// things the network takes for faces in the face-free scenes that the
+// look passes, 7 of 182 are this large (the wheels, spheres and jars of a
+// room are smaller), and AFLW2000's faces of 180–260 px that the head
+// refused cost 0.6 points of faces found. A face the model cannot read
+// has no angles to publish and no refined box: the head judges it at any
+// size, which refuses a rose of 132 px and costs one of AFLW2000's 1475
+// faces (docs/measured.md, "The close look's head").
 const headSide = 128
 
 // LookAt is Confirm's look as evidence for training a LookHead: the

@@ -428,7 +428,7 @@ func TestNetworkConfirm(t *testing.T) {
 		// a detector's or the model's.
 		cx, cy := s.Box.Centre()
 		box := feature.SquareAt(cx, cy, 1.25*s.Box.Square().W)
-		if found, sure := n.Confirm(g, box); !found || !sure {
+		if found, sure := n.Confirm(g, box, false); !found || !sure {
 			t.Errorf("%s (yaw %.0f°): the close look at %+v finds a face %v, sure %v", name, s.Yaw, box, found, sure)
 		}
 	}
@@ -444,7 +444,7 @@ func TestNetworkConfirm(t *testing.T) {
 		if err != nil {
 			datatest.Missing(t, "%v", err)
 		}
-		if found, _ := n.Confirm(g, c.box); found {
+		if found, _ := n.Confirm(g, c.box, false); found {
 			t.Errorf("%s: the close look confirms the phantom at %+v", c.name, c.box)
 		}
 		if _, ok := n.Landmarks(g, c.box); !ok && c.name != "neg-3550.jpg" {
@@ -456,7 +456,7 @@ func TestNetworkConfirm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if found, sure := o.Confirm(g, c.box); !found || !sure {
+		if found, sure := o.Confirm(g, c.box, false); !found || !sure {
 			t.Errorf("%s: with ConfirmScore 0 a box is refused (found %v, sure %v)", c.name, found, sure)
 		}
 	}
@@ -470,7 +470,7 @@ func TestNetworkConfirm(t *testing.T) {
 		datatest.Missing(t, "%v", err)
 	}
 	wheel := feature.Box{X: 43, Y: -4, W: 104, H: 104}
-	if found, _ := n.Confirm(g, wheel); found {
+	if found, _ := n.Confirm(g, wheel, false); found {
 		t.Errorf("neg-4515.jpg at %+v: the look head confirms the jar", wheel)
 	}
 	bare := DefaultNetworkParams()
@@ -479,7 +479,7 @@ func TestNetworkConfirm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found, sure := nh.Confirm(g, wheel); !found || sure {
+	if found, sure := nh.Confirm(g, wheel, false); !found || sure {
 		t.Errorf("neg-4515.jpg at %+v without the head: found %v, sure %v; want found, not sure", wheel, found, sure)
 	}
 	always := bare
@@ -488,8 +488,23 @@ func TestNetworkConfirm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found, sure := o.Confirm(g, wheel); !found || !sure {
+	if found, sure := o.Confirm(g, wheel, false); !found || !sure {
 		t.Errorf("neg-4515.jpg at %+v with ConfirmSure 0: found %v, sure %v; want both", wheel, found, sure)
+	}
+	// A rose the scan took for a face of 132 px, which the model cannot
+	// read (neg-0029, the box posed published it at): the look at that
+	// box finds a face; past headSide the head judges it only as an
+	// unread face's, and refuses it.
+	g, err = dataset.LoadGray(filepath.Join(root, "scenes", "images", "neg-0029.jpg"))
+	if err != nil {
+		datatest.Missing(t, "%v", err)
+	}
+	rose := feature.Box{X: 243, Y: 212, W: 132, H: 132}
+	if found, _ := n.Confirm(g, rose, false); !found {
+		t.Errorf("neg-0029.jpg at %+v: a look the model reads, past headSide, is refused: not a test of the unread rule", rose)
+	}
+	if found, _ := n.Confirm(g, rose, true); found {
+		t.Errorf("neg-0029.jpg at %+v: the look head passes the rose as an unread face", rose)
 	}
 	p := DefaultNetworkParams()
 	for _, bad := range []float64{-0.1, 1, math.NaN()} {

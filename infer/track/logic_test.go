@@ -856,15 +856,42 @@ func TestTrackReanchorsOnATurn(t *testing.T) {
 	}
 }
 
-// scriptConfirmer answers by the box, and records the boxes asked about.
+// scriptConfirmer answers by the box, and records the boxes asked about
+// and whether each was an unread face's.
 type scriptConfirmer struct {
 	answer func(b feature.Box) (found, sure bool)
 	asked  []feature.Box
+	unread []bool
 }
 
-func (c *scriptConfirmer) Confirm(_ *image.Gray, b feature.Box) (found, sure bool) {
-	c.asked = append(c.asked, b)
+func (c *scriptConfirmer) Confirm(_ *image.Gray, b feature.Box, unread bool) (found, sure bool) {
+	c.asked, c.unread = append(c.asked, b), append(c.unread, unread)
 	return c.answer(b)
+}
+
+// The confirmer is told which new faces the model cannot read: an unread
+// face is asked about at its detection's box, as unread (the look head
+// then judges it at any size, detect.Network.Confirm), a read one at the
+// refined box, as read.
+func TestTrackConfirmerToldUnread(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, StartStd: 20, Unread: true}
+	v := &scriptVerifier{face: func(feature.Box) bool { return true }}
+	img := image.NewGray(image.Rect(0, 0, 640, 480))
+	for _, c := range []struct {
+		std    float64
+		x      float64
+		unread bool
+	}{{35, 400, true}, {5, 407, false}} {
+		conf := &scriptConfirmer{answer: func(feature.Box) (bool, bool) { return true, true }}
+		det := &scriptDetector{faces: []detect.Face{turned(400, 100, 80)}}
+		tr := New(cfg, det, detect.Identity, &shiftEstimator{std: c.std}, WithVerifier(v), WithConfirmer(conf))
+		if faces := tr.Process(img); len(faces) != 1 {
+			t.Fatalf("σ %g: %d faces, want 1", c.std, len(faces))
+		}
+		if len(conf.asked) != 1 || conf.asked[0].X != c.x || conf.unread[0] != c.unread {
+			t.Errorf("σ %g: asked about %v (unread %v); want one box at x %g, unread %v", c.std, conf.asked, conf.unread, c.x, c.unread)
+		}
+	}
 }
 
 // A new face is confirmed once, at the box the model refined (not the

@@ -324,10 +324,11 @@ type Fuser interface {
 }
 
 // Confirmer says whether a new face is a face, and whether it is sure of
-// it: the network's close look at the box the pose model refined
-// (detect.Network.Confirm).
+// it: the network's close look at the box the pose model refined, or at
+// its detection's box if the model cannot read it (unread;
+// detect.Network.Confirm).
 type Confirmer interface {
-	Confirm(img *image.Gray, box feature.Box) (found, sure bool)
+	Confirm(img *image.Gray, box feature.Box, unread bool) (found, sure bool)
 }
 
 // confirmLooks is how many close looks a face the confirmer found without
@@ -826,7 +827,7 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		// A new face: the network must find it up close at the model's
 		// box, or at its detection's if the model cannot read it, and
 		// again on its next frames if it is not sure (Confirmer).
-		found, sure := t.confirm.Confirm(img, r.Box)
+		found, sure := t.confirm.Confirm(img, r.Box, tr.unread)
 		switch {
 		case !found:
 			tr.unconfirmed, tr.doubt = true, 0
