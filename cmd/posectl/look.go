@@ -31,11 +31,15 @@ func runLookTrain(args []string, stdout io.Writer) error {
 	keep := fs.Float64("keep", 0.995, "the share of the training faces the look finds that the head keeps")
 	seed := fs.Uint64("seed", 1, "the noise's and the pasting's seed")
 	near := fs.Float64("near", 0, "each training scene also seen this many times nearer: a random part of it enlarged (0: not)")
+	frames := fs.Int("frames", 2, "noisy frames of each training scene, each with its own draw of a camera's noise")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
 	if *data == "" || *scenes == "" {
 		return fmt.Errorf("%w: look-train needs -data and -scenes", errUsage)
+	}
+	if *frames < 1 {
+		return fmt.Errorf("%w: look-train -frames %d: want at least 1 noisy frame a scene", errUsage, *frames)
 	}
 	var faces []dataset.Sample
 	for _, dir := range strings.Split(*data, ",") {
@@ -77,7 +81,7 @@ func runLookTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	samples, err := headpose.CollectLooks(headpose.LookData{Faces: faces, Pasted: pasted, Scenes: rest, StartStd: cfg.Track.StartStd, Seed: *seed},
+	samples, err := headpose.CollectLooks(headpose.LookData{Faces: faces, Pasted: pasted, Scenes: rest, Frames: *frames, StartStd: cfg.Track.StartStd, Seed: *seed},
 		yunet.New(yunet.Default()), est, detect.CalibrationOf(m.Calibration))
 	if err != nil {
 		return err
