@@ -410,7 +410,9 @@ func TestInTile(t *testing.T) {
 // it, on three still face-free scenes (docs/measured.md: a spray can, a
 // cream jar, a glass sphere), where a landmark look, two box sides wide,
 // still finds the jar and the sphere; with ConfirmScore 0 it confirms
-// every box.
+// every box. Past headSide the look head judges only an unread face's
+// look: a rose of 132 px is found as a read face, refused as an unread
+// one.
 func TestNetworkConfirm(t *testing.T) {
 	root := datatest.Root(t)
 	n := testNetwork(t)
