@@ -31,7 +31,7 @@ func runLookTrain(args []string, stdout io.Writer) error {
 	keep := fs.Float64("keep", 0.995, "the share of the training faces the look finds that the head keeps")
 	seed := fs.Uint64("seed", 1, "the noise's and the pasting's seed")
 	near := fs.Float64("near", 0, "each training scene also seen this many times nearer: a random part of it enlarged (0: not)")
-	frames := fs.Int("frames", 2, "noisy frames of each training scene, each with its own draw of a camera's noise")
+	frames := fs.Int("frames", headpose.LookFrames, "noisy frames of each training scene, each with its own draw of a camera's noise")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}

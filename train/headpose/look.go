@@ -30,6 +30,10 @@ const (
 	lookNoise          = 3
 )
 
+// LookFrames is how many noisy frames of each face-free scene a look
+// head learns from unless LookData.Frames says otherwise.
+const LookFrames = 2
+
 // LookSample is one close look: its features (detect.LookFeatures), its
 // confidence, and whether it is at a face.
 type LookSample struct {
@@ -43,7 +47,7 @@ type LookData struct {
 	Faces    []dataset.Sample // photographs of persons: looks at their label's face (others are left out, as unlabelled faces may be)
 	Pasted   []Pasted         // faces pasted into face-free scenes: looks at a pasted face, and at anything else
 	Scenes   []*image.Gray    // face-free scenes: every look is at no face
-	Frames   int              // noisy frames of each scene (default 2)
+	Frames   int              // noisy frames of each scene (0: LookFrames)
 	StartStd float64          // the pose model reads a candidate whose yaw σ is at most this (track.start_std)
 	Seed     uint64
 }
@@ -54,7 +58,7 @@ type LookData struct {
 func CollectLooks(d LookData, net *yunet.Net, est *pose.Estimator, calib detect.Calibration) ([]LookSample, error) {
 	frames := d.Frames
 	if frames < 1 {
-		frames = 2
+		frames = LookFrames
 	}
 	type job struct {
 		img    func() (*image.Gray, error)
