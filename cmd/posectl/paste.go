@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/edgepose/posed/infer/detect"
@@ -21,9 +22,9 @@ import (
 // pasteFlags measure small faces in rooms: posectl eval -model M -paste
 // DIR (docs/measured.md, "Small faces in rooms").
 type pasteFlags struct {
-	dir, widths, scenes, save string
-	perScene                  int
-	seed                      uint64
+	dir, widths, scenes, save, perFace string
+	perScene                           int
+	seed                               uint64
 }
 
 func (p *pasteFlags) register(fs *flag.FlagSet) {
@@ -33,6 +34,7 @@ func (p *pasteFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.scenes, "paste-scenes", "held-out", "paste: the scenes used: held-out (the third kept out of every training and choice), rest (the other two thirds, to choose settings on) or all")
 	fs.Uint64Var(&p.seed, "paste-seed", 1, "paste: seed of the faces' order and places")
 	fs.StringVar(&p.save, "paste-save", "", "paste: write the first 8 pasted scenes to this folder as PNG (to look at)")
+	fs.StringVar(&p.perFace, "paste-per-face", "", "paste: write every pasted face to this CSV file: its scene, picture, width and angles, whether the last frame found it, and the frames that did (found then lost, or never found)")
 }
 
 // pasteWidthBins are the width bins the paste report splits faces by:
@@ -65,9 +67,11 @@ func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
 		return err
 	}
 	var scenes []*image.Gray
+	var names []string
 	for _, pic := range pics {
 		if keep(pic.Name) {
 			scenes = append(scenes, pic.Img.Gray())
+			names = append(names, pic.Name)
 		}
 	}
 	var faces []dataset.Sample
@@ -95,7 +99,42 @@ func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
 		return err
 	}
 	printPasted(stdout, p, len(scenes), faces, res, e.noise)
+	if p.perFace != "" {
+		return writePastedFaces(p.perFace, names, set, faces, res)
+	}
 	return nil
+}
+
+// writePastedFaces writes each pasted face of set (in res's order) as a
+// CSV row: the scene's name, the face's picture and set, its width,
+// labels and box, and what the frame path published on it.
+func writePastedFaces(path string, names []string, set []headpose.Pasted, samples []dataset.Sample, res *headpose.PasteResult) error {
+	var b strings.Builder
+	b.WriteString("scene,image,set,width,yaw,pitch,roll,x,y,w,h,found,unread,pred_yaw,pred_pitch,shown,first\n")
+	k := 0
+	for _, p := range set {
+		for _, f := range p.Faces {
+			s, r := samples[f.Sample], res.Faces[k]
+			num := func(ok bool, v float64) string {
+				if !ok {
+					return ""
+				}
+				return strconv.FormatFloat(v, 'f', 2, 64)
+			}
+			fmt.Fprintf(&b, "%s,%s,%s,%d,%s,%s,%s,%.1f,%.1f,%.1f,%.1f,%t,%t,%s,%s,%d,%d\n",
+				names[p.Scene], filepath.Base(s.Path), s.Set, f.Width,
+				num(s.HasYaw, s.Yaw), num(s.HasPitch, s.Pitch), num(s.HasRoll, s.Roll),
+				f.Box.X, f.Box.Y, f.Box.W, f.Box.H, r.Found, r.Unread,
+				num(r.Found && !r.Unread, r.Pred[0]), num(r.Found && !r.Unread, r.Pred[1]), res.Shown[k], res.First[k])
+			k++
+		}
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // printPasted prints the paste measure: a row per width bin (faces,

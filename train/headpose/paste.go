@@ -9,6 +9,7 @@ import (
 	"github.com/edgepose/posed/infer/detect"
 	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/pose"
+	"github.com/edgepose/posed/infer/track"
 	"github.com/edgepose/posed/train/cascade"
 	"github.com/edgepose/posed/train/dataset"
 )
@@ -149,6 +150,10 @@ type PasteResult struct {
 	// label box (a second or misplaced box on a face, rather than a
 	// phantom where there is none).
 	Beside []int
+	// Shown and First are, per face, the frames of its scene on which a
+	// published box found it and the first of them (−1: none): a face
+	// found then lost has Shown > 0 and Found false.
+	Shown, First []int
 }
 
 // Within is the report of the pasted faces at least lo and under hi
@@ -183,13 +188,31 @@ func EvaluatePasted(samples []dataset.Sample, scenes []Pasted, est *pose.Estimat
 			}
 			res.Faces = append(res.Faces, r)
 			res.Widths = append(res.Widths, f.Width)
+			res.Shown = append(res.Shown, 0)
+			res.First = append(res.First, -1)
 		}
 	}
 	err := onFrames(len(scenes), est, EvalOptions{Frames: frames, Calibration: calib}, func(f Frames) func(int) {
 		return func(j int) {
 			p := scenes[j]
 			faces := res.Faces[start[j] : start[j]+len(p.Faces)]
-			for _, g := range NoisyStill(f, p.Frame, n, sigma, seed, nil) {
+			shown, first := res.Shown[start[j]:start[j]+len(p.Faces)], res.First[start[j]:start[j]+len(p.Faces)]
+			frame := 0
+			each := func(pub []track.Face) {
+				for k := range faces {
+					for _, g := range pub {
+						if feature.Finds(g.Box, faces[k].Face) {
+							shown[k]++
+							if first[k] < 0 {
+								first[k] = frame
+							}
+							break
+						}
+					}
+				}
+				frame++
+			}
+			for _, g := range NoisyStill(f, p.Frame, n, sigma, seed, each) {
 				hit := false
 				for k := range faces {
 					out := &faces[k]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/infer/track"
@@ -170,5 +171,79 @@ func TestEvaluatePastedNoise(t *testing.T) {
 				t.Errorf("σ %g: frames %d and %d have the same noise", sigma, k, k+1)
 			}
 		}
+	}
+}
+
+// scriptFrames publishes, on each frame, the boxes its script gives for
+// that frame's index.
+type scriptFrames struct {
+	frame  int
+	script func(frame int) []feature.Box
+}
+
+func (s *scriptFrames) Process(*image.Gray) []track.Face {
+	var out []track.Face
+	for _, b := range s.script(s.frame) {
+		out = append(out, track.Face{Box: b, Has: [3]bool{true, true, true}})
+	}
+	s.frame++
+	return out
+}
+func (s *scriptFrames) ProcessAt(img *image.Gray, _ time.Time) []track.Face { return s.Process(img) }
+func (s *scriptFrames) Reset()                                              { s.frame = 0 }
+
+// EvaluatePasted counts, per face, the frames that found it and the first
+// of them, beside whether the last frame did: a face found then lost is
+// told from one never found.
+func TestEvaluatePastedCountsFrames(t *testing.T) {
+	_, samples := bothSets(t)
+	samples = samples[:4]
+	g, err := dataset.LoadGray(datatest.File(t, "scenes", "images", "UMD_001.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := PasteScenes(samples, []*image.Gray{g}, PasteOptions{Widths: []int{48}, PerScene: 4, Seed: 3})
+	if err != nil || len(set) != 1 || len(set[0].Faces) != 4 {
+		t.Fatalf("pasted %d scenes: %v", len(set), err)
+	}
+	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := pose.New(m, pose.DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	faces := set[0].Faces
+	// Face 0 from the second frame on, face 1 on the first frame only,
+	// face 2 never, face 3 on the second frame and the last.
+	script := func(frame int) []feature.Box {
+		var out []feature.Box
+		if frame >= 1 {
+			out = append(out, faces[0].Box)
+		}
+		if frame == 0 {
+			out = append(out, faces[1].Box)
+		}
+		if frame == 1 || frame == 3 {
+			out = append(out, faces[3].Box)
+		}
+		return out
+	}
+	frames := func(*pose.Estimator, detect.Calibration) (Frames, error) { return &scriptFrames{script: script}, nil }
+	res, err := EvaluatePasted(samples, set, est, frames, detect.Identity, 4, 0, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantShown, wantFirst := []int{3, 1, 0, 2}, []int{1, 0, -1, 1}
+	wantFound := []bool{true, false, false, true}
+	for k := range faces {
+		if res.Shown[k] != wantShown[k] || res.First[k] != wantFirst[k] || res.Faces[k].Found != wantFound[k] {
+			t.Errorf("face %d: shown on %d frames from frame %d, found at the last %t; want %d, %d, %t",
+				k, res.Shown[k], res.First[k], res.Faces[k].Found, wantShown[k], wantFirst[k], wantFound[k])
+		}
+	}
+	if n := res.Others[0]; n != 0 {
+		t.Errorf("%d other faces on the last frame, want 0", n)
 	}
 }
