@@ -185,6 +185,8 @@ func printPasted(w io.Writer, p *pasteFlags, scenes int, samples []dataset.Sampl
 		if len(r.Faces) > 0 {
 			fmt.Fprintf(w, "\nFaces %s, by |yaw|:\n\n", pasteWidthBins[i].name)
 			r.YawTable(w)
+			fmt.Fprintf(w, "\nFaces %s, by |pitch|:\n\n", pasteWidthBins[i].name)
+			r.PitchTable(w)
 		}
 	}
 	fmt.Fprintf(w, "\nother faces published: %.4f a scene (%d on %d of %d scenes; %d of them overlapping a pasted face)\n", float64(others)/float64(max(len(res.Others), 1)), others, on, len(res.Others), beside)

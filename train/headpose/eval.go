@@ -433,10 +433,18 @@ var yawBins = []float64{0, 15, 30, 45, 60, 75, 90}
 
 // YawTable writes the errors by bin of true |yaw|: where the error is. Under
 // the detected condition it says how many faces of each bin were found.
-func (r *Report) YawTable(w io.Writer) {
+func (r *Report) YawTable(w io.Writer) { r.binTable(w, 0) }
+
+// PitchTable is YawTable by bin of true |pitch|: a face nodded far up or
+// down is found and read apart from a turned one.
+func (r *Report) PitchTable(w io.Writer) { r.binTable(w, 1) }
+
+// binTable writes the errors and the faces found by 15° bin of the true
+// |angle| of index by (0 yaw, 1 pitch).
+func (r *Report) binTable(w io.Writer, by int) {
 	angles := r.Angles()
 	_, rot := r.rotationMAE(nil) // a column where faces have all three angles
-	fmt.Fprintf(w, "| true \\|yaw\\| | faces | found |")
+	fmt.Fprintf(w, "| true \\|%s\\| | faces | found |", pose.AngleNames[by])
 	for _, a := range angles {
 		fmt.Fprintf(w, " %s MAE |", a)
 	}
@@ -488,14 +496,14 @@ func (r *Report) YawTable(w io.Writer) {
 		if i+1 < len(yawBins) {
 			hi := yawBins[i+1]
 			row(fmt.Sprintf("%g–%g°", lo, hi), func(f *FaceResult) bool {
-				y := math.Abs(f.Truth[0])
-				return f.Has[0] && y >= lo && (y < hi || (hi == 90 && y == 90))
+				y := math.Abs(f.Truth[by])
+				return f.Has[by] && y >= lo && (y < hi || (hi == 90 && y == 90))
 			})
 		} else {
-			row(fmt.Sprintf("> %g°", lo), func(f *FaceResult) bool { return f.Has[0] && math.Abs(f.Truth[0]) > lo })
+			row(fmt.Sprintf("> %g°", lo), func(f *FaceResult) bool { return f.Has[by] && math.Abs(f.Truth[by]) > lo })
 		}
 	}
-	row("yaw unlabelled", func(f *FaceResult) bool { return !f.Has[0] })
+	row(pose.AngleNames[by]+" unlabelled", func(f *FaceResult) bool { return !f.Has[by] })
 }
 
 // CSV writes angle,mae,std,rmse,n rows.

@@ -65,6 +65,16 @@ func TestReportCountsOnlyLabelledAngles(t *testing.T) {
 			t.Errorf("yaw table lacks %q:\n%s", want, tab.String())
 		}
 	}
+	// By |pitch|: faces 0 (pitch 5) and 3 (0, missed) in the first bin,
+	// face 2 (20) in 15–30 with its pitch error, face 1 (no pitch label)
+	// on a row of its own with its yaw error.
+	tab.Reset()
+	r.PitchTable(&tab)
+	for _, want := range []string{"| true \\|pitch\\| |", "| 0–15° | 2 | 50 % | 4.00 | 2.00 |", "| 15–30° | 1 | 100 % | – | 6.00 |", "| pitch unlabelled | 1 | 100 % | 6.00 | – |"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("pitch table lacks %q:\n%s", want, tab.String())
+		}
+	}
 	var out bytes.Buffer
 	out.WriteString(PerFaceHeader + "\n")
 	r.PerFace(&out, b)
