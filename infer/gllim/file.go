@@ -16,7 +16,7 @@ import (
 	"github.com/edgepose/posed/internal/regular"
 )
 
-// The *.gllim file, versions 1 to 3. All integers and floats are
+// The *.gllim file, versions 1 to 4. All integers and floats are
 // little-endian.
 //
 //	offset  size  field
@@ -48,6 +48,12 @@ import (
 //     int8, A_k[d,j] = q · s_kj · √Σ_k[d], rounded to binary16 at load
 //     (q8.go). About a third of the float32 file.
 //
+// Version 4 is version 3 with an input projection (Model.Input): the
+// header's "input" gives its length In ("in"), the mixture's D being the
+// projection's P, and after the members come μ (In float32) and W
+// (D × In float32, row after row). A model without one is written as
+// version 3, which builds before version 4 read.
+//
 // The total length comes first so that a truncated file is told apart from a
 // corrupted one; the checksum is verified before the header is trusted, and
 // the header's sizes are checked against the bytes present before anything
@@ -56,8 +62,13 @@ import (
 // daemons built before version 3.
 
 // FormatVersion is the newest model file version this package writes and
-// reads; it reads every version from 1.
-const FormatVersion = 3
+// reads; it reads every version from 1. A model without an input
+// projection is written as version 3 (defaultVersion).
+const FormatVersion = 4
+
+// defaultVersion is the version a model without an input projection is
+// written as: the newest that builds before version 4 read too.
+const defaultVersion = 3
 
 // Encoding is how a version-3 file stores the weights.
 type Encoding string
@@ -121,25 +132,41 @@ type fileHeader struct {
 	Calib      *BoxCalibration `json:"calibration,omitempty"`
 	Convs      []BoxConvention `json:"conventions,omitempty"` // version 3
 	Temp       float64         `json:"temperature,omitempty"` // version 3
+	Input      *inputHeader    `json:"input,omitempty"`       // version 4
 	Training   Training        `json:"training"`
 }
 
-// FileVersion is the format version m was read from (3 for a model made in
-// memory).
+// inputHeader describes a version-4 file's input projection.
+type inputHeader struct {
+	In int `json:"in"` // the feature vectors' length
+}
+
+// FileVersion is the format version m was read from (for a model made in
+// memory, the version Marshal writes it as: 4 with an input projection, 3
+// without).
 func (m *Model) FileVersion() int {
 	if m.fileVersion == 0 {
-		return FormatVersion
+		return m.newestVersion()
 	}
 	return m.fileVersion
 }
 
+// newestVersion is the version Marshal writes m as by default.
+func (m *Model) newestVersion() int {
+	if m.Input != nil {
+		return 4
+	}
+	return defaultVersion
+}
+
 // MarshalOptions choose the file version and the weights' encoding.
 type MarshalOptions struct {
-	// Version is 3 (the default), or 1 or 2 for daemons built before
+	// Version is 3 (the default; 4 for a model with an input projection,
+	// which only version 4 holds), or 1 or 2 for daemons built before
 	// version 3: 1 for a single model, 2 for an ensemble, float32 only, and
 	// without the box conventions.
 	Version  int
-	Encoding Encoding // version 3: Float32 (default), Half or Q8
+	Encoding Encoding // versions 3 and 4: Float32 (default), Half or Q8
 }
 
 // Marshal encodes m as a version-3 file in m.Encoding (Float32 if unset).
@@ -157,7 +184,13 @@ func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 		return nil, fmt.Errorf("gllim: %d ensemble members, a model file holds at most %d", len(members), maxMembers)
 	}
 	if o.Version == 0 {
-		o.Version = FormatVersion
+		o.Version = m.newestVersion()
+	}
+	if m.Input != nil && o.Version != 4 {
+		return nil, fmt.Errorf("gllim: the model reads its features through an input projection, which only file version 4 holds, not %d", o.Version)
+	}
+	if m.Input == nil && o.Version == 4 {
+		return nil, fmt.Errorf("gllim: file version 4 holds a model with an input projection, and this one has none: write it as version 3")
 	}
 	if o.Encoding == "" {
 		o.Encoding = Float32
@@ -168,9 +201,12 @@ func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 		Outputs: m.Outputs, Features: m.Features, Calib: m.Calibration, Training: m.Training,
 	}
 	switch {
-	case o.Version == 3 && o.Encoding.Known():
+	case o.Version >= 3 && o.Version <= 4 && o.Encoding.Known():
 		h.Members, h.Encoding, h.Convs, h.Temp = len(members), o.Encoding, m.Conventions, m.Temperature
-	case o.Version == 3:
+		if m.Input != nil {
+			h.Input = &inputHeader{In: m.Input.In()}
+		}
+	case o.Version >= 3 && o.Version <= 4:
 		return nil, fmt.Errorf("gllim: encoding %q is not one of %q", o.Encoding, encodings)
 	case o.Encoding != Float32:
 		return nil, fmt.Errorf("gllim: file version %d stores float32 weights only, not %s", o.Version, o.Encoding)
@@ -192,6 +228,9 @@ func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 	for range members {
 		weights += memberBytes(p.K, p.D, p.Lt, p.Lw, o.Encoding)
 	}
+	if m.Input != nil {
+		weights += inputBytes(m.Input.In(), p.D)
+	}
 	total := prefixLen + len(hdr) + weights + 4
 	buf := make([]byte, prefixLen, total)
 	copy(buf, magic)
@@ -202,8 +241,15 @@ func MarshalWith(m *Model, o MarshalOptions) ([]byte, error) {
 	for _, q := range members {
 		buf = appendMember(buf, q, o.Encoding)
 	}
+	if m.Input != nil {
+		buf = appendF32(buf, m.Input.Mean)
+		buf = appendF32(buf, m.Input.Basis)
+	}
 	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli)), nil
 }
+
+// inputBytes is the size of an input projection of in values onto d.
+func inputBytes(in, d int) int { return 4 * (in + d*in) }
 
 // memberBytes is the size of one member's weights in encoding enc.
 func memberBytes(k, d, lt, lw int, enc Encoding) int {
@@ -383,7 +429,7 @@ func ReadFile(path string) (*Model, error) {
 
 // Parse decodes a model file held in memory. It never panics and never
 // allocates more than the file's own size suggests: any input that is not
-// a valid model file of versions 1 to 3 gives an error wrapping ErrNotModel,
+// a valid model file of versions 1 to 4 gives an error wrapping ErrNotModel,
 // ErrVersion, ErrTruncated, ErrCorrupt, ErrDimension or ErrInvalid.
 func Parse(data []byte) (*Model, error) {
 	if len(data) < len(magic) {
@@ -437,13 +483,19 @@ func Parse(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("gllim: %w: %d ensemble members (2 to %d)", ErrDimension, h.Members, maxMembers)
 	case version < 3 && (h.Encoding != "" || len(h.Convs) > 0 || h.Temp != 0):
 		return nil, fmt.Errorf("gllim: %w: a version-%d file has no encoding, box conventions or temperature", ErrCorrupt, version)
+	case version < 4 && h.Input != nil:
+		return nil, fmt.Errorf("gllim: %w: a version-%d file has no input projection", ErrCorrupt, version)
+	case version == 4 && h.Input == nil:
+		return nil, fmt.Errorf("gllim: %w: a version-4 file without its input projection", ErrCorrupt)
+	case version == 4 && (h.Input.In < 1 || h.Input.In > maxD):
+		return nil, fmt.Errorf("gllim: %w: input projection of %d values (1 to %d)", ErrDimension, h.Input.In, maxD)
 	case version == 2:
 		members = h.Members
-	case version == 3 && (h.Members < 1 || h.Members > maxMembers):
+	case version >= 3 && (h.Members < 1 || h.Members > maxMembers):
 		return nil, fmt.Errorf("gllim: %w: %d ensemble members (1 to %d)", ErrDimension, h.Members, maxMembers)
-	case version == 3 && !h.Encoding.Known():
+	case version >= 3 && !h.Encoding.Known():
 		return nil, fmt.Errorf("gllim: %w: weights encoded as %q, this build reads %q", ErrCorrupt, h.Encoding, encodings)
-	case version == 3:
+	case version >= 3:
 		members, enc = h.Members, h.Encoding
 	}
 	// Compare the sizes the header claims with the bytes present before
@@ -451,9 +503,13 @@ func Parse(data []byte) (*Model, error) {
 	// within the bounds above).
 	payload := body[prefixLen+hlen:]
 	per := uint64(memberBytes(h.K, h.D, h.Lt, h.Lw, enc))
-	if uint64(len(payload)) != per*uint64(members) {
-		return nil, fmt.Errorf("gllim: %w: header says K=%d D=%d Lt=%d Lw=%d (%d member(s), %s), which needs %d bytes of weights, the file holds %d",
-			ErrDimension, h.K, h.D, h.Lt, h.Lw, members, enc, per*uint64(members), len(payload))
+	var inBytes uint64
+	if h.Input != nil {
+		inBytes = 4 * (uint64(h.Input.In) + uint64(h.D)*uint64(h.Input.In))
+	}
+	if uint64(len(payload)) != per*uint64(members)+inBytes {
+		return nil, fmt.Errorf("gllim: %w: header says K=%d D=%d Lt=%d Lw=%d (%d member(s), %s)%s, which needs %d bytes of weights, the file holds %d",
+			ErrDimension, h.K, h.D, h.Lt, h.Lw, members, enc, inputSays(h.Input), per*uint64(members)+inBytes, len(payload))
 	}
 	ps := make([]*Params, members)
 	for i := range ps {
@@ -464,6 +520,17 @@ func Parse(data []byte) (*Model, error) {
 	}
 	m := &Model{Params: ps[0], Outputs: h.Outputs, Features: h.Features, Calibration: h.Calib, Conventions: h.Convs,
 		Training: h.Training, Temperature: h.Temp, Encoding: enc, fileVersion: int(version)}
+	if h.Input != nil {
+		b := payload[per*uint64(members):]
+		in := &Projection{Mean: make([]float64, h.Input.In), Basis: make([]float64, h.D*h.Input.In)}
+		for _, dst := range [][]float64{in.Mean, in.Basis} {
+			for i := range dst {
+				dst[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+				b = b[4:]
+			}
+		}
+		m.Input = in
+	}
 	if members > 1 {
 		m.Members = ps[1:]
 	}
@@ -471,6 +538,14 @@ func Parse(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("gllim: %w: %v", ErrInvalid, err)
 	}
 	return m, nil
+}
+
+// inputSays describes an input projection's header for an error.
+func inputSays(h *inputHeader) string {
+	if h == nil {
+		return ""
+	}
+	return fmt.Sprintf(" and an input of %d values", h.In)
 }
 
 // readMember decodes one member's weights (exactly memberBytes long).

@@ -379,11 +379,16 @@ func TestParseErrors(t *testing.T) {
 			b[30] ^= 0x01
 			return b
 		}, gllim.ErrCorrupt},
-		{"version 4", func() []byte {
+		{"version 5", func() []byte {
+			b := append([]byte(nil), good...)
+			binary.LittleEndian.PutUint32(b[8:], 5)
+			return reseal(b)
+		}, gllim.ErrVersion},
+		{"version 4 without its input projection", func() []byte {
 			b := append([]byte(nil), good...)
 			binary.LittleEndian.PutUint32(b[8:], 4)
 			return reseal(b)
-		}, gllim.ErrVersion},
+		}, gllim.ErrCorrupt},
 		{"version 1 with a version-3 header", func() []byte {
 			b := append([]byte(nil), good...)
 			binary.LittleEndian.PutUint32(b[8:], 1)

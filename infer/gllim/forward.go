@@ -16,6 +16,10 @@ type Forward struct {
 	outputs     []Output
 	members     []member
 	invT        float64 // 1/temperature of the mixture weights
+	// The input projection (Model.Input), float32; nil without one.
+	// In is the length of the feature vectors read: D without one.
+	In           int
+	pmean, pbase []float32 // In; D × In
 }
 
 // member is one model's θ*.
@@ -54,6 +58,17 @@ func NewForward(m *Model) (*Forward, error) {
 			return nil, fmt.Errorf("gllim: temperature %g not in [1, %g]", t, float64(MaxTemperature))
 		}
 		f.invT = 1 / t
+	}
+	f.In = p.D
+	if in := m.Input; in != nil {
+		f.In = in.In()
+		f.pmean, f.pbase = make([]float32, len(in.Mean)), make([]float32, len(in.Basis))
+		for i, v := range in.Mean {
+			f.pmean[i] = float32(v)
+		}
+		for i, v := range in.Basis {
+			f.pbase[i] = float32(v)
+		}
 	}
 	for i, q := range m.Ensemble() {
 		mb, err := newMember(q)
@@ -236,6 +251,8 @@ type Predictor struct {
 	// Ensembles only: one member's answer, and the members' log p(y).
 	mean, cov []float64
 	logp      []float64
+	// With an input projection: y − μ (In) and the projected vector (D).
+	yc, zp []float32
 }
 
 // NewPredictor returns a Predictor for f. It is not safe for concurrent use.
@@ -251,7 +268,25 @@ func (f *Forward) NewPredictor() *Predictor {
 		p.mean, p.cov = make([]float64, f.Lt), make([]float64, f.Lt*f.Lt)
 		p.logp = make([]float64, len(f.members))
 	}
+	if f.pbase != nil {
+		p.yc, p.zp = make([]float32, f.In), make([]float32, f.D)
+	}
 	return p
+}
+
+// project returns W (y − μ) for a model with an input projection (the
+// Predictor's buffer, valid until its next prediction), y itself without
+// one: D dot products of length In (matVec's kernels).
+func (p *Predictor) project(y []float32) []float32 {
+	f := p.f
+	if f.pbase == nil {
+		return y
+	}
+	for d, v := range y {
+		p.yc[d] = v - f.pmean[d]
+	}
+	matVec(p.zp, f.pbase, p.yc, f.In)
+	return p.zp
 }
 
 // Predict computes E[t | y] and Cov[t | y] into dst (docs/method.md §4). For each
@@ -271,8 +306,9 @@ func (f *Forward) NewPredictor() *Predictor {
 // p(y) = mean of p_m(y). The result is mapped to natural units. Taking
 // y − c*_k before any product keeps float32 from cancelling large terms (B_k y
 // and B_k c*_k are each far larger than their difference). In steady state
-// it allocates nothing; nil slices in dst are allocated. It panics if
-// len(y) != D.
+// it allocates nothing; nil slices in dst are allocated. With an input
+// projection (Model.Input) y is first mapped to W (y − μ). It panics if
+// len(y) != In (D without a projection).
 func (p *Predictor) Predict(dst *Prediction, y []float32) { p.PredictIn(dst, y, nil) }
 
 // Components is a set of a model's components (member i's component k at
@@ -338,9 +374,10 @@ func (p *Prediction) Heavy(rel float64) Components {
 // face's answer at a fraction of the cost (docs/method.md §4).
 func (p *Predictor) PredictIn(dst *Prediction, y []float32, in *Components) {
 	f := p.f
-	if len(y) != f.D {
-		panic(fmt.Sprintf("gllim: Predict: feature vector has %d values, model has D=%d", len(y), f.D))
+	if len(y) != f.In {
+		panic(fmt.Sprintf("gllim: Predict: feature vector has %d values, model reads %d", len(y), f.In))
 	}
+	y = p.project(y)
 	if len(dst.Mean) != f.Lt {
 		dst.Mean = make([]float64, f.Lt)
 	}

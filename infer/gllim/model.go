@@ -130,6 +130,10 @@ type Model struct {
 	// Encoding is how the model's file stores its weights (Float32 if
 	// empty); Marshal writes it the same way.
 	Encoding Encoding
+	// Input, if set, maps the feature vectors before the mixture reads
+	// them (Projection): the mixture's D is Input.P(), the features'
+	// length Input.In().
+	Input *Projection
 
 	fileVersion int // the version it was read from; 0 if made in memory
 }
@@ -148,6 +152,10 @@ func (m *Model) Description() *Model {
 	d.Members = make([]*Params, len(m.Members))
 	for i, q := range m.Members {
 		d.Members[i] = dims(q)
+	}
+	if m.Input != nil {
+		// The input's length (InputDim) without its weights.
+		d.Input = &Projection{Mean: make([]float64, m.Input.In())}
 	}
 	return &d
 }
@@ -175,6 +183,11 @@ func (m *Model) Validate() error {
 	}
 	if t := m.Temperature; t != 0 && !(t >= 1 && t <= MaxTemperature) {
 		return fmt.Errorf("gllim: temperature %g not in [1, %g] (0: none)", t, float64(MaxTemperature))
+	}
+	if m.Input != nil {
+		if err := m.Input.validate(p.D); err != nil {
+			return err
+		}
 	}
 	if len(m.Outputs) != m.Params.Lt {
 		return fmt.Errorf("gllim: %d outputs described, model has Lt=%d", len(m.Outputs), m.Params.Lt)

@@ -181,8 +181,8 @@ func (e *Estimator) WithExpert(xp Expert) (*Estimator, error) {
 	if xp.ByDensity && !(math.Abs(xp.Margin) <= maxMargin) {
 		return nil, fmt.Errorf("pose: profile expert density margin %g nats: want |margin| ≤ %g", xp.Margin, float64(maxMargin))
 	}
-	if x.Params.D != e.model.Params.D || len(x.Outputs) != len(e.model.Outputs) {
-		return nil, fmt.Errorf("pose: profile expert has D=%d and %d outputs, the model D=%d and %d", x.Params.D, len(x.Outputs), e.model.Params.D, len(e.model.Outputs))
+	if x.InputDim() != e.model.InputDim() || len(x.Outputs) != len(e.model.Outputs) {
+		return nil, fmt.Errorf("pose: profile expert reads %d features and has %d outputs, the model %d and %d", x.InputDim(), len(x.Outputs), e.model.InputDim(), len(e.model.Outputs))
 	}
 	for i, o := range x.Outputs {
 		if o.Name != e.model.Outputs[i].Name {
@@ -256,8 +256,8 @@ func (e *Estimator) WithLandmarks(m *gllim.Model) (*Estimator, error) {
 	if err := feature.CheckLandmarkRecipe(m.Features); err != nil {
 		return nil, fmt.Errorf("pose: landmark expert: %w", err)
 	}
-	if m.Params.D != feature.LandmarkDim {
-		return nil, fmt.Errorf("pose: landmark expert has D=%d features, the landmarks %d", m.Params.D, feature.LandmarkDim)
+	if m.InputDim() != feature.LandmarkDim {
+		return nil, fmt.Errorf("pose: landmark expert reads %d features, the landmarks %d", m.InputDim(), feature.LandmarkDim)
 	}
 	var only []string
 	if o := m.Training.Settings[LandmarkOutputs]; o != "" {
@@ -326,8 +326,8 @@ func New(m *gllim.Model, s Settings) (*Estimator, error) {
 	if err := feature.CheckRecipe(m.Features); err != nil {
 		return nil, err
 	}
-	if m.Params.D != feature.Dim {
-		return nil, fmt.Errorf("pose: model has D=%d features, p-HOG has %d", m.Params.D, feature.Dim)
+	if m.InputDim() != feature.Dim {
+		return nil, fmt.Errorf("pose: model reads %d features, p-HOG has %d", m.InputDim(), feature.Dim)
 	}
 	if s.MaxIter < 1 {
 		return nil, fmt.Errorf("pose: max iterations %d: want at least 1", s.MaxIter)
