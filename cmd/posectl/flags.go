@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgepose/posed/infer/detect"
+	"github.com/edgepose/posed/infer/feature"
 	"github.com/edgepose/posed/infer/gllim"
 	"github.com/edgepose/posed/infer/pose"
 	"github.com/edgepose/posed/train"
@@ -64,21 +65,21 @@ func (d *dataFlags) load() ([]dataset.Sample, error) {
 // modelFlags choose a variant, its EM settings, and the boxes and
 // augmentation of its training images.
 type modelFlags struct {
-	variant, angles, cov   string
-	box, flip, sets        string
-	repeat, maxPitch       string
-	moves, augment, augSet string
-	backdrops              string
-	yawBoxes               bool
-	k, lw, shifts          int
-	shared, scale          bool
-	useShifted, zeroRoll   bool
-	centreSigma, scaleSig  float64
-	moveScale              float64
-	starts, maxIter, pcs   int
-	members                int
-	seed                   uint64
-	tol, gammaFloor, floor float64
+	variant, angles, cov      string
+	box, flip, sets           string
+	repeat, maxPitch          string
+	moves, augment, augSet    string
+	backdrops                 string
+	yawBoxes                  bool
+	k, lw, shifts             int
+	shared, scale             bool
+	useShifted, zeroRoll      bool
+	centreSigma, scaleSig     float64
+	moveScale                 float64
+	starts, maxIter, pcs, pca int
+	members                   int
+	seed                      uint64
+	tol, gammaFloor, floor    float64
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -110,6 +111,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.maxIter, "max-iter", 200, "EM iterations per start")
 	fs.Float64Var(&m.tol, "tol", 1e-4, "stop EM when the relative log-likelihood gain is below this")
 	fs.IntVar(&m.pcs, "init-pcs", 0, "principal components of the features added to t for the k-means initialisation")
+	fs.IntVar(&m.pca, "pca", 0, "fit the mixture (and the profile expert's) to the p-HOG values projected on this many of their principal directions, which the model file keeps and the daemon applies to every face (0: the values as they are)")
 	fs.Float64Var(&m.gammaFloor, "gamma-floor", 1e-3, "floor on Γ^t_k's eigenvalues (standardised units)")
 	fs.Float64Var(&m.floor, "var-floor", 1e-3, "floor on σ_kd as a fraction of each feature's variance")
 	fs.Uint64Var(&m.seed, "seed", 1, "random seed (initialisation, box moves)")
@@ -133,6 +135,9 @@ func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, e
 	if m.k < 1 || m.lw < 0 {
 		return headpose.Options{}, fmt.Errorf("%w: -k %d -lw %d: want k ≥ 1, lw ≥ 0", errUsage, m.k, m.lw)
 	}
+	if m.pca < 0 || m.pca > feature.Dim {
+		return headpose.Options{}, fmt.Errorf("%w: -pca %d: want 0 (none) to %d, the p-HOG values", errUsage, m.pca, feature.Dim)
+	}
 	rep, err := parseSetCounts("-model-repeat", m.repeat)
 	if err != nil {
 		return headpose.Options{}, err
@@ -146,7 +151,7 @@ func (m *modelFlags) options(progress func(train.Progress)) (headpose.Options, e
 	}
 	return headpose.Options{
 		Variant: v, Angles: strings.Split(m.angles, ","), Flip: splitList(m.flip), Scale: m.scale, UseShifted: m.useShifted, ZeroRoll: m.zeroRoll,
-		Members: m.members, Sets: splitList(m.sets), Repeat: rep, MaxPitch: maxPitch,
+		Members: m.members, Sets: splitList(m.sets), Repeat: rep, MaxPitch: maxPitch, PCA: m.pca,
 		EM: train.Config{
 			K: m.k, Lw: m.lw, Cov: cov, Shared: m.shared, Starts: m.starts, MaxIter: m.maxIter, Tol: m.tol,
 			Seed: m.seed, InitPCs: m.pcs, GammaFloor: m.gammaFloor, VarFloor: m.floor, Progress: progress,

@@ -39,7 +39,7 @@ func runInspect(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
 			"file": path, "bytes": st.Size(), "version": m.FileVersion(), "encoding": m.Encoding, "members": len(m.Members) + 1, "temperature": m.Temperature,
-			"k": p.K, "d": p.D, "lt": p.Lt, "lw": p.Lw, "covariance": p.Cov, "shared": p.Shared,
+			"k": p.K, "d": p.D, "input_d": m.InputDim(), "lt": p.Lt, "lw": p.Lw, "covariance": p.Cov, "shared": p.Shared,
 			"free_parameters": p.NumFree(), "outputs": m.Outputs, "features": m.Features,
 			"calibration": m.Calibration, "conventions": m.Conventions, "training": m.Training,
 		})
@@ -67,6 +67,9 @@ func describe(w io.Writer, path string, size int64, m *gllim.Model) {
 	members := len(m.Members) + 1
 	fmt.Fprintf(w, "model       %s (%s), format version %d, %s weights, checksum ok\n", path, humanBytes(size), m.FileVersion(), encodingName(m.Encoding))
 	fmt.Fprintf(w, "mixture     K = %d components, D = %d features → Lt = %d outputs; %s; %s\n", p.K, p.D, p.Lt, kind, cov)
+	if m.Input != nil {
+		fmt.Fprintf(w, "input       each face's %d feature values projected on %d principal directions of the training features before the mixture reads them\n", m.Input.In(), m.Input.P())
+	}
 	if members > 1 {
 		fmt.Fprintf(w, "ensemble    %d models fitted from different seeds; predictions are their average\n", members)
 	}

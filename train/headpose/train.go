@@ -70,7 +70,13 @@ type Options struct {
 	// marks ask more of the head than it gives, the eyes doing the rest.
 	// The held-out calibration keeps to the same faces.
 	MaxPitch map[string]float64
-	EM       train.Config
+	// PCA > 0 fits the mixture to the training features projected on
+	// their PCA principal directions (train.PrincipalProjection), and the
+	// model reads every face through that projection (gllim.Projection);
+	// a profile expert fits its own on its own rows. 0: the features as
+	// they are.
+	PCA int
+	EM  train.Config
 }
 
 // setValues writes a per-set setting as the flags take it: set=value,…
@@ -159,6 +165,9 @@ func (o Options) Validate(b *Bank) error {
 	}
 	if o.Members < 0 || o.Members > 64 {
 		return fmt.Errorf("headpose: %d ensemble members: want 1 to 64 (0 means 1)", o.Members)
+	}
+	if o.PCA < 0 || o.PCA > feature.Dim {
+		return fmt.Errorf("headpose: %d principal directions of the %d p-HOG values: want 0 (none) to %d", o.PCA, feature.Dim, feature.Dim)
 	}
 	for _, s := range o.Flip {
 		if s != "all" && !b.holds(s) {
@@ -325,6 +334,14 @@ func Train(b *Bank, idx []int, o Options) (*gllim.Model, *train.Result, error) {
 	if t == nil {
 		return nil, nil, fmt.Errorf("headpose: no training face")
 	}
+	var input *gllim.Projection
+	if o.PCA > 0 {
+		var err error
+		if input, err = train.PrincipalProjection(y, o.PCA); err != nil {
+			return nil, nil, fmt.Errorf("headpose: %w", err)
+		}
+		y = train.ProjectRows(y, input)
+	}
 	rs, err := train.FitEnsemble(t, y, o.EM, max(o.Members, 1))
 	if err != nil {
 		return nil, nil, err
@@ -335,6 +352,7 @@ func Train(b *Bank, idx []int, o Options) (*gllim.Model, *train.Result, error) {
 	for _, r := range rs[1:] {
 		m.Members = append(m.Members, r.Params)
 	}
+	m.Input = input
 	m.Features = feature.Recipe()
 	sets := map[string]bool{}
 	for _, i := range idx {
@@ -396,6 +414,9 @@ func (o Options) Settings(b *Bank) map[string]string {
 	}
 	if len(o.MaxPitch) > 0 {
 		s["max_pitch"] = setValues(o.MaxPitch, f)
+	}
+	if o.PCA > 0 {
+		s["pca"] = strconv.Itoa(o.PCA)
 	}
 	if len(o.Repeat) > 0 {
 		s["repeat"] = setValues(o.Repeat, strconv.Itoa)
