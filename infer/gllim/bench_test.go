@@ -2,6 +2,7 @@ package gllim
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -128,4 +129,86 @@ func BenchmarkForward(b *testing.B) {
 			b.ReportMetric(1, "half")
 		}
 	})
+}
+
+// BenchmarkProjected measures a prediction of a model that reads the
+// 1888 values through a projection on 256 directions (Model.Input), beside
+// the model of the same K, Lt and Lw on the 1888 values themselves, in
+// the same run; both whole and on the components that carried the answer
+// (PredictIn, a tracked face's step). x-raw is the projected model's time
+// over the raw one's.
+func BenchmarkProjected(b *testing.B) {
+	const K, D, P, Lt, Lw = 50, 1888, 256, 5, 2
+	model := func(d int) (*Params, []Output) {
+		rng := rand.New(rand.NewPCG(1, 1))
+		p := NewParams(K, d, Lt, Lw)
+		for k := range p.Pi {
+			p.Pi[k] = 1.0 / K
+			for i := 0; i < Lt; i++ {
+				p.GammaK(k)[i*Lt+i] = 0.2
+				p.Ck(k)[i] = rng.NormFloat64()
+			}
+		}
+		for i := range p.A {
+			p.A[i] = 0.1 * rng.NormFloat64()
+		}
+		for i := range p.B {
+			p.B[i] = rng.Float64()
+			p.Sigma[i] = 0.01 + 0.01*rng.Float64()
+		}
+		outs := make([]Output, Lt)
+		for i := range outs {
+			outs[i] = Output{Name: string(rune('a' + i)), Scale: 1}
+		}
+		return p, outs
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	y := make([]float32, D)
+	for i := range y {
+		y[i] = float32(rng.Float64())
+	}
+	pr := &Projection{Mean: make([]float64, D), Basis: make([]float64, P*D)}
+	for i := range pr.Basis {
+		pr.Basis[i] = rng.NormFloat64() / 40
+	}
+	rp, ro := model(D)
+	pp, po := model(P)
+	raw, err := NewForward(&Model{Params: rp, Outputs: ro})
+	if err != nil {
+		b.Fatal(err)
+	}
+	proj, err := NewForward(&Model{Params: pp, Outputs: po, Input: pr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	nsPerOp := func(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }
+	times := map[string]float64{}
+	for _, whole := range []bool{true, false} {
+		for _, c := range []struct {
+			name string
+			f    *Forward
+		}{{"raw", raw}, {"projected", proj}} {
+			name := c.name
+			if !whole {
+				name += "-heavy"
+			}
+			b.Run(name, func(b *testing.B) {
+				p, out := c.f.NewPredictor(), c.f.NewPrediction()
+				p.Predict(&out, y)
+				var in *Components
+				if !whole {
+					h := out.Heavy(0.01)
+					in = &h
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					p.PredictIn(&out, y, in)
+				}
+				times[name] = nsPerOp(b)
+				if r, ok := times[strings.Replace(name, "projected", "raw", 1)]; ok && c.f == proj {
+					b.ReportMetric(times[name]/r, "x-raw")
+				}
+			})
+		}
+	}
 }
