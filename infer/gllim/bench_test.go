@@ -11,10 +11,27 @@ import (
 // not depend on the values).
 func benchModel(b *testing.B) (*Forward, []float32) {
 	const K, D, Lt, Lw = 50, 1888, 5, 4
+	p, outs := randomBenchParams(K, D, Lt, Lw)
+	f, err := NewForward(&Model{Params: p, Outputs: outs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchParams = p
+	rng := rand.New(rand.NewPCG(1, 2))
+	y := make([]float32, D)
+	for i := range y {
+		y[i] = float32(rng.Float64())
+	}
+	return f, y
+}
+
+// randomBenchParams are well-conditioned random parameters of the given
+// size (the speed does not depend on the values) and their outputs.
+func randomBenchParams(K, D, Lt, Lw int) (*Params, []Output) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	p := NewParams(K, D, Lt, Lw)
 	for k := range p.Pi {
-		p.Pi[k] = 1.0 / K
+		p.Pi[k] = 1.0 / float64(K)
 		for i := 0; i < Lt; i++ {
 			p.GammaK(k)[i*Lt+i] = 0.2
 			p.Ck(k)[i] = rng.NormFloat64()
@@ -31,16 +48,7 @@ func benchModel(b *testing.B) (*Forward, []float32) {
 	for i := range outs {
 		outs[i] = Output{Name: string(rune('a' + i)), Scale: 1}
 	}
-	f, err := NewForward(&Model{Params: p, Outputs: outs})
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchParams = p
-	y := make([]float32, D)
-	for i := range y {
-		y[i] = float32(rng.Float64())
-	}
-	return f, y
+	return p, outs
 }
 
 // benchParams are the parameters of the last benchModel.
@@ -139,29 +147,7 @@ func BenchmarkForward(b *testing.B) {
 // over the raw one's.
 func BenchmarkProjected(b *testing.B) {
 	const K, D, P, Lt, Lw = 50, 1888, 256, 5, 2
-	model := func(d int) (*Params, []Output) {
-		rng := rand.New(rand.NewPCG(1, 1))
-		p := NewParams(K, d, Lt, Lw)
-		for k := range p.Pi {
-			p.Pi[k] = 1.0 / K
-			for i := 0; i < Lt; i++ {
-				p.GammaK(k)[i*Lt+i] = 0.2
-				p.Ck(k)[i] = rng.NormFloat64()
-			}
-		}
-		for i := range p.A {
-			p.A[i] = 0.1 * rng.NormFloat64()
-		}
-		for i := range p.B {
-			p.B[i] = rng.Float64()
-			p.Sigma[i] = 0.01 + 0.01*rng.Float64()
-		}
-		outs := make([]Output, Lt)
-		for i := range outs {
-			outs[i] = Output{Name: string(rune('a' + i)), Scale: 1}
-		}
-		return p, outs
-	}
+	model := func(d int) (*Params, []Output) { return randomBenchParams(K, d, Lt, Lw) }
 	rng := rand.New(rand.NewPCG(2, 2))
 	y := make([]float32, D)
 	for i := range y {
