@@ -43,7 +43,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.card, "card", "", "model card to write (default: the model file with .md)")
 	fs.BoolVar(&t.calibrate, "calibrate", true, "square and annotated boxes: learn the detector-box calibration from the training images (canonical boxes are the detector's)")
 	fs.StringVar(&t.encoding, "encoding", "half", "weights in the file: half (binary16 with exact component centres: half the size, checked against float32 on the training faces), q8 (A as 8-bit integers: a third of the size, checked likewise with looser bounds) or float32")
-	fs.IntVar(&t.fileVersion, "file-version", gllim.FormatVersion, "model file version: 3, or 1 (a single model) or 2 (an ensemble) for daemons built before version 3 (float32 only)")
+	fs.IntVar(&t.fileVersion, "file-version", 0, "model file version: 0 (the newest the model needs: 4 with -pca, else 3), or 1 (a single model) or 2 (an ensemble) for daemons built before version 3 (float32 only)")
 	fs.Float64Var(&t.stdFrac, "calibrate-std", 0.2, "fraction of persons held out to calibrate the predictive σ of the angles and choose the temperature (0: neither)")
 	fs.StringVar(&t.temps, "temperatures", "1,2,4,8,16,32,64,128", "temperatures of the mixture weights tried on the held-out persons of -calibrate-std; the most accurate is stored in the model (1: the mixture's own weights)")
 	fs.BoolVar(&t.expertOnly, "expert-only", false, "with -profile: train only the profile expert of the model already at -o (trained with the same flags), keeping that model")
@@ -251,7 +251,7 @@ func calibrateHeldOut(m *gllim.Model, bank *headpose.Bank, all []int, o headpose
 // float32 on every training face, or for a profile expert of |yaw| ≥
 // profile > 0 on the turned ones as it sees them) and file version v.
 func writeModelFile(path string, m *gllim.Model, bank *headpose.Bank, all []int, enc gllim.Encoding, v int, profile float64) error {
-	if v < 3 {
+	if v != 0 && v < 3 {
 		enc = gllim.Float32
 		if m.Temperature > 1 {
 			fmt.Fprintf(os.Stderr, "file version %d has no temperature: the model is written with its own weights (T = 1), not the T = %g chosen\n", v, m.Temperature)
