@@ -13,7 +13,10 @@ import (
 // eigenvectors of the rows' covariance with the p largest eigenvalues,
 // largest first, each signed so that its largest component is positive
 // (the same data give the same file). The mixture is then fitted to, and
-// reads, W (y − μ) (gllim.Projection, docs/method.md §4).
+// reads, W (y − μ) (gllim.Projection, docs/method.md §4). The
+// directions are exact (an eigendecomposition of the covariance), where
+// the k-means initialisation's few scores (topDirections) are a subspace
+// iteration from random vectors: a model file must not depend on a seed.
 func PrincipalProjection(y *mat.Dense, p int) (*gllim.Projection, error) {
 	n, d := y.Dims()
 	if p < 1 || p > d || n < 2 {
@@ -28,15 +31,8 @@ func PrincipalProjection(y *mat.Dense, p int) (*gllim.Projection, error) {
 	for j := range mean {
 		mean[j] /= float64(n)
 	}
-	c := mat.NewDense(n, d, nil)
-	for r := range n {
-		dst, src := c.RawRowView(r), y.RawRowView(r)
-		for j := range dst {
-			dst[j] = src[j] - mean[j]
-		}
-	}
 	var cov mat.SymDense
-	cov.SymOuterK(1/float64(n-1), c.T())
+	cov.SymOuterK(1/float64(n-1), centred(y, mean).T())
 	var eig mat.EigenSym
 	if !eig.Factorize(&cov, true) {
 		return nil, fmt.Errorf("train: the features' covariance (%d × %d) has no eigendecomposition", d, d)
@@ -65,16 +61,21 @@ func PrincipalProjection(y *mat.Dense, p int) (*gllim.Projection, error) {
 
 // ProjectRows returns the rows of y mapped by pr: W (y − μ) for each (N × P).
 func ProjectRows(y *mat.Dense, pr *gllim.Projection) *mat.Dense {
+	w := mat.NewDense(pr.P(), pr.In(), pr.Basis)
+	var out mat.Dense
+	out.Mul(centred(y, pr.Mean), w.T())
+	return &out
+}
+
+// centred returns a copy of the rows of y less mean.
+func centred(y *mat.Dense, mean []float64) *mat.Dense {
 	n, d := y.Dims()
 	c := mat.NewDense(n, d, nil)
 	for r := range n {
 		dst, src := c.RawRowView(r), y.RawRowView(r)
 		for j := range dst {
-			dst[j] = src[j] - pr.Mean[j]
+			dst[j] = src[j] - mean[j]
 		}
 	}
-	w := mat.NewDense(pr.P(), d, pr.Basis)
-	var out mat.Dense
-	out.Mul(c, w.T())
-	return &out
+	return c
 }

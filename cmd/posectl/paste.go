@@ -111,16 +111,16 @@ func (e *evalFlags) pasted(stdout io.Writer, samples []dataset.Sample) error {
 func writePastedFaces(path string, names []string, set []headpose.Pasted, samples []dataset.Sample, res *headpose.PasteResult) error {
 	var b strings.Builder
 	b.WriteString("scene,image,set,width,yaw,pitch,roll,x,y,w,h,found,unread,pred_yaw,pred_pitch,shown,first\n")
+	num := func(ok bool, v float64) string {
+		if !ok {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
 	k := 0
 	for _, p := range set {
 		for _, f := range p.Faces {
 			s, r := samples[f.Sample], res.Faces[k]
-			num := func(ok bool, v float64) string {
-				if !ok {
-					return ""
-				}
-				return strconv.FormatFloat(v, 'f', 2, 64)
-			}
 			fmt.Fprintf(&b, "%s,%s,%s,%d,%s,%s,%s,%.1f,%.1f,%.1f,%.1f,%t,%t,%s,%s,%d,%d\n",
 				names[p.Scene], filepath.Base(s.Path), s.Set, f.Width,
 				num(s.HasYaw, s.Yaw), num(s.HasPitch, s.Pitch), num(s.HasRoll, s.Roll),
