@@ -125,10 +125,10 @@ func (r *recordFrames) Process(img *image.Gray) []track.Face {
 func (r *recordFrames) ProcessAt(img *image.Gray, _ time.Time) []track.Face { return r.Process(img) }
 func (r *recordFrames) Reset()                                              {}
 
-// EvaluatePasted shows each pasted scene for the frames asked, as it is
-// without noise, and with a camera's noise of σ sigma a frame of its own
-// each time (the noise measured back from the frames within 10 %).
-func TestEvaluatePastedNoise(t *testing.T) {
+// onePastedScene pastes AFLW2000's first four faces, 48 px wide, into one
+// face-free scene, and returns them with the shipped model's estimator.
+func onePastedScene(t *testing.T) ([]dataset.Sample, []Pasted, *pose.Estimator) {
+	t.Helper()
 	_, samples := bothSets(t)
 	samples = samples[:4]
 	g, err := dataset.LoadGray(datatest.File(t, "scenes", "images", "UMD_001.jpg"))
@@ -136,7 +136,7 @@ func TestEvaluatePastedNoise(t *testing.T) {
 		t.Fatal(err)
 	}
 	set, err := PasteScenes(samples, []*image.Gray{g}, PasteOptions{Widths: []int{48}, PerScene: 4, Seed: 3})
-	if err != nil || len(set) != 1 {
+	if err != nil || len(set) != 1 || len(set[0].Faces) != 4 {
 		t.Fatalf("pasted %d scenes: %v", len(set), err)
 	}
 	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
@@ -147,6 +147,14 @@ func TestEvaluatePastedNoise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return samples, set, est
+}
+
+// EvaluatePasted shows each pasted scene for the frames asked, as it is
+// without noise, and with a camera's noise of σ sigma a frame of its own
+// each time (the noise measured back from the frames within 10 %).
+func TestEvaluatePastedNoise(t *testing.T) {
+	samples, set, est := onePastedScene(t)
 	for _, sigma := range []float64{0, 3} {
 		rec := &recordFrames{}
 		frames := func(*pose.Estimator, detect.Calibration) (Frames, error) { return rec, nil }
@@ -196,24 +204,7 @@ func (s *scriptFrames) Reset()                                              { s.
 // of them, beside whether the last frame did: a face found then lost is
 // told from one never found.
 func TestEvaluatePastedCountsFrames(t *testing.T) {
-	_, samples := bothSets(t)
-	samples = samples[:4]
-	g, err := dataset.LoadGray(datatest.File(t, "scenes", "images", "UMD_001.jpg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := PasteScenes(samples, []*image.Gray{g}, PasteOptions{Widths: []int{48}, PerScene: 4, Seed: 3})
-	if err != nil || len(set) != 1 || len(set[0].Faces) != 4 {
-		t.Fatalf("pasted %d scenes: %v", len(set), err)
-	}
-	m, err := gllim.ReadFile(filepath.Join("..", "..", "models", "default.gllim"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	est, err := pose.New(m, pose.DefaultSettings())
-	if err != nil {
-		t.Fatal(err)
-	}
+	samples, set, est := onePastedScene(t)
 	faces := set[0].Faces
 	// Face 0 from the second frame on, face 1 on the first frame only,
 	// face 2 never, face 3 on the second frame and the last.
