@@ -147,6 +147,9 @@ type Face struct {
 	Box   feature.Box
 	Score float64
 	View  View
+	// Weak: a scan's answer below its threshold, reported only because
+	// it lies on a face already tracked (Network.Scan's known).
+	Weak bool
 }
 
 // ViewCascade is a cascade a detector runs, the view it stands for, the

@@ -405,6 +405,7 @@ func (n *Network) lookAtWeak(img *image.Gray, known []feature.Box) {
 		switch {
 		case n.reported(d.Box):
 		case slices.ContainsFunc(known, func(k feature.Box) bool { return feature.Finds(d.Box, k) }):
+			d.Weak = true
 			n.out = append(n.out, d)
 		default:
 			w = append(w, f)

@@ -320,8 +320,8 @@ func TestNetworkScanTiles(t *testing.T) {
 // Looks: a face the shrunk scan finds too weakly to report (a 28-px face
 // at 14 px) is found by a look at it on a crop where it is 64 px wide;
 // with one look a scan and two weak faces, the second scan looks at the
-// second face; a face already tracked is reported weak, with no look, so
-// that the scans do not miss it.
+// second face; a face already tracked is reported weak (Face.Weak), with
+// no look, so that the scans do not miss it.
 func TestNetworkScanLooks(t *testing.T) {
 	frame, faces := datatest.SmallFaces(t, image.Pt(100, 100), image.Pt(480, 360))
 	found := func(got []Face) []bool {
@@ -374,8 +374,8 @@ func TestNetworkScanLooks(t *testing.T) {
 		t.Fatalf("with the first face tracked, the scan found %v (%d faces), want both", found(got), len(got))
 	}
 	for _, f := range got {
-		if tracked := feature.Finds(f.Box, faces[0]); tracked != (f.Score < p.ScanScore) {
-			t.Errorf("face at %v (tracked %v) reported with confidence %.2f: want the tracked one's weak score, the other's look", f.Box, tracked, f.Score)
+		if tracked := feature.Finds(f.Box, faces[0]); tracked != (f.Score < p.ScanScore) || tracked != f.Weak {
+			t.Errorf("face at %v (tracked %v) reported with confidence %.2f, weak %v: want the tracked one's weak score, marked weak, the other's look", f.Box, tracked, f.Score, f.Weak)
 		}
 	}
 	for _, bad := range []int{-1, maxScanLooks + 1} {
