@@ -1048,3 +1048,69 @@ func TestTrackLookKeepsAFaceDetectionsMiss(t *testing.T) {
 		}
 	}
 }
+
+// A tracked face the network has not found surely for ConfirmEvery frames
+// is looked at closely again (Config.ConfirmEvery): a face its landmark
+// looks find at presentScore, or a scan reports as it reports a new face,
+// never is; one that the detections alone keep (the cascades, or the
+// scan's weak answers on it) is, every ConfirmEvery frames. A look that
+// misses it is made again on the next frame, and ends it as unconfirmed if
+// it misses too (reconfirmMisses); one miss alone is forgiven. The box of
+// a face so ended is refused to the cascades as a new face's is; a scan's
+// face starts a new track, looked at closely as every new face is.
+func TestTrackConfirmsATrackedFaceAgain(t *testing.T) {
+	cfg := Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, RejectFor: 20, LandmarkEvery: 1, ConfirmEvery: 4}
+	img := image.NewGray(image.Rect(0, 0, 640, 480))
+	both, once := []int{9, 10}, []int{5, 9}
+	for _, c := range []struct {
+		name   string
+		look   float64 // the landmark looks' confidence (0: none)
+		scan   int     // 0: the cascades find the face; 1: a scan, 2: a scan's weak answer
+		refuse []int   // the frames whose looks miss the face
+		asked  []int   // frames on which the confirmer is asked
+		ends   int     // the frame it ends on (0: it does not)
+		back   int     // the frame it is reported again after it ended (0: not within 14)
+	}{
+		{"looks sure", 0.9, 0, both, []int{1}, 0, 0},
+		{"looks unsure", 0.5, 0, both, []int{1, 5, 9, 10}, 10, 0},
+		{"no look", 0, 0, both, []int{1, 5, 9, 10}, 10, 0},
+		{"one miss at a time", 0.5, 0, once, []int{1, 5, 6, 10, 14}, 0, 0},
+		{"a scan", 0.5, 1, both, []int{1}, 0, 0},
+		{"a scan's weak answer", 0.5, 2, both, []int{1, 5, 9, 10, 11}, 10, 11},
+	} {
+		face := square(200, 100, 80)
+		face.Weak = c.scan == 2
+		det := &scriptDetector{faces: []detect.Face{face}}
+		var asked []int
+		frame := 0
+		conf := &scriptConfirmer{answer: func(feature.Box) (bool, bool) {
+			asked = append(asked, frame)
+			return !slices.Contains(c.refuse, frame), true
+		}}
+		score := c.look
+		opts := []Option{WithVerifier(&scriptVerifier{face: func(feature.Box) bool { return true }}), WithConfirmer(conf), WithLandmarks(&scoreLandmarker{score: &score}, noFuser{})}
+		cc := cfg
+		if c.scan > 0 {
+			cc.ScanEvery = 1
+			opts = append(opts, WithScanner(&scriptScanner{faces: det.faces}))
+		}
+		tr := New(cc, det, detect.Identity, &scriptEstimator{yaw: func(feature.Box) float64 { return 10 }, std: 5}, opts...)
+		for frame = 1; frame <= 14; frame++ {
+			faces := tr.Process(img)
+			gone := c.ends > 0 && frame >= c.ends && (c.back == 0 || frame < c.back)
+			if gone == (len(faces) == 1) {
+				t.Errorf("%s, frame %d: %d faces, want %d", c.name, frame, len(faces), map[bool]int{true: 0, false: 1}[gone])
+			}
+			want := 0
+			if frame == c.ends {
+				want = 1
+			}
+			if got := tr.Timing().Unconfirmed; got != want {
+				t.Errorf("%s, frame %d: %d unconfirmed, want %d", c.name, frame, got, want)
+			}
+		}
+		if !slices.Equal(asked, c.asked) {
+			t.Errorf("%s: the confirmer was asked on frames %v, want %v", c.name, asked, c.asked)
+		}
+	}
+}
