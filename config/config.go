@@ -306,6 +306,11 @@ type Detect struct {
 	// ConfirmHold: a face found less surely than ConfirmSure is not
 	// published until those two looks have found it too.
 	ConfirmHold bool `yaml:"confirm_hold"`
+	// ConfirmEvery: a tracked face the network has not found up close
+	// for this many frames (a landmark look sure of it, or a close look)
+	// gets a close look again, and ends if it misses the face: a phantom
+	// passed once is not tracked on. 0: only new faces are looked at.
+	ConfirmEvery int `yaml:"confirm_every"`
 	// ConfirmHead: the close look also asks a classifier trained on the
 	// network's features at faces and at the things it takes for faces
 	// in face-free scenes (infer/detect's look head), and finds no face
@@ -602,7 +607,7 @@ func Default() Config {
 		},
 		Model: modelDefaults(), Research: researchDefaults(),
 		Detect: Detect{MinSize: 60, MaxSize: 400, Shift: 0.1, Scale: 1.1, IoU: 0.2, MinScore: 2, Nested: 0.5, Turned: false, TurnedScore: 2, Every: 10,
-			Verify: true, VerifyScore: 0.5, ScanEvery: 8, ScanScore: 0.5, ScanShrink: 2, ScanTiles: 4, ScanLooks: 1, Confirm: 0.4, ConfirmSure: 0.7, ConfirmHead: true},
+			Verify: true, VerifyScore: 0.5, ScanEvery: 8, ScanScore: 0.5, ScanShrink: 2, ScanTiles: 4, ScanLooks: 1, Confirm: 0.4, ConfirmSure: 0.7, ConfirmEvery: 5, ConfirmHead: true},
 		Track:   Track{MaxFaces: 16, Smoothing: 0.5, LostAfter: 3, MinIoU: 0.3, MaxStd: 60, StartStd: 30, Unread: true, UnreadScore: 0.5, RecheckStd: 30, RecheckTurn: 45, TurnNoise: 1e5, White: 0.4, LandmarkEvery: 5, Anchored: true, RefineEvery: 10},
 		Primary: Primary{Mode: "largest"},
 		Zero:    Zero{Seconds: 3, Forget: 30 * time.Second},
@@ -862,6 +867,9 @@ func (p *problems) detect(d Detect) {
 	bad := p.bad
 	if d.Every < 1 {
 		bad("detect.every", "%d: want at least 1 (every frame)", d.Every)
+	}
+	if d.ConfirmEvery < 0 {
+		bad("detect.confirm_every", "%d: want 0 (off) or a number of frames", d.ConfirmEvery)
 	}
 	if d.ScanEvery < 0 {
 		bad("detect.scan_every", "%d: want 0 (off) or a number of frames", d.ScanEvery)

@@ -302,6 +302,7 @@ func TestAttentionProfiles(t *testing.T) {
 		{"track: {recheck_turn: .nan}\n", "track.recheck_turn"},
 		{"track: {refine_every: 0}\n", "track.refine_every"},
 		{"track: {refine_every: 5000}\n", "track.refine_every"},
+		{"detect: {confirm_every: -1}\n", "detect.confirm_every"},
 	} {
 		if _, err := Parse([]byte(bad.yaml)); err == nil || !strings.Contains(err.Error(), bad.field+":") {
 			t.Errorf("%q: %v, want an error naming %s", bad.yaml, err, bad.field)

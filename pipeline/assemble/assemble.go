@@ -60,7 +60,8 @@ func TrackConfig(c config.Config) track.Config {
 	tc := track.Config{MaxFaces: t.MaxFaces, Every: c.Detect.Every, LostAfter: t.LostAfter, MinIoU: t.MinIoU, Smoothing: t.Smoothing,
 		MaxStd: t.MaxStd, StartStd: t.StartStd, Unread: t.Unread, UnreadScore: t.UnreadScore, RecheckStd: t.RecheckStd, RecheckTurn: t.RecheckTurn,
 		TurnNoise: t.TurnNoise, White: t.White, LandmarkEvery: t.LandmarkEvery, Anchored: t.Anchored, RefineEvery: t.RefineEvery,
-		ScanEvery: c.Detect.ScanEvery, RejectFor: track.DefaultConfig().RejectFor, HoldUnsure: c.Detect.ConfirmHold}
+		ScanEvery: c.Detect.ScanEvery, RejectFor: track.DefaultConfig().RejectFor, HoldUnsure: c.Detect.ConfirmHold,
+		ConfirmEvery: c.Detect.ConfirmEvery}
 	if fps := c.Source.FPS; fps > 0 {
 		tc.Interval = time.Duration(float64(time.Second) / fps)
 	}

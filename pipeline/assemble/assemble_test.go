@@ -220,7 +220,7 @@ model: {iterations: 2, average: false}
 research: {eps: 0.05, gain: 0.5, mirror: true, temperature: 8, turned_stages: 21}
 detect: {min_size: 40, max_size: 300, shift: 0.2, scale: 1.2, iou: 0.3, min_score: 3, nested: 0.4, turned: true, turned_score: 3,
   every: 7, verify: false, verify_score: 0.6, scan_every: 9, scan_score: 0.7, scan_shrink: 3, scan_tiles: 4, scan_looks: 2, confirm: 0.3,
-  confirm_sure: 0.6, confirm_hold: true, confirm_head: false}
+  confirm_sure: 0.6, confirm_hold: true, confirm_head: false, confirm_every: 7}
 track: {max_faces: 5, smoothing: 0.3, lost_after: 4, min_iou: 0.4, max_std: 50, start_std: 25, unread: false, unread_score: 0.9, recheck_std: 20,
   recheck_turn: 30, turn_noise: 2e4, white: 0.5, landmark_every: 3, anchored: false, refine_every: 4}
 zones: {detect: [10, 20, 300.5, 400]}
@@ -242,7 +242,7 @@ zones: {detect: [10, 20, 300.5, 400]}
 	}
 	tw := track.Config{MaxFaces: 5, Every: 7, LostAfter: 4, MinIoU: 0.4, Smoothing: 0.3, TurnNoise: 2e4, White: 0.5, Interval: 100 * time.Millisecond,
 		LandmarkEvery: 3, Anchored: false, RefineEvery: 4, MaxStd: 50, StartStd: 25, Unread: false, UnreadScore: 0.9, RecheckStd: 20, RecheckTurn: 30,
-		Region: image.Rect(10, 20, 301, 400), ScanEvery: 9, RejectFor: track.DefaultConfig().RejectFor, HoldUnsure: true}
+		Region: image.Rect(10, 20, 301, 400), ScanEvery: 9, RejectFor: track.DefaultConfig().RejectFor, HoldUnsure: true, ConfirmEvery: 7}
 	if got := TrackConfig(c); got != tw {
 		t.Errorf("track config %+v, want %+v", got, tw)
 	}

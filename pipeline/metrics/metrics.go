@@ -147,7 +147,7 @@ func (m *Metrics) WriteText(w io.Writer, version string) {
 	c("posed_frames_bad_total", "Frames of the wrong size or undecodable.", m.FramesBad.Load())
 	c("posed_faces_total", "Faces reported, summed over frames.", m.Faces.Load())
 	c("posed_detections_refused_total", "Detections that started no face: the model's yaw uncertainty from the box was above track.start_std.", m.Refused.Load())
-	c("posed_detections_unconfirmed_total", "New faces the face network's close look at the model's box did not confirm (detect.confirm): refused on their first frame, or ended by a second or third look (detect.confirm_sure).", m.Unconfirmed.Load())
+	c("posed_detections_unconfirmed_total", "Faces the face network's close look at the model's box did not confirm (detect.confirm): new faces refused on their first frame or ended by a second or third look (detect.confirm_sure), and tracked faces ended by a look again (detect.confirm_every).", m.Unconfirmed.Load())
 	g("posed_camera_online", "1 while the frame source delivers.", b2f(m.CameraOnline.Load()))
 	if m.MQTT != nil {
 		p, d, conn := m.MQTT()
