@@ -49,6 +49,7 @@ func BenchmarkDetect(b *testing.B) {
 			{"shrunk2-320x240", g.Rect, 2},
 			{"shrunk4-160x120", g.Rect, 4},
 			{"crop96", image.Rect(272, 192, 368, 288), 1},
+			{"crop128", image.Rect(256, 176, 384, 304), 1}, // a landmark look's crop
 		} {
 			b.Run(fmt.Sprintf("%s-%s", c.name, kern), func(b *testing.B) {
 				prev := yunet.UseVectorKernels(vec)

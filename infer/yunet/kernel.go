@@ -57,15 +57,40 @@ func depthwise(dst, src []float32, rows, cols, ch int, w, b []float32, relu bool
 		depthwiseCells(dst, src, rows, cols, ch, w, b, lo, 0, rows, 0, cols)
 		return
 	}
-	// The inner cells by the vector kernel, the border in Go.
-	for y := 1; y < rows-1; y++ {
-		depthwiseRowVec(dst, src, y, cols, ch, w, b, lo)
+	// Every row's cells but its first and last by the vector kernel (the
+	// first and last rows against a row of zeros, the padding), the first
+	// and last columns in Go. At a landmark look's deep levels (8×8, 4×4
+	// cells of 64 channels) the border is half the cells or more.
+	row := cols * ch
+	y0, y1 := 0, rows
+	if row > len(zeroRow) {
+		y0, y1 = 1, rows-1 // a row wider than the zeros: the Go kernel
+		depthwiseCells(dst, src, rows, cols, ch, w, b, lo, 0, 1, 0, cols)
+		depthwiseCells(dst, src, rows, cols, ch, w, b, lo, rows-1, rows, 0, cols)
 	}
-	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, 0, 1, 0, cols)
-	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, rows-1, rows, 0, cols)
-	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, 1, rows-1, 0, 1)
-	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, 1, rows-1, cols-1, cols)
+	for y := y0; y < y1; y++ {
+		var up, down []float32
+		if y > 0 {
+			up = src[(y-1)*row : y*row]
+		} else {
+			up = zeroRow[:row]
+		}
+		if y < rows-1 {
+			down = src[(y+1)*row : (y+2)*row]
+		} else {
+			down = zeroRow[:row]
+		}
+		depthwiseRowVec(dst[y*row:(y+1)*row], up, src[y*row:(y+1)*row], down, cols, ch, w, b, lo)
+	}
+	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, y0, y1, 0, 1)
+	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, y0, y1, cols-1, cols)
 }
+
+// zeroRow is the padding above a depth-wise convolution's first row and
+// below its last, for the vector kernel: never written. 8192 values hold
+// a row of the network's first level (16 channels) at 512 cells, a
+// 1024-pixel frame's scan.
+var zeroRow [8192]float32
 
 // depthwiseCells computes the depth-wise convolution's cells y0 ≤ y < y1,
 // x0 ≤ x < x1.

@@ -21,13 +21,14 @@ func pointwiseVec(dst, src []float32, in, out int, wt, b []float32, lo float32) 
 	pwKernel(&dst[0], &src[0], &wt[0], &b[0], n, in, out, lo)
 }
 
-// depthwiseRowVec computes the cells 1 … cols−2 of row y (1 ≤ y ≤ rows−2).
-func depthwiseRowVec(dst, src []float32, y, cols, ch int, w, b []float32, lo float32) {
+// depthwiseRowVec computes the cells 1 … cols−2 of a row, dst, from the
+// rows up, mid and down (cols cells each; a row of zeros above the first
+// row or below the last).
+func depthwiseRowVec(dst, up, mid, down []float32, cols, ch int, w, b []float32, lo float32) {
 	row := cols * ch
-	_, _ = src[(y+2)*row-1], dst[(y+1)*row-1] // the row below is there
+	_, _, _, _ = dst[row-1], up[row-1], mid[row-1], down[row-1]
 	_, _ = w[9*ch-1], b[ch-1]
-	at := y*row + ch
-	dwRowKernel(&dst[at], &src[at-row], &src[at], &src[at+row], &w[0], &b[0], cols-2, ch, lo)
+	dwRowKernel(&dst[ch], &up[ch], &mid[ch], &down[ch], &w[0], &b[0], cols-2, ch, lo)
 }
 
 // poolRowVec is a row of the 2×2 max pool.

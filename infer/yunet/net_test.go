@@ -196,9 +196,11 @@ func TestKernels(t *testing.T) {
 				}
 			}
 		}
-		for _, ch := range []int{1, 4, 8, 16, 64} {
+		// The last shape's rows are wider than the vector kernel's row of
+		// zeros (zeroRow): its first and last rows take the Go kernel.
+		for _, s := range [][3]int{{5, 7, 1}, {5, 7, 4}, {5, 7, 8}, {5, 7, 16}, {5, 7, 64}, {3, 4, 16}, {4, len(zeroRow)/64 + 2, 64}} {
 			for _, relu := range []bool{false, true} {
-				rows, cols := 5, 7
+				rows, cols, ch := s[0], s[1], s[2]
 				src, w, b := fill(rows*cols*ch), fill(9*ch), fill(ch)
 				dst := make([]float32, rows*cols*ch)
 				depthwise(dst, src, rows, cols, ch, w, b, relu)
