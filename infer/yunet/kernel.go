@@ -58,9 +58,10 @@ func depthwise(dst, src []float32, rows, cols, ch int, w, b []float32, relu bool
 		return
 	}
 	// Every row's cells but its first and last by the vector kernel (the
-	// first and last rows against a row of zeros, the padding), the first
-	// and last columns in Go. At a landmark look's deep levels (8×8, 4×4
-	// cells of 64 channels) the border is half the cells or more.
+	// first and last rows against a row of zeros, the padding), then the
+	// first and last columns by it too, on a copy of each cell's
+	// neighbours with zeros beside them. At a landmark look's deep levels
+	// (8×8, 4×4 cells of 64 channels) the border is half the cells or more.
 	row := cols * ch
 	y0, y1 := 0, rows
 	if row > len(zeroRow) {
@@ -82,8 +83,45 @@ func depthwise(dst, src []float32, rows, cols, ch int, w, b []float32, relu bool
 		}
 		depthwiseRowVec(dst[y*row:(y+1)*row], up, src[y*row:(y+1)*row], down, cols, ch, w, b, lo)
 	}
-	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, y0, y1, 0, 1)
-	depthwiseCells(dst, src, rows, cols, ch, w, b, lo, y0, y1, cols-1, cols)
+	if ch > maxSideChannels {
+		depthwiseCells(dst, src, rows, cols, ch, w, b, lo, y0, y1, 0, 1)
+		depthwiseCells(dst, src, rows, cols, ch, w, b, lo, y0, y1, cols-1, cols)
+		return
+	}
+	depthwiseSides(dst, src, rows, cols, ch, w, b, lo, y0, y1)
+}
+
+// maxSideChannels bounds the channels depthwiseSides copies on the stack
+// (the network's widest layer has 64).
+const maxSideChannels = 64
+
+// depthwiseSides computes the first and last cells of rows y0 ≤ y < y1 by
+// the vector kernel: each cell's three rows of neighbours are copied, three
+// cells a row, with zeros where the frame ends (beside the column, and
+// above the first row or below the last).
+func depthwiseSides(dst, src []float32, rows, cols, ch int, w, b []float32, lo float32, y0, y1 int) {
+	var pad [3][3 * maxSideChannels]float32
+	row := cols * ch
+	for _, x := range [2]int{0, cols - 1} {
+		for y := y0; y < y1; y++ {
+			for r := range pad {
+				cells := pad[r][:3*ch]
+				sy := y + r - 1
+				if sy < 0 || sy >= rows {
+					clear(cells)
+					continue
+				}
+				if x == 0 {
+					clear(cells[:ch])
+					copy(cells[ch:], src[sy*row:sy*row+2*ch])
+				} else {
+					copy(cells, src[sy*row+(x-1)*ch:sy*row+(x+1)*ch])
+					clear(cells[2*ch:])
+				}
+			}
+			depthwiseCellVec(dst[y*row+x*ch:y*row+(x+1)*ch], pad[0][:3*ch], pad[1][:3*ch], pad[2][:3*ch], ch, w, b, lo)
+		}
+	}
 }
 
 // zeroRow is the padding above a depth-wise convolution's first row and

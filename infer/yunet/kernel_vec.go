@@ -31,6 +31,14 @@ func depthwiseRowVec(dst, up, mid, down []float32, cols, ch int, w, b []float32,
 	dwRowKernel(&dst[ch], &up[ch], &mid[ch], &down[ch], &w[0], &b[0], cols-2, ch, lo)
 }
 
+// depthwiseCellVec computes one cell, dst, from the middle cells of up,
+// mid and down (3 cells each).
+func depthwiseCellVec(dst, up, mid, down []float32, ch int, w, b []float32, lo float32) {
+	_, _, _, _ = dst[ch-1], up[3*ch-1], mid[3*ch-1], down[3*ch-1]
+	_, _ = w[9*ch-1], b[ch-1]
+	dwRowKernel(&dst[0], &up[ch], &mid[ch], &down[ch], &w[0], &b[0], 1, ch, lo)
+}
+
 // poolRowVec is a row of the 2×2 max pool.
 func poolRowVec(dst, top, bottom []float32, n, ch int) {
 	_, _ = top[2*n*ch-1], bottom[2*n*ch-1]
