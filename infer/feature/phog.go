@@ -101,13 +101,24 @@ func (e *Extractor) Describe(dst []float32, p []uint8) {
 		h[i] = 0
 	}
 	const scale = 1.0 / 255
+	var gxs, gys [n]float32
 	for y := 0; y < n; y++ {
 		up, down := max(y-1, 0)*n, min(y+1, n-1)*n
 		row := p[y*n : y*n+n]
 		cellRow := (y / 8) * 8 * Bins
+		// The row's differences first, the border's apart: a clamped
+		// index per pixel cost more than the difference.
+		gxs[0] = float32(int(row[1])-int(row[0])) * scale
+		for x := 1; x < n-1; x++ {
+			gxs[x] = float32(int(row[x+1])-int(row[x-1])) * scale
+		}
+		gxs[n-1] = float32(int(row[n-1])-int(row[n-2])) * scale
+		u, d := p[up:up+n], p[down:down+n]
+		for x := range gys {
+			gys[x] = float32(int(d[x])-int(u[x])) * scale
+		}
 		for x := 0; x < n; x++ {
-			gx := float32(int(row[min(x+1, n-1)])-int(row[max(x-1, 0)])) * scale
-			gy := float32(int(p[down+x])-int(p[up+x])) * scale
+			gx, gy := gxs[x], gys[x]
 			if gx == 0 && gy == 0 {
 				continue
 			}
