@@ -299,24 +299,28 @@ func TestPasteIsWhatPosedPublishes(t *testing.T) {
 // (detect.confirm_head, a default) refuses it there. With the default
 // scan tiles, which see the wheel at full size, it is long tracks
 // without the head, and shown on at most 3 of 300 frames with it (#55).
-// A phantom that a close look passes on one noisy frame (neg-4833, a
-// fractal's dark ground, 122 px) is looked at again every
-// detect.confirm_every frames, as the scan's weak answers and the
-// cascades keep it: a few short tracks, where one look only (confirm_every
-// 0) tracked it on 260 of 300 frames.
+// Phantoms that a close look passes on one noisy frame (neg-4833, a
+// fractal's dark ground, 122 px; neg-4643, dark water) are looked at
+// again every detect.confirm_every frames, as the scan's weak answers and
+// the cascades keep them: a few short tracks, 39 of the two scenes' 600
+// frames, where one look only (confirm_every 0) tracked them on 265 (353
+// before the network's border took the vector kernel: which of the two
+// lasts moves with the network's rounding, their sum much less).
 // A σ out of range is a usage error.
 func TestEvalStillPhantomWithNoise(t *testing.T) {
 	root := datatest.Root(t)
-	scene := func(name string) string {
+	scene := func(names ...string) string {
 		dir := t.TempDir()
-		b, err := os.ReadFile(filepath.Join(root, "scenes", "images", name))
-		if err != nil {
-			datatest.Missing(t, "%v", err)
+		for _, name := range names {
+			b, err := os.ReadFile(filepath.Join(root, "scenes", "images", name))
+			if err != nil {
+				datatest.Missing(t, "%v", err)
+			}
+			os.WriteFile(filepath.Join(dir, name), b, 0o644)
 		}
-		os.WriteFile(filepath.Join(dir, name), b, 0o644)
 		return dir
 	}
-	can, sphere, fractal := scene("neg-3550.jpg"), scene("neg-0696.jpg"), scene("neg-4833.jpg")
+	can, sphere, kept := scene("neg-3550.jpg"), scene("neg-0696.jpg"), scene("neg-4833.jpg", "neg-4643.jpg")
 	config := func(yaml string) string {
 		p := filepath.Join(t.TempDir(), "c.yaml")
 		os.WriteFile(p, []byte(yaml), 0o644)
@@ -337,21 +341,23 @@ func TestEvalStillPhantomWithNoise(t *testing.T) {
 	once := config("detect: {confirm_every: 0}\n")
 	data := filepath.Join(root, "aflw2000")
 	worst := regexp.MustCompile(`the worst scene (\d+) frames`)
+	total := regexp.MustCompile(`show a face \((\d+) of \d+\)`)
 	for _, c := range []struct {
 		dir, frames string
 		args        []string
 		min, max    int
+		sum         bool // min and max bound the frames of every scene, not the worst one's
 	}{
-		{can, "31", []string{"-config", plain}, 0, 0},
-		{can, "31", []string{"-config", off}, 31, 31},
-		{sphere, "100", []string{"-config", sure}, 10, 10},
-		{sphere, "100", []string{"-config", unsure}, 1, 1},
-		{sphere, "100", []string{"-config", hold}, 0, 0},
-		{sphere, "100", []string{"-config", plain}, 0, 0},
-		{sphere, "300", []string{"-config", defaults}, 0, 3},
-		{sphere, "300", []string{"-config", headless}, 50, 300},
-		{fractal, "300", []string{"-config", defaults}, 1, 20},
-		{fractal, "300", []string{"-config", once}, 200, 300},
+		{can, "31", []string{"-config", plain}, 0, 0, false},
+		{can, "31", []string{"-config", off}, 31, 31, false},
+		{sphere, "100", []string{"-config", sure}, 10, 10, false},
+		{sphere, "100", []string{"-config", unsure}, 1, 1, false},
+		{sphere, "100", []string{"-config", hold}, 0, 0, false},
+		{sphere, "100", []string{"-config", plain}, 0, 0, false},
+		{sphere, "300", []string{"-config", defaults}, 0, 3, false},
+		{sphere, "300", []string{"-config", headless}, 50, 300, false},
+		{kept, "300", []string{"-config", defaults}, 1, 60, true},
+		{kept, "300", []string{"-config", once}, 150, 600, true},
 	} {
 		var stdout strings.Builder
 		args := append([]string{"-model", filepath.Join("..", "..", "models", "default.gllim"), "-data", data, "-condition", "none", "-face-free", c.dir,
@@ -364,8 +370,16 @@ func TestEvalStillPhantomWithNoise(t *testing.T) {
 			t.Fatalf("%v: eval says\n%s\nwant the noise and the worst scene", c.args, stdout.String())
 		}
 		n, _ := strconv.Atoi(m[1])
-		if n < c.min || n > c.max {
-			t.Errorf("%s %v: a face on %d of %s noisy frames, want %d to %d", filepath.Base(c.dir), c.args, n, c.frames, c.min, c.max)
+		got := n
+		if c.sum {
+			all := total.FindStringSubmatch(stdout.String())
+			if all == nil {
+				t.Fatalf("%v: eval says\n%s\nwant the frames with a face", c.args, stdout.String())
+			}
+			got, _ = strconv.Atoi(all[1])
+		}
+		if got < c.min || got > c.max {
+			t.Errorf("%s %v: a face on %d of %s noisy frames (the worst scene %d), want %d to %d:\n%s", filepath.Base(c.dir), c.args, got, c.frames, n, c.min, c.max, stdout.String())
 		}
 		// A scene past the audit's 3 frames is named with its count.
 		named := regexp.MustCompile(`neg-\d+\.jpg: a face on (\d+) frames`).FindStringSubmatch(stdout.String())
