@@ -30,15 +30,30 @@ func pointwise(dst, src []float32, in, out int, wt, b []float32, relu bool) {
 	pointwiseGo(dst, src, in, out, wt, b, lo)
 }
 
+// pointwiseGo is pointwise in Go (32-bit ARM, other CPUs, and shapes the
+// vector kernel does not take): four input channels at a time, so that
+// each output is loaded and stored once for four products, not one.
 func pointwiseGo(dst, src []float32, in, out int, wt, b []float32, lo float32) {
 	n := len(src) / in
 	for p := range n {
 		o := dst[p*out : p*out+out]
 		copy(o, b)
-		for c, x := range src[p*in : p*in+in] {
-			w := wt[c*out : c*out+out]
+		x := src[p*in : p*in+in]
+		c := 0
+		for ; c+4 <= in; c += 4 {
+			x0, x1, x2, x3 := x[c], x[c+1], x[c+2], x[c+3]
+			w0 := wt[c*out:][:len(o)]
+			w1 := wt[(c+1)*out:][:len(o)]
+			w2 := wt[(c+2)*out:][:len(o)]
+			w3 := wt[(c+3)*out:][:len(o)]
 			for k := range o {
-				o[k] += x * w[k]
+				o[k] += x0*w0[k] + x1*w1[k] + x2*w2[k] + x3*w3[k]
+			}
+		}
+		for ; c < in; c++ {
+			xc, w := x[c], wt[c*out:][:len(o)]
+			for k := range o {
+				o[k] += xc * w[k]
 			}
 		}
 		for k, v := range o {
@@ -140,6 +155,18 @@ func depthwiseCells(dst, src []float32, rows, cols, ch int, w, b []float32, lo f
 			for dy := -1; dy <= 1; dy++ {
 				sy := y + dy
 				if sy < 0 || sy >= rows {
+					continue
+				}
+				if x > 0 && x < cols-1 {
+					// The row's three taps in one pass: each output
+					// loaded and stored once for three products.
+					at := (sy*cols + x - 1) * ch
+					s0, s1, s2 := src[at:][:len(o)], src[at+ch:][:len(o)], src[at+2*ch:][:len(o)]
+					t := (dy + 1) * 3 * ch
+					w0, w1, w2 := w[t:][:len(o)], w[t+ch:][:len(o)], w[t+2*ch:][:len(o)]
+					for c := range o {
+						o[c] += s0[c]*w0[c] + s1[c]*w1[c] + s2[c]*w2[c]
+					}
 					continue
 				}
 				for dx := -1; dx <= 1; dx++ {
