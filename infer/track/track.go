@@ -231,6 +231,13 @@ type trackState struct {
 	unvouched int
 	// missedLooks: the looks again in a row that missed it.
 	missedLooks int
+	// suspect: the face was found where the network refused one lately
+	// (Tracker.suspected): it is reported only once a look has found it
+	// surely, and it ends if confirmLooks looks in a row find it unsure.
+	suspect bool
+	// born: the detection's box that started the track (undone by the
+	// calibration), refused with its last one if the network refuses it.
+	born feature.Box
 	// modelStd: the model's own yaw σ on this frame, before the landmarks
 	// and the filter: whether it sees a face (Config.StartStd).
 	modelStd float64
@@ -356,6 +363,10 @@ type Confirmer interface {
 // on its next frames (docs/measured.md, "A phantom up close").
 const confirmLooks = 3
 
+// doubtFor is how many times Config.RejectFor frames a face found where
+// the network refused one stays a suspect (trackState.suspect).
+const doubtFor = 5
+
 // Option adds a part to a tracker.
 type Option func(*Tracker)
 
@@ -412,10 +423,13 @@ type Tracker struct {
 	res     pose.Result
 }
 
-// refusal is a box the verifier refused, remembered until a frame.
+// refusal is a box the verifier or the confirmer refused: a detection of
+// it is refused without asking until a frame, and a face found there
+// later is a suspect until another (doubtFor).
 type refusal struct {
-	box   feature.Box
-	until uint64
+	box        feature.Box
+	until      uint64
+	doubtUntil uint64
 }
 
 // maxRefusals bounds the boxes remembered: a frame full of phantoms asks
@@ -564,8 +578,8 @@ func (t *Tracker) ProcessAt(img *image.Gray, at time.Time) []Face {
 		if len(t.out) == t.cfg.MaxFaces {
 			break
 		}
-		if tr.doubt > 0 && t.cfg.HoldUnsure {
-			continue // not yet confirmed (Config.HoldUnsure)
+		if tr.doubt > 0 && (t.cfg.HoldUnsure || tr.suspect) {
+			continue // not yet confirmed (Config.HoldUnsure, a suspect)
 		}
 		t.out = append(t.out, tr.face)
 	}
@@ -592,7 +606,11 @@ func (t *Tracker) gone(tr *trackState, bounds image.Rectangle) bool {
 		// this frame's refinement started) are refused without asking
 		// for a while, as the verifier's are.
 		t.last.Unconfirmed++
-		t.refuse(t.calib.Undo(tr.from))
+		last := t.calib.Undo(tr.from)
+		t.refuse(last)
+		if feature.IoU(last, tr.born) <= sameFace {
+			t.refuse(tr.born) // a box that grew or slid away from where the face was found
+		}
 		return true
 	}
 	b := tr.raw
@@ -685,6 +703,8 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, region 
 		}
 		tr := t.newTrack()
 		tr.face.Score, tr.face.View = f.Score, f.View
+		tr.suspect = t.confirm != nil && t.suspected(f.Box)
+		tr.born = f.Box
 		tr.raw = t.calib.Apply(f.Box)
 		tr.from, tr.fresh, tr.seeded = tr.raw, true, true
 		t.tracks = append(t.tracks, tr)
@@ -713,16 +733,11 @@ func (t *Tracker) readsBetter(img *image.Gray, a, b feature.Box) bool {
 // verified asks the verifier whether box holds a face, unless it refused
 // the same box within Config.RejectFor frames; a refusal is remembered.
 func (t *Tracker) verified(img *image.Gray, box feature.Box) bool {
-	kept := t.refused[:0]
+	t.expire()
 	known := false
 	for _, r := range t.refused {
-		if r.until < t.frame {
-			continue // expired
-		}
-		kept = append(kept, r)
-		known = known || feature.IoU(r.box, box) > sameFace
+		known = known || r.until >= t.frame && feature.IoU(r.box, box) > sameFace
 	}
-	t.refused = kept
 	if known {
 		return false
 	}
@@ -734,11 +749,36 @@ func (t *Tracker) verified(img *image.Gray, box feature.Box) bool {
 }
 
 // refuse remembers a detection's box as refused for Config.RejectFor
-// frames (verified asks no one about it meanwhile).
+// frames (verified asks no one about it meanwhile), and a face found
+// there as a suspect for doubtFor of them.
 func (t *Tracker) refuse(box feature.Box) {
+	t.expire()
 	if t.cfg.RejectFor > 0 && len(t.refused) < maxRefusals {
-		t.refused = append(t.refused, refusal{box, t.frame + uint64(t.cfg.RejectFor)})
+		n := uint64(t.cfg.RejectFor)
+		t.refused = append(t.refused, refusal{box, t.frame + n, t.frame + doubtFor*n})
 	}
+}
+
+// expire forgets the refusals past both their horizons.
+func (t *Tracker) expire() {
+	kept := t.refused[:0]
+	for _, r := range t.refused {
+		if r.until >= t.frame || r.doubtUntil >= t.frame {
+			kept = append(kept, r)
+		}
+	}
+	t.refused = kept
+}
+
+// suspected reports whether a new face's detection box lies where the
+// network refused a face within doubtFor·Config.RejectFor frames.
+func (t *Tracker) suspected(box feature.Box) bool {
+	for _, r := range t.refused {
+		if r.doubtUntil >= t.frame && t.continues(box, r.box, feature.IoU(r.box, box)) {
+			return true
+		}
+	}
+	return false
 }
 
 // continues reports whether a detection box (with overlap iou) belongs to
@@ -853,9 +893,12 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		case !found:
 			tr.unconfirmed, tr.doubt = true, 0
 		case sure:
-			tr.doubt = 0
+			tr.doubt, tr.suspect = 0, false
 		case f.Age == 0:
 			tr.doubt = confirmLooks - 1
+		case tr.suspect && tr.doubt == 1:
+			// A suspect must be found surely once within its looks.
+			tr.unconfirmed, tr.doubt = true, 0
 		default:
 			tr.doubt--
 		}
