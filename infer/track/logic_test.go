@@ -1194,3 +1194,45 @@ func seq(a, b int) []int {
 	}
 	return s
 }
+
+// A full list of refusals makes room for a new one by forgetting a
+// suspicion, never a refusal still refusing.
+func TestTrackRefusalsFullKeepTheRefusing(t *testing.T) {
+	tr := New(Config{MaxFaces: 4, Every: 1, LostAfter: 2, MinIoU: 0.3, MaxStd: 60, RejectFor: 2}, &scriptDetector{}, detect.Identity,
+		&scriptEstimator{yaw: func(feature.Box) float64 { return 0 }, std: 5})
+	box := func(i int) feature.Box { return square(float64(10+30*i), 10, 20).Box }
+	tr.frame = 10
+	for i := range maxRefusals {
+		if i == 3 {
+			tr.frame = 11 // one refused a frame later: its suspicion lasts longer
+		}
+		tr.refuse(box(i))
+	}
+	has := func(b feature.Box) bool {
+		return slices.ContainsFunc(tr.refused, func(r refusal) bool { return r.box == b })
+	}
+	tr.refuse(box(maxRefusals)) // every one still refusing
+	if has(box(maxRefusals)) || len(tr.refused) != maxRefusals {
+		t.Fatalf("a refusal past the bound replaced one still refusing: %d remembered", len(tr.refused))
+	}
+	tr.frame = 13 // the first three refuse no more (until 12) and only suspect
+	tr.refuse(box(maxRefusals + 1))
+	if !has(box(maxRefusals+1)) || len(tr.refused) != maxRefusals {
+		t.Fatalf("the new refusal was not remembered in a full list: %d remembered", len(tr.refused))
+	}
+	gone := 0
+	for i := range maxRefusals {
+		if !has(box(i)) {
+			if i >= 3 {
+				t.Errorf("refusal %d, still refusing, was forgotten", i)
+			}
+			gone++
+		}
+	}
+	if gone != 1 {
+		t.Errorf("%d refusals forgotten for one new one, want 1", gone)
+	}
+	if !tr.suspected(box(3)) {
+		t.Errorf("a face at a box refused 2 frames ago is not suspected")
+	}
+}

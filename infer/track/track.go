@@ -433,7 +433,8 @@ type refusal struct {
 }
 
 // maxRefusals bounds the boxes remembered: a frame full of phantoms asks
-// again for the ones beyond.
+// again for the ones beyond; a full list forgets a suspicion (past its
+// RejectFor frames) for a new refusal (Tracker.refuse).
 const maxRefusals = 16
 
 // New returns a tracker finding faces with det (their boxes mapped by
@@ -753,9 +754,25 @@ func (t *Tracker) verified(img *image.Gray, box feature.Box) bool {
 // there as a suspect for doubtFor of them.
 func (t *Tracker) refuse(box feature.Box) {
 	t.expire()
-	if t.cfg.RejectFor > 0 && len(t.refused) < maxRefusals {
-		n := uint64(t.cfg.RejectFor)
-		t.refused = append(t.refused, refusal{box, t.frame + n, t.frame + doubtFor*n})
+	if t.cfg.RejectFor <= 0 {
+		return
+	}
+	n := uint64(t.cfg.RejectFor)
+	r := refusal{box, t.frame + n, t.frame + doubtFor*n}
+	if len(t.refused) < maxRefusals {
+		t.refused = append(t.refused, r)
+		return
+	}
+	// Full: a refusal still refusing outranks one that only suspects;
+	// the suspicion nearest its end gives way.
+	oldest := -1
+	for i, o := range t.refused {
+		if o.until < t.frame && (oldest < 0 || o.doubtUntil < t.refused[oldest].doubtUntil) {
+			oldest = i
+		}
+	}
+	if oldest >= 0 {
+		t.refused[oldest] = r
 	}
 }
 
