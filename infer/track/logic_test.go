@@ -1140,6 +1140,7 @@ func TestTrackSuspectsAFaceWhereOneWasRefused(t *testing.T) {
 		{"refused, then found unsure", map[int]look{1: miss}, nil, nil, []int{1, 4}},
 		{"refused, then found surely on its second look", map[int]look{1: miss, 3: sure}, nil, []int{3, 4, 5, 6}, []int{1}},
 		{"refused, then found surely at once", map[int]look{1: miss, 2: sure}, nil, []int{2, 3, 4, 5, 6}, []int{1}},
+		{"refused, found again once its refusal ended", map[int]look{1: miss}, seq(2, 1+rejectFor), nil, []int{1, 6}},
 		{"refused long before", map[int]look{1: miss}, seq(2, later-1), seq(later, later+2), []int{1}},
 	} {
 		face := square(200, 100, 80)

@@ -235,9 +235,6 @@ type trackState struct {
 	// (Tracker.suspected): it is reported only once a look has found it
 	// surely, and it ends if confirmLooks looks in a row find it unsure.
 	suspect bool
-	// born: the detection's box that started the track (undone by the
-	// calibration), refused with its last one if the network refuses it.
-	born feature.Box
 	// modelStd: the model's own yaw σ on this frame, before the landmarks
 	// and the filter: whether it sees a face (Config.StartStd).
 	modelStd float64
@@ -423,18 +420,19 @@ type Tracker struct {
 	res     pose.Result
 }
 
-// refusal is a box the verifier or the confirmer refused: a detection of
-// it is refused without asking until a frame, and a face found there
-// later is a suspect until another (doubtFor).
+// refusal is a box the verifier or the confirmer refused on a frame: a
+// detection of it is refused without asking for Config.RejectFor frames
+// (Tracker.refusing), and a face found there is a suspect for doubtFor
+// times as many (Tracker.suspected). Tracker.refused holds them oldest
+// first.
 type refusal struct {
-	box        feature.Box
-	until      uint64
-	doubtUntil uint64
+	box feature.Box
+	at  uint64
 }
 
 // maxRefusals bounds the boxes remembered: a frame full of phantoms asks
-// again for the ones beyond; a full list forgets a suspicion (past its
-// RejectFor frames) for a new refusal (Tracker.refuse).
+// again for the ones beyond; a full list forgets its oldest suspicion
+// (past its RejectFor frames) for a new refusal (Tracker.refuse).
 const maxRefusals = 16
 
 // New returns a tracker finding faces with det (their boxes mapped by
@@ -607,11 +605,7 @@ func (t *Tracker) gone(tr *trackState, bounds image.Rectangle) bool {
 		// this frame's refinement started) are refused without asking
 		// for a while, as the verifier's are.
 		t.last.Unconfirmed++
-		last := t.calib.Undo(tr.from)
-		t.refuse(last)
-		if feature.IoU(last, tr.born) <= sameFace {
-			t.refuse(tr.born) // a box that grew or slid away from where the face was found
-		}
+		t.refuse(t.calib.Undo(tr.from))
 		return true
 	}
 	b := tr.raw
@@ -705,7 +699,6 @@ func (t *Tracker) match(faces []detect.Face, img *image.Gray, scan bool, region 
 		tr := t.newTrack()
 		tr.face.Score, tr.face.View = f.Score, f.View
 		tr.suspect = t.confirm != nil && t.suspected(f.Box)
-		tr.born = f.Box
 		tr.raw = t.calib.Apply(f.Box)
 		tr.from, tr.fresh, tr.seeded = tr.raw, true, true
 		t.tracks = append(t.tracks, tr)
@@ -737,7 +730,7 @@ func (t *Tracker) verified(img *image.Gray, box feature.Box) bool {
 	t.expire()
 	known := false
 	for _, r := range t.refused {
-		known = known || r.until >= t.frame && feature.IoU(r.box, box) > sameFace
+		known = known || t.refusing(r) && feature.IoU(r.box, box) > sameFace
 	}
 	if known {
 		return false
@@ -757,41 +750,37 @@ func (t *Tracker) refuse(box feature.Box) {
 	if t.cfg.RejectFor <= 0 {
 		return
 	}
-	n := uint64(t.cfg.RejectFor)
-	r := refusal{box, t.frame + n, t.frame + doubtFor*n}
-	if len(t.refused) < maxRefusals {
-		t.refused = append(t.refused, r)
-		return
-	}
-	// Full: a refusal still refusing outranks one that only suspects;
-	// the suspicion nearest its end gives way.
-	oldest := -1
-	for i, o := range t.refused {
-		if o.until < t.frame && (oldest < 0 || o.doubtUntil < t.refused[oldest].doubtUntil) {
-			oldest = i
+	if len(t.refused) == maxRefusals {
+		if t.refusing(t.refused[0]) {
+			return // all still refusing: the new one is asked about again
 		}
+		// The oldest only suspects: it gives way.
+		t.refused = append(t.refused[:0], t.refused[1:]...)
 	}
-	if oldest >= 0 {
-		t.refused[oldest] = r
-	}
+	t.refused = append(t.refused, refusal{box, t.frame})
 }
 
-// expire forgets the refusals past both their horizons.
+// refusing reports whether a refusal still refuses its box without asking.
+func (t *Tracker) refusing(r refusal) bool {
+	return r.at+uint64(t.cfg.RejectFor) >= t.frame
+}
+
+// expire forgets the refusals that no longer even suspect (the oldest
+// first: they end in the order they were made).
 func (t *Tracker) expire() {
-	kept := t.refused[:0]
-	for _, r := range t.refused {
-		if r.until >= t.frame || r.doubtUntil >= t.frame {
-			kept = append(kept, r)
-		}
+	n := 0
+	for n < len(t.refused) && t.refused[n].at+doubtFor*uint64(t.cfg.RejectFor) < t.frame {
+		n++
 	}
-	t.refused = kept
+	t.refused = append(t.refused[:0], t.refused[n:]...)
 }
 
 // suspected reports whether a new face's detection box lies where the
 // network refused a face within doubtFor·Config.RejectFor frames.
 func (t *Tracker) suspected(box feature.Box) bool {
+	t.expire()
 	for _, r := range t.refused {
-		if r.doubtUntil >= t.frame && t.continues(box, r.box, feature.IoU(r.box, box)) {
+		if t.continues(box, r.box, feature.IoU(r.box, box)) {
 			return true
 		}
 	}
