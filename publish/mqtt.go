@@ -65,8 +65,17 @@ type Publisher struct {
 	dirtyTopics map[string]bool
 	dirty       chan struct{}
 	lastPose    time.Time
-	clock       clock.Clock   // times ha_interval and max_rate (WithClock)
-	keepAlive   time.Duration // WithKeepAlive
+	// gone is a "faces gone" pose message owed (goneOwed, under mu; owed
+	// mirrors it for the frame loop's check): it is sent by the
+	// publishing goroutine once the messages queued before it have gone
+	// and the broker is there, unless a pose with faces comes first and
+	// says more. owe (capacity 1) wakes the goroutine.
+	gone      message.Pose
+	goneOwed  bool
+	owed      atomic.Bool
+	owe       chan struct{}
+	clock     clock.Clock   // times ha_interval and max_rate (WithClock)
+	keepAlive time.Duration // WithKeepAlive
 
 	// Home Assistant: what posed tells of itself, the discovery topics it
 	// announces and those of earlier runs to clear, and the last message
@@ -159,7 +168,7 @@ func New(cfg Settings, device string, log *slog.Logger, print io.Writer, opts ..
 	p := &Publisher{
 		cfg: cfg, device: device, base: cfg.Prefix + "/" + device + "/", log: log, print: print,
 		queue: make(chan outMsg, queueLen), done: make(chan struct{}), retained: map[string][]byte{},
-		dirty: make(chan struct{}, 1), dirtyTopics: map[string]bool{}, tried: make(chan struct{}),
+		dirty: make(chan struct{}, 1), dirtyTopics: map[string]bool{}, tried: make(chan struct{}), owe: make(chan struct{}, 1),
 		bufs:    make(chan []byte, 2*queueLen+4),
 		version: "dev", clock: clock.Wall{}, keepAlive: 30 * time.Second,
 	}
@@ -456,6 +465,7 @@ func (p *Publisher) onConnect(c mqtt.Client) {
 	}
 	p.firstTryEnded() // "online" is queued before a replay's first frame
 	p.wakeEvents()    // what waited while the broker was away
+	p.wakeGone()      // faces gone while the broker was away
 }
 
 // firstTryEnded says the first connection attempt has ended: connected
@@ -474,6 +484,8 @@ func (p *Publisher) loop() {
 			p.events.sync(time.Now()) // the state moves on: mark the time while events are open
 		case <-p.events.ready:
 			p.sendEvents()
+		case <-p.owe:
+			p.sendGone(false)
 		case m := <-p.queue:
 			// Retained changes go first: they are few, and what they
 			// say (state, camera, attention) is what a subscriber sees
@@ -489,6 +501,7 @@ func (p *Publisher) loop() {
 				// writes them in order, so the last one written means
 				// every one before it is: wait for it, or a disconnect
 				// (which paho sends ahead of them) drops what is left.
+				p.sendGone(true) // what was queued before it has gone
 				if p.lastQoS0 != nil {
 					p.lastQoS0.WaitTimeout(tokenWait)
 					p.lastQoS0 = nil
@@ -499,6 +512,9 @@ func (p *Publisher) loop() {
 			p.send(m)
 			if m.after != nil {
 				m.after()
+			}
+			if p.owed.Load() && len(p.queue) == 0 {
+				p.sendGone(false)
 			}
 		}
 	}
@@ -628,7 +644,9 @@ func (p *Publisher) enqueue(m outMsg) bool {
 // Pose publishes a pose message, and the primary face's message beside
 // it (primary: the index in m.Faces of the face that matters, -1 for
 // none), unless the rate cap, the connection or a full queue says no. An
-// empty message (faces gone) is never rate-capped. m is read during the
+// empty message (faces gone) is never rate-capped, nor dropped for a full
+// queue or a broker away: it is owed until it can go (oweGone), unless
+// the faces come back first. m is read during the
 // call only; nothing is allocated (the messages are encoded into buffers
 // that come back once sent).
 func (p *Publisher) Pose(m *message.Pose, primary int) {
@@ -647,6 +665,15 @@ func (p *Publisher) Pose(m *message.Pose, primary int) {
 		}
 		p.lastPose = now
 		p.mu.Unlock()
+	}
+	if !p.lossless {
+		if len(m.Faces) == 0 {
+			p.oweGone(m)
+			return
+		}
+		if p.owed.Load() {
+			p.forgetGone()
+		}
 	}
 	if p.lossless {
 		// A replay's first frames come before the connection: they wait
@@ -677,6 +704,72 @@ func (p *Publisher) Pose(m *message.Pose, primary int) {
 	if !p.enqueuePose(outMsg{topic: p.topicPrimary, qos: byte(p.cfg.QoS), payload: b, pooled: true}) {
 		p.recycle(b)
 	}
+}
+
+// oweGone owes m, a pose message without faces: it is not dropped for a
+// queue full of the poses before it, or for a broker away, as a frame's
+// message is, since it is sent once, as the faces go, and a subscriber
+// that misses it would keep the last faces for ever. It goes once the
+// queue before it has gone (sendGone); a pose with faces that comes
+// first says more, and it is then dropped (forgetGone). A camera's frames
+// keep their order: owed, it has no pose with faces after it, and the
+// poses queued before it go first.
+func (p *Publisher) oweGone(m *message.Pose) {
+	p.mu.Lock()
+	if p.goneOwed {
+		p.drop(true) // the older of two: the newer says the same
+		p.drop(false)
+	}
+	p.gone = message.Pose{Camera: m.Camera, Seq: m.Seq, Captured: m.Captured, Width: m.Width, Height: m.Height}
+	p.goneOwed = true
+	p.owed.Store(true)
+	p.mu.Unlock()
+	p.wakeGone()
+}
+
+// forgetGone drops the faces gone owed, if it is still owed: a pose with
+// faces is being published after it.
+func (p *Publisher) forgetGone() {
+	p.mu.Lock()
+	if p.goneOwed {
+		p.goneOwed = false
+		p.owed.Store(false)
+		p.drop(true)
+		p.drop(false)
+	}
+	p.mu.Unlock()
+}
+
+// wakeGone tells the publishing goroutine to look at the faces gone owed.
+func (p *Publisher) wakeGone() {
+	select {
+	case p.owe <- struct{}{}:
+	default:
+	}
+}
+
+// sendGone sends the faces gone owed, and the primary message without a
+// face beside it, if the broker is there and, unless flushing, nothing
+// queued before it waits. Run by the publishing goroutine only.
+func (p *Publisher) sendGone(flushing bool) {
+	if !p.owed.Load() || (!flushing && len(p.queue) > 0) || !p.client.IsConnectionOpen() {
+		return
+	}
+	p.mu.Lock()
+	if !p.goneOwed {
+		p.mu.Unlock()
+		return
+	}
+	g := p.gone
+	p.goneOwed = false
+	p.owed.Store(false)
+	p.mu.Unlock()
+	g.Schema, g.Device = message.SchemaVersion, p.device
+	g.LatencyMs = float64(time.Since(g.Captured).Microseconds()) / 1000
+	g.Faces = []message.Face{}
+	p.send(outMsg{topic: p.topicPose, qos: byte(p.cfg.QoS), pose: true, payload: message.AppendPose(p.buffer(), &g), pooled: true})
+	pm := message.Primary{Schema: message.SchemaVersion, Device: p.device, Seq: g.Seq, Captured: g.Captured}
+	p.send(outMsg{topic: p.topicPrimary, qos: byte(p.cfg.QoS), payload: message.AppendPrimary(p.buffer(), &pm), pooled: true})
 }
 
 // enqueuePose queues a frame's message: at once or dropped, or, lossless,
