@@ -292,12 +292,13 @@ func TestPasteIsWhatPosedPublishes(t *testing.T) {
 // frames, and without the close look (detect.confirm 0) it is
 // shown on every one. On a scene where the noise moves the model's box,
 // on the 91st frame, to where the close look finds a face, unsure
-// (neg-0696, a car's wheel): with every face found sure
-// (detect.confirm_sure 0) it is shown from then on (10 of 100 frames); the
-// look's confidence alone showed it on that frame only (the next look
-// misses it) until a face found where a look refused one became a
-// suspect, held until a look is sure: the wheel was refused there
-// before, and is shown on none, as with detect.confirm_hold; the look head
+// (neg-0696, a car's wheel): the look's confidence alone showed it on
+// that frame only (the next look misses it) until a face found where a
+// look refused one became a suspect, held until its looks have all found
+// it, one surely: the wheel was refused there before, and is shown on
+// none, as with detect.confirm_hold, and now also with every face found
+// sure (detect.confirm_sure 0), which showed it from then on (10 of 100
+// frames) while a sure look cut a suspect's looks short; the look head
 // (detect.confirm_head, a default) refuses it there. With the default
 // scan tiles, which see the wheel at full size, it is long tracks
 // without the head, and shown on at most 3 of 300 frames with it (#55).
@@ -305,8 +306,9 @@ func TestPasteIsWhatPosedPublishes(t *testing.T) {
 // fractal's dark ground, 122 px; neg-4643, dark water) are looked at
 // again every detect.confirm_every frames, as the scan's weak answers and
 // the cascades keep them, and a face found again where a look refused
-// one is held until a look is sure of it (a suspect): a short track, 7
-// of the two scenes' 600 frames (39 before the suspects), where one look
+// one is held until its looks have all found it, one surely (a suspect):
+// a short track, 8 of the two scenes' 600 frames (39 before the
+// suspects), where one look
 // only (confirm_every 0) tracks them on 56 (265 before the suspects, 353
 // before the network's border took the vector kernel: which of the two
 // lasts moves with the network's rounding, their sum much less).
@@ -354,7 +356,7 @@ func TestEvalStillPhantomWithNoise(t *testing.T) {
 	}{
 		{can, "31", []string{"-config", plain}, 0, 0, false},
 		{can, "31", []string{"-config", off}, 31, 31, false},
-		{sphere, "100", []string{"-config", sure}, 10, 10, false},
+		{sphere, "100", []string{"-config", sure}, 0, 0, false},
 		{sphere, "100", []string{"-config", unsure}, 0, 0, false},
 		{sphere, "100", []string{"-config", hold}, 0, 0, false},
 		{sphere, "100", []string{"-config", plain}, 0, 0, false},

@@ -235,6 +235,8 @@ type trackState struct {
 	// (Tracker.suspected): it is reported only once a look has found it
 	// surely, and it ends if confirmLooks looks in a row find it unsure.
 	suspect bool
+	// sureLook: a close look since the face was new was sure of it.
+	sureLook bool
 	// modelStd: the model's own yaw σ on this frame, before the landmarks
 	// and the filter: whether it sees a face (Config.StartStd).
 	modelStd float64
@@ -895,18 +897,28 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		// again on its next frames if it is not sure (Confirmer).
 		found, sure := t.confirm.Confirm(img, r.Box, tr.unread)
 		tr.unvouched = 0
+		if f.Age == 0 {
+			tr.sureLook = false
+		}
+		tr.sureLook = tr.sureLook || sure
 		switch {
 		case !found:
 			tr.unconfirmed, tr.doubt = true, 0
-		case sure:
-			tr.doubt, tr.suspect = 0, false
+		case f.Age == 0 && sure && !tr.suspect:
+			tr.doubt = 0
 		case f.Age == 0:
+			// Found unsure, or a suspect: the looks run their course.
+			// A sure look on one noisy frame does not cut them short:
+			// a phantom the look doubted was now and then sure of on
+			// the next frame, then missed by every look after.
 			tr.doubt = confirmLooks - 1
-		case tr.suspect && tr.doubt == 1:
+		case tr.doubt > 1:
+			tr.doubt--
+		case tr.suspect && !tr.sureLook:
 			// A suspect must be found surely once within its looks.
 			tr.unconfirmed, tr.doubt = true, 0
 		default:
-			tr.doubt--
+			tr.doubt, tr.suspect = 0, false
 		}
 	}
 	t.landmarks(tr, img, r)
