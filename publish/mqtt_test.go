@@ -52,6 +52,17 @@ func waitConnected(t *testing.T, p *Publisher, d time.Duration) {
 	wait.For(t, d, "the publisher's connection", func() bool { _, _, ok := p.Counters(); return ok })
 }
 
+// waitSettled waits until p is connected and has sent the connection's
+// own messages ("online", the discovery configs): they go through the
+// queue that frames use, and on a loaded machine may still fill it when
+// a test's burst of frames, which no camera makes, comes in.
+func waitSettled(t *testing.T, p *Publisher) {
+	t.Helper()
+	waitConnected(t, p, 5*time.Second)
+	<-p.tried
+	wait.For(t, 5*time.Second, "the connection's messages sent", func() bool { return len(p.queue) == 0 })
+}
+
 func payloads(ms []mqtttest.Msg) []string {
 	var out []string
 	for _, m := range ms {
@@ -87,13 +98,9 @@ func TestRateCapAndPoseCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(p, time.Second)
-	waitConnected(t, p, 5*time.Second)
-	// The connection's own messages go through the same queue; on a
-	// loaded machine they may still be there as the 200 calls come in a
-	// burst no camera makes, and crowd out frames. What is tested is the
-	// cap, so they are let go first (as in TestShutdownFlushes).
-	<-p.tried
-	wait.For(t, 5*time.Second, "the connection's messages sent", func() bool { return len(p.queue) == 0 })
+	// What is tested is the cap: the connection's own messages go first
+	// (they crowded out frames once under load).
+	waitSettled(t, p)
 
 	const calls = 200
 	start := clk.Now()
@@ -186,9 +193,7 @@ func TestFacesGoneNeverLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(p, time.Second)
-	waitConnected(t, p, 5*time.Second)
-	<-p.tried
-	wait.For(t, 5*time.Second, "the connection's messages sent", func() bool { return len(p.queue) == 0 })
+	waitSettled(t, p)
 
 	faces := func(seq uint64) *message.Pose {
 		m := onePose(seq, 10)
@@ -474,15 +479,12 @@ func TestShutdownFlushes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitConnected(t, p, 5*time.Second)
-	// The connection's own messages ("online", the discovery configs) go
-	// through the same queue, and on a loaded machine they may still fill
-	// it: a stats message finds it full and is dropped, as it should be.
-	// What is tested is that messages accepted are sent, so the queue is
-	// let empty first. (Failed 1 run in 20 under load before: 17–27 of 30
-	// sent, the rest dropped at a queue full of discovery configs.)
-	<-p.tried
-	wait.For(t, 5*time.Second, "the connection's messages sent", func() bool { return len(p.queue) == 0 })
+	// A stats message that finds the queue full is dropped, as it should
+	// be; what is tested is that messages accepted are sent, so the
+	// queue is let empty first. (Failed 1 run in 20 under load before:
+	// 17–27 of 30 sent, the rest dropped at a queue full of discovery
+	// configs.)
+	waitSettled(t, p)
 	for i := 0; i < queueLen-2; i++ {
 		p.Stats(message.Stats{FramesIn: uint64(i)})
 	}
