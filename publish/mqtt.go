@@ -307,26 +307,31 @@ func connOptions(broker, id string, cfg Settings, tc *tls.Config) *mqtt.ClientOp
 }
 
 // clearSession ends the persistent session an earlier process left at the
-// broker, once (p.clear, set where there is one to end): commands sent
-// while posed was not running are not carried out when it starts, as
-// without a client id. It connects with a clean session and leaves.
-func (p *Publisher) clearSession() error {
+// broker (p.clear, set where there is one to end): commands sent while
+// posed was not running are not carried out when it starts, as without a
+// client id. It connects with a clean session, which discards the old
+// one, and returns that connection still open: the persistent connection
+// then takes its place under the same id (connectLoop). Leaving first
+// raced the persistent connection at mochi-mqtt v2.7.9 (the embedded
+// broker): a clean client's end that it handles after the next
+// connection with its id has come deletes that connection's client, and
+// nothing reached it (no command for 20 s in one CI run); a client taken
+// over is never deleted so.
+func (p *Publisher) clearSession() (mqtt.Client, error) {
 	if p.clear == nil {
-		return nil
+		return nil, nil
 	}
 	c := mqtt.NewClient(p.clear)
 	t := c.Connect()
 	select {
 	case <-t.Done():
 	case <-p.done:
-		return errors.New("publisher closed")
+		return nil, errors.New("publisher closed")
 	}
 	if t.Error() != nil {
-		return t.Error()
+		return nil, t.Error()
 	}
-	c.Disconnect(0)
-	p.clear = nil
-	return nil
+	return c, nil
 }
 
 // connectLoop makes the first connection, retrying with exponential
@@ -344,15 +349,26 @@ func (p *Publisher) connectLoop() {
 	}
 	wait := connectBackoff
 	for {
-		err := p.clearSession()
+		clean, err := p.clearSession()
 		if err == nil {
 			t := p.client.Connect()
 			select {
 			case <-t.Done():
 			case <-p.done:
+				if clean != nil {
+					clean.Disconnect(0)
+				}
 				return
 			}
 			err = t.Error()
+			if clean != nil {
+				// Taken over by the persistent connection (the broker
+				// closed it), or left now if that one failed.
+				clean.Disconnect(0)
+				if err == nil {
+					p.clear = nil
+				}
+			}
 		}
 		if err == nil {
 			return
