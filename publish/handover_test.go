@@ -145,6 +145,36 @@ func waitSubscribed(t *testing.T, p *Publisher) {
 	}
 }
 
+// sessionBrokers start a broker for the tests of a configured client id's
+// session, mosquitto and the embedded one, with posed's settings for it
+// and a client that may send posed commands.
+var sessionBrokers = []struct {
+	name  string
+	start func(t *testing.T) (cfg Settings, sender mqtt.Client)
+}{
+	{"mosquitto", func(t *testing.T) (Settings, mqtt.Client) {
+		m := mqtttest.Start(t)
+		return testMQTT(m.Addr()), mqtttest.Connect(t, m.Addr(), "sender")
+	}},
+	{"embedded", func(t *testing.T) (Settings, mqtt.Client) {
+		addr := mqtttest.FreeAddr(t)
+		a := broker.Auth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"},
+			Topics: OwnTopics(DefaultSettings(), "cam"), Commands: []string{"posed/cam/set/#"}, PosedClientID: "posed-cam-fixed"}
+		b, err := broker.Start(addr, a, quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		cfg := testMQTT(addr)
+		cfg.Username, cfg.Password = "posed", "posed-pw"
+		c, ok := client(t, addr, "ha", "ha-pw")
+		if !ok {
+			t.Fatal("the sender cannot log in to the embedded broker")
+		}
+		return cfg, c
+	}},
+}
+
 // With a configured client id the two connections of a reload cannot
 // overlap (one id, one connection), so the session is persistent: a
 // command sent after the old connection has left and before the new one
@@ -154,32 +184,7 @@ func waitSubscribed(t *testing.T, p *Publisher) {
 // that quarter of a second was lost: #55). Against mosquitto and against
 // the embedded broker.
 func TestSessionHandoverKeepsCommandsBetweenConnections(t *testing.T) {
-	for _, b := range []struct {
-		name  string
-		start func(t *testing.T) (cfg Settings, sender mqtt.Client)
-	}{
-		{"mosquitto", func(t *testing.T) (Settings, mqtt.Client) {
-			m := mqtttest.Start(t)
-			return testMQTT(m.Addr()), mqtttest.Connect(t, m.Addr(), "sender")
-		}},
-		{"embedded", func(t *testing.T) (Settings, mqtt.Client) {
-			addr := mqtttest.FreeAddr(t)
-			a := broker.Auth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"},
-				Topics: OwnTopics(DefaultSettings(), "cam"), Commands: []string{"posed/cam/set/#"}, PosedClientID: "posed-cam-fixed"}
-			b, err := broker.Start(addr, a, quiet())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			cfg := testMQTT(addr)
-			cfg.Username, cfg.Password = "posed", "posed-pw"
-			c, ok := client(t, addr, "ha", "ha-pw")
-			if !ok {
-				t.Fatal("the sender cannot log in to the embedded broker")
-			}
-			return cfg, c
-		}},
-	} {
+	for _, b := range sessionBrokers {
 		t.Run(b.name, func(t *testing.T) {
 			cfg, c := b.start(t)
 			cfg.ClientID = "posed-cam-fixed"
@@ -240,32 +245,7 @@ func TestSessionHandoverKeepsCommandsBetweenConnections(t *testing.T) {
 // is taken over by the persistent one, never left before it (leaving
 // first raced mochi-mqtt into deleting the new connection's client).
 func TestStartClearsTheSessionLeftBehind(t *testing.T) {
-	for _, b := range []struct {
-		name  string
-		start func(t *testing.T) (cfg Settings, sender mqtt.Client)
-	}{
-		{"mosquitto", func(t *testing.T) (Settings, mqtt.Client) {
-			m := mqtttest.Start(t)
-			return testMQTT(m.Addr()), mqtttest.Connect(t, m.Addr(), "sender")
-		}},
-		{"embedded", func(t *testing.T) (Settings, mqtt.Client) {
-			addr := mqtttest.FreeAddr(t)
-			a := broker.Auth{PosedUser: "posed", PosedPassword: "posed-pw", Readers: map[string]string{"ha": "ha-pw"},
-				Topics: OwnTopics(DefaultSettings(), "cam"), Commands: []string{"posed/cam/set/#"}, PosedClientID: "posed-cam-fixed"}
-			b, err := broker.Start(addr, a, quiet())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			cfg := testMQTT(addr)
-			cfg.Username, cfg.Password = "posed", "posed-pw"
-			c, ok := client(t, addr, "ha", "ha-pw")
-			if !ok {
-				t.Fatal("the sender cannot log in to the embedded broker")
-			}
-			return cfg, c
-		}},
-	} {
+	for _, b := range sessionBrokers {
 		t.Run(b.name, func(t *testing.T) {
 			cfg, c := b.start(t)
 			cfg.ClientID = "posed-cam-fixed"
