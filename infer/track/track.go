@@ -232,11 +232,10 @@ type trackState struct {
 	// missedLooks: the looks again in a row that missed it.
 	missedLooks int
 	// suspect: the face was found where the network refused one lately
-	// (Tracker.suspected): it is reported only once a look has found it
-	// surely, and it ends if confirmLooks looks in a row find it unsure.
-	suspect bool
-	// sureLook: a close look since the face was new was sure of it.
-	sureLook bool
+	// (Tracker.suspected): it is reported only once its confirmLooks
+	// looks have all found it, one of them surely (sureLook: a close look
+	// since the face was new was sure of it).
+	suspect, sureLook bool
 	// modelStd: the model's own yaw σ on this frame, before the landmarks
 	// and the filter: whether it sees a face (Config.StartStd).
 	modelStd float64
@@ -897,10 +896,7 @@ func (t *Tracker) estimate(tr *trackState, img *image.Gray) {
 		// again on its next frames if it is not sure (Confirmer).
 		found, sure := t.confirm.Confirm(img, r.Box, tr.unread)
 		tr.unvouched = 0
-		if f.Age == 0 {
-			tr.sureLook = false
-		}
-		tr.sureLook = tr.sureLook || sure
+		tr.sureLook = tr.sureLook || sure // false on a new track (newTrack)
 		switch {
 		case !found:
 			tr.unconfirmed, tr.doubt = true, 0
