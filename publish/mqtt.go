@@ -65,13 +65,12 @@ type Publisher struct {
 	dirtyTopics map[string]bool
 	dirty       chan struct{}
 	lastPose    time.Time
-	// gone is a "faces gone" pose message owed (goneOwed, under mu; owed
-	// mirrors it for the frame loop's check): it is sent by the
-	// publishing goroutine once the messages queued before it have gone
-	// and the broker is there, unless a pose with faces comes first and
-	// says more. owe (capacity 1) wakes the goroutine.
+	// gone is a "faces gone" pose message, owed while owed is set (both
+	// changed under mu; owed is read without it on the frame path): it is
+	// sent by the publishing goroutine once the messages queued before it
+	// have gone and the broker is there, unless a pose with faces comes
+	// first and says more. owe (capacity 1) wakes the goroutine.
 	gone      message.Pose
-	goneOwed  bool
 	owed      atomic.Bool
 	owe       chan struct{}
 	clock     clock.Clock   // times ha_interval and max_rate (WithClock)
@@ -352,22 +351,22 @@ func (p *Publisher) connectLoop() {
 		clean, err := p.clearSession()
 		if err == nil {
 			t := p.client.Connect()
+			stopped := false
 			select {
 			case <-t.Done():
 			case <-p.done:
-				if clean != nil {
-					clean.Disconnect(0)
-				}
-				return
+				stopped = true
 			}
-			err = t.Error()
 			if clean != nil {
 				// Taken over by the persistent connection (the broker
 				// closed it), or left now if that one failed.
 				clean.Disconnect(0)
-				if err == nil {
-					p.clear = nil
-				}
+			}
+			if stopped {
+				return
+			}
+			if err = t.Error(); err == nil {
+				p.clear = nil // the earlier session is gone
 			}
 		}
 		if err == nil {
@@ -682,16 +681,8 @@ func (p *Publisher) Pose(m *message.Pose, primary int) {
 		p.lastPose = now
 		p.mu.Unlock()
 	}
-	if !p.lossless {
-		if len(m.Faces) == 0 {
-			p.oweGone(m)
-			return
-		}
-		if p.owed.Load() {
-			p.forgetGone()
-		}
-	}
-	if p.lossless {
+	switch {
+	case p.lossless:
 		// A replay's first frames come before the connection: they wait
 		// for its first attempt instead of being dropped as not
 		// connected. Without a broker the attempt fails (within
@@ -700,26 +691,41 @@ func (p *Publisher) Pose(m *message.Pose, primary int) {
 		case <-p.tried:
 		case <-p.done:
 		}
+	case len(m.Faces) == 0:
+		p.oweGone(m)
+		return
+	case p.owed.Load():
+		p.forgetGone()
 	}
 	if !p.connected.Load() {
 		p.drop(true)
 		return
 	}
+	pose := p.poseMsg(m)
+	if !p.enqueuePose(pose) {
+		p.recycle(pose.payload)
+		return
+	}
+	if pm := p.primaryMsg(m, prim); !p.enqueuePose(pm) {
+		p.recycle(pm.payload)
+	}
+}
+
+// poseMsg encodes pose message m into a pooled buffer.
+func (p *Publisher) poseMsg(m *message.Pose) outMsg {
 	m.Schema, m.Device = message.SchemaVersion, p.device
 	m.LatencyMs = float64(time.Since(m.Captured).Microseconds()) / 1000
 	if m.Faces == nil {
 		m.Faces = []message.Face{}
 	}
-	b := message.AppendPose(p.buffer(), m)
-	if !p.enqueuePose(outMsg{topic: p.topicPose, qos: byte(p.cfg.QoS), pose: true, payload: b, pooled: true}) {
-		p.recycle(b)
-		return
-	}
+	return outMsg{topic: p.topicPose, qos: byte(p.cfg.QoS), pose: true, payload: message.AppendPose(p.buffer(), m), pooled: true}
+}
+
+// primaryMsg encodes the primary message that goes beside pose message m
+// (prim: its primary face, nil for none) into a pooled buffer.
+func (p *Publisher) primaryMsg(m *message.Pose, prim *message.Face) outMsg {
 	pm := message.Primary{Schema: message.SchemaVersion, Device: p.device, Seq: m.Seq, Captured: m.Captured, Face: prim}
-	b = message.AppendPrimary(p.buffer(), &pm)
-	if !p.enqueuePose(outMsg{topic: p.topicPrimary, qos: byte(p.cfg.QoS), payload: b, pooled: true}) {
-		p.recycle(b)
-	}
+	return outMsg{topic: p.topicPrimary, qos: byte(p.cfg.QoS), payload: message.AppendPrimary(p.buffer(), &pm), pooled: true}
 }
 
 // oweGone owes m, a pose message without faces: it is not dropped for a
@@ -732,12 +738,11 @@ func (p *Publisher) Pose(m *message.Pose, primary int) {
 // poses queued before it go first.
 func (p *Publisher) oweGone(m *message.Pose) {
 	p.mu.Lock()
-	if p.goneOwed {
+	if p.owed.Load() {
 		p.drop(true) // the older of two: the newer says the same
 		p.drop(false)
 	}
 	p.gone = message.Pose{Camera: m.Camera, Seq: m.Seq, Captured: m.Captured, Width: m.Width, Height: m.Height}
-	p.goneOwed = true
 	p.owed.Store(true)
 	p.mu.Unlock()
 	p.wakeGone()
@@ -747,8 +752,7 @@ func (p *Publisher) oweGone(m *message.Pose) {
 // faces is being published after it.
 func (p *Publisher) forgetGone() {
 	p.mu.Lock()
-	if p.goneOwed {
-		p.goneOwed = false
+	if p.owed.Load() {
 		p.owed.Store(false)
 		p.drop(true)
 		p.drop(false)
@@ -772,20 +776,15 @@ func (p *Publisher) sendGone(flushing bool) {
 		return
 	}
 	p.mu.Lock()
-	if !p.goneOwed {
+	if !p.owed.Load() {
 		p.mu.Unlock()
 		return
 	}
 	g := p.gone
-	p.goneOwed = false
 	p.owed.Store(false)
 	p.mu.Unlock()
-	g.Schema, g.Device = message.SchemaVersion, p.device
-	g.LatencyMs = float64(time.Since(g.Captured).Microseconds()) / 1000
-	g.Faces = []message.Face{}
-	p.send(outMsg{topic: p.topicPose, qos: byte(p.cfg.QoS), pose: true, payload: message.AppendPose(p.buffer(), &g), pooled: true})
-	pm := message.Primary{Schema: message.SchemaVersion, Device: p.device, Seq: g.Seq, Captured: g.Captured}
-	p.send(outMsg{topic: p.topicPrimary, qos: byte(p.cfg.QoS), payload: message.AppendPrimary(p.buffer(), &pm), pooled: true})
+	p.send(p.poseMsg(&g))
+	p.send(p.primaryMsg(&g, nil))
 }
 
 // enqueuePose queues a frame's message: at once or dropped, or, lossless,
