@@ -308,10 +308,10 @@ func TestPasteIsWhatPosedPublishes(t *testing.T) {
 // the cascades keep them, and a face found again where a look refused
 // one is held until its looks have all found it, one surely (a suspect):
 // a short track, 8 of the two scenes' 600 frames (39 before the
-// suspects), where one look
-// only (confirm_every 0) tracks them on 56 (265 before the suspects, 353
-// before the network's border took the vector kernel: which of the two
-// lasts moves with the network's rounding, their sum much less).
+// suspects), where one look only (confirm_every 0) tracks them on 56
+// (265 before the suspects, 353 before the network's border took the
+// vector kernel: which of the two lasts moves with the network's
+// rounding, their sum much less).
 // A σ out of range is a usage error.
 func TestEvalStillPhantomWithNoise(t *testing.T) {
 	root := datatest.Root(t)

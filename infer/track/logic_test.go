@@ -1125,9 +1125,9 @@ func TestTrackConfirmsATrackedFaceAgain(t *testing.T) {
 // A face found where the network refused one lately (a new face's close
 // look missed it, or a tracked face's looks again) is a suspect: it is
 // not reported until its confirmLooks looks have all found it, one of
-// them surely, and ends if one misses or all are unsure. A phantom the scan finds again and again is then
-// published once, not on every return (docs/measured.md, "A phantom
-// kept"). Elsewhere, or once doubtFor·RejectFor frames have passed, a
+// them surely, and ends if one misses or all are unsure. A phantom the
+// scan finds again and again is then published once, not on every return
+// (docs/measured.md, "A phantom kept"). Elsewhere, or once doubtFor·RejectFor frames have passed, a
 // face found unsure is reported at once, as before.
 func TestTrackSuspectsAFaceWhereOneWasRefused(t *testing.T) {
 	const rejectFor = 2
